@@ -1,0 +1,313 @@
+/* cflux.h - deep learning in C: a model is a static graph, checked before it runs.
+ *
+ * A model (cf_model) is a dataflow graph with named parameters. Build one with the
+ * graph calls below (or, later, from the notation: cf_model_parse). Binding it for a
+ * batch size (cf_bind) infers every shape, plans memory and gives an executor
+ * (cf_exec) with buffers for inputs, outputs and gradients; cf_forward, cf_backward
+ * and cf_update_sgd run on it. Executors of one model share its parameters.
+ *
+ * Conventions: float32, row-major, batch first. Every value carries a leading batch
+ * dimension B that the graph calls never write: an input declared with shape (784)
+ * holds (B, 784). Parameters and constants have no batch dimension. B is chosen at
+ * bind time; error messages write it as "B".
+ *
+ * Failures never exit: calls return NULL or non-zero and cf_last_error() says what
+ * went wrong, naming the op, the shapes and the line of code that built it.
+ *
+ * A worked example: train a 784-128-10 classifier.
+ *
+ *     cf_model *m = cf_model_new();
+ *     cf_node *x  = cf_input(m, "x", CF_SHAPE(784));       // (B, 784)
+ *     cf_node *y  = cf_input(m, "y", CF_SCALAR);           // (B) class indices
+ *     cf_node *h  = cf_relu(m, cf_add(m, cf_matmul(m, x, cf_param(m, "1.W", CF_SHAPE(784, 128), CF_GLOROT)),
+ *                                        cf_param(m, "1.b", CF_SHAPE(1, 128), CF_ZEROS)));
+ *     cf_node *z  = cf_add(m, cf_matmul(m, h, cf_param(m, "2.W", CF_SHAPE(128, 10), CF_GLOROT)),
+ *                             cf_param(m, "2.b", CF_SHAPE(1, 10), CF_ZEROS));
+ *     cf_node *loss = cf_softmax_xent(m, z, y);             // mean over the batch
+ *     cf_output(m, cf_node_input(loss, 0));                 // output 0: probabilities (B, 10)
+ *     cf_output(m, loss);                                   // output 1: the loss ()
+ *
+ *     cf_exec *e = cf_bind(m, 64, CF_TRAIN);
+ *     if (!e) { fprintf(stderr, "%s\n", cf_last_error()); return 1; }
+ *     for (int step = 0; step < 1000; step++) {
+ *         fill(cf_exec_input(e, 0, NULL), cf_exec_input(e, 1, NULL));  // your data
+ *         cf_forward(e, 1);
+ *         cf_backward(e);                                   // d loss = 1 by default
+ *         cf_update_sgd(e, 0.1f);
+ *         printf("%f\n", *cf_exec_output(e, 1, NULL));
+ *     }
+ *     cf_exec_free(e);
+ *     cf_model_free(m);
+ */
+#ifndef CFLUX_H
+#define CFLUX_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(CFLUX_BUILDING) && defined(__GNUC__)
+#define CF_API __attribute__((visibility("default")))
+#else
+#define CF_API
+#endif
+
+/* ---- Shapes ------------------------------------------------------------------ */
+
+#define CF_MAX_DIMS 6
+
+/* A shape: rank dimensions, outermost first. In shapes that cflux reports for graph
+ * values, d[0] == CF_BATCH marks the batch dimension. */
+typedef struct cf_shape {
+    int rank;
+    int d[CF_MAX_DIMS];
+} cf_shape;
+
+#define CF_BATCH (-1)
+
+#define CF_NARGS_(...) CF_NARGS_N_(__VA_ARGS__, 6, 5, 4, 3, 2, 1, 0)
+#define CF_NARGS_N_(a, b, c, d, e, f, n, ...) n
+/* CF_SHAPE(784), CF_SHAPE(28, 28), ...: up to six dimensions. */
+#define CF_SHAPE(...) ((cf_shape){CF_NARGS_(__VA_ARGS__), {__VA_ARGS__}})
+/* The shape of one number: per sample, an input of this shape is (B). */
+#define CF_SCALAR ((cf_shape){0, {0}})
+
+/* Elements in a shape (a CF_BATCH dimension counts as 1). */
+CF_API size_t cf_shape_count(cf_shape s);
+
+/* ---- Errors and the library ------------------------------------------------------ */
+
+/* The last failure on this thread: "error: ..." plus one trace line per enclosing
+ * call ("  in Affine at model.c:42"). Empty when there was none. */
+CF_API const char *cf_last_error(void);
+
+CF_API const char *cf_version(void);        /* "0.1.0" */
+
+/* Threads for the engine's kernels, the calling thread included. The default is
+ * $CFLUX_THREADS, else the CPUs this process may use. n <= 0 restores the default.
+ * Not while an executor is running. */
+CF_API void cf_set_threads(int n);
+CF_API int  cf_threads(void);
+
+/* Which matrix-product engine runs: "openblas" or "builtin" (the default is OpenBLAS
+ * when the library was built with it; $CFLUX_GEMM=builtin overrides). Returns 0, or
+ * -1 for a name this build does not have. */
+CF_API int cf_set_gemm(const char *name);
+CF_API const char *cf_gemm_name(void);
+
+/* ---- Models ------------------------------------------------------------------------ */
+
+typedef struct cf_model cf_model;   /* a graph and its named parameters */
+typedef struct cf_node cf_node;     /* one value of a graph, owned by its model */
+typedef struct cf_exec cf_exec;     /* a model bound to a batch size */
+
+CF_API cf_model *cf_model_new(void);
+CF_API void      cf_model_free(cf_model *m);
+
+/* The seed for parameter initialisation (and, later, dropout and shuffling).
+ * Same seed, same model: bitwise the same parameters. Default 0. Call it before the
+ * first bind. */
+CF_API void cf_model_set_seed(cf_model *m, uint64_t seed);
+
+/* Parameters, in the order they were declared. The values live in the model and are
+ * shared by all its executors; they exist once the model is sealed (by its first bind
+ * or by cf_model_init_params). */
+CF_API int         cf_model_param_count(const cf_model *m);
+CF_API const char *cf_model_param_name(const cf_model *m, int i);
+CF_API cf_shape    cf_model_param_shape(const cf_model *m, int i);
+CF_API int         cf_model_param_index(const cf_model *m, const char *name); /* -1 if none */
+CF_API float      *cf_model_param_data(cf_model *m, int i);  /* NULL before sealing */
+CF_API float      *cf_model_param_grad(cf_model *m, int i);  /* NULL until a CF_TRAIN bind */
+CF_API size_t      cf_model_weight_count(const cf_model *m);  /* scalars in all parameters */
+
+/* Seal the graph and initialise its parameters from the seed; no node can be added
+ * afterwards. cf_bind does this for you. 0 or -1. */
+CF_API int cf_model_init_params(cf_model *m);
+
+/* How backward treats a parameter's gradient (MXNet's grad_req):
+ *   CF_GRAD_ADD   accumulate over backward calls until an update zeroes it (default)
+ *   CF_GRAD_WRITE each backward overwrites it
+ *   CF_GRAD_NONE  no gradient: the parameter is frozen
+ * name NULL sets every parameter. Before the first bind. 0, or -1 for an unknown name. */
+typedef enum cf_grad_req { CF_GRAD_ADD = 0, CF_GRAD_WRITE = 1, CF_GRAD_NONE = 2 } cf_grad_req;
+CF_API int cf_model_set_grad_req(cf_model *m, const char *name, cf_grad_req req);
+
+/* Set every accumulated parameter gradient to zero. */
+CF_API void cf_model_zero_grad(cf_model *m);
+
+/* Parameters in the safetensors format (float32, by name), written crash-safe.
+ * Loading matches by name: a parameter that the file lacks, a tensor the model does
+ * not have, or a shape that differs is an error, and nothing is changed. With
+ * CF_LOAD_PARTIAL the names that match are loaded, and afterwards cf_last_error()
+ * lists what was missing and unexpected (empty if nothing). A shape mismatch is always
+ * an error naming the parameter. 0 or -1. */
+#define CF_LOAD_PARTIAL 1u
+CF_API int cf_model_save_params(cf_model *m, const char *path);
+CF_API int cf_model_load_params(cf_model *m, const char *path);
+CF_API int cf_model_load_params_ex(cf_model *m, const char *path, unsigned flags);
+
+/* Write the graph in Graphviz DOT to path ("-" for stdout). 0 or -1. */
+CF_API int cf_model_dump_dot(cf_model *m, const char *path);
+
+/* ---- Building graphs in C ----------------------------------------------------------
+ *
+ * Every call below is a macro over a cf_*_at function that also takes the source file
+ * and line, so that errors point at the line of C that built the failing node. A call
+ * given a NULL input returns NULL: check once at the end (cf_bind reports the first
+ * failure). Shapes are checked by cf_bind, where the batch size is known. */
+
+typedef enum cf_init_kind {
+    CF_INIT_GLOROT = 0,  /* uniform(±sqrt(6 / (fan_in + fan_out))) */
+    CF_INIT_ZEROS,
+    CF_INIT_ONES,
+    CF_INIT_NORMAL,      /* normal(0, a) */
+    CF_INIT_UNIFORM,     /* uniform(-a, a) */
+    CF_INIT_CONST        /* every element a */
+} cf_init_kind;
+typedef struct cf_init { cf_init_kind kind; float a; } cf_init;
+#define CF_GLOROT       ((cf_init){CF_INIT_GLOROT, 0})
+#define CF_ZEROS        ((cf_init){CF_INIT_ZEROS, 0})
+#define CF_ONES         ((cf_init){CF_INIT_ONES, 0})
+#define CF_NORMAL(std)  ((cf_init){CF_INIT_NORMAL, (std)})
+#define CF_UNIFORM(a)   ((cf_init){CF_INIT_UNIFORM, (a)})
+#define CF_CONST(v)     ((cf_init){CF_INIT_CONST, (v)})
+
+/* Scopes name what is built between begin and end. `frame` is what error traces call
+ * it ("in Affine at model.c:12", the line of cf_scope_begin); `path` is prepended to
+ * the names of parameters made inside ("1" turns "W" into "1.W"). Either may be NULL.
+ * Scopes nest. */
+#define cf_scope_begin(m, frame, path) cf_scope_begin_at(m, frame, path, __FILE__, __LINE__, 0)
+CF_API void cf_scope_begin_at(cf_model *m, const char *frame, const char *path,
+                              const char *file, int line, int col);
+CF_API void cf_scope_end(cf_model *m);
+
+/* A model input of per-sample shape s: the bound value is (B, s...). Inputs are
+ * numbered in the order they are made. */
+#define cf_input(m, name, s) cf_input_at(m, name, s, __FILE__, __LINE__, 0)
+/* A trainable parameter of shape s (no batch dimension). */
+#define cf_param(m, name, s, init) cf_param_at(m, name, s, init, __FILE__, __LINE__, 0)
+/* A constant number (shape ()), broadcast where it is used. */
+#define cf_scalar(m, v) cf_scalar_at(m, v, __FILE__, __LINE__, 0)
+
+/* a (..., n, k) * b (k, m) -> (..., n, m); or a (..., n, k) * b (..., k, m) with equal
+ * leading dimensions. */
+#define cf_matmul(m, a, b) cf_binary_at(m, CF_OP_MATMUL, a, b, __FILE__, __LINE__, 0)
+/* Elementwise with numpy broadcasting: a + b, a - b, a .* b, a ./ b. */
+#define cf_add(m, a, b) cf_binary_at(m, CF_OP_ADD, a, b, __FILE__, __LINE__, 0)
+#define cf_sub(m, a, b) cf_binary_at(m, CF_OP_SUB, a, b, __FILE__, __LINE__, 0)
+#define cf_mul(m, a, b) cf_binary_at(m, CF_OP_MUL, a, b, __FILE__, __LINE__, 0)
+#define cf_div(m, a, b) cf_binary_at(m, CF_OP_DIV, a, b, __FILE__, __LINE__, 0)
+/* Elementwise functions. */
+#define cf_neg(m, x)     cf_unary_at(m, CF_OP_NEG, x, 0, __FILE__, __LINE__, 0)
+#define cf_sigmoid(m, x) cf_unary_at(m, CF_OP_SIGMOID, x, 0, __FILE__, __LINE__, 0)
+#define cf_tanh(m, x)    cf_unary_at(m, CF_OP_TANH, x, 0, __FILE__, __LINE__, 0)
+#define cf_relu(m, x)    cf_unary_at(m, CF_OP_RELU, x, 0, __FILE__, __LINE__, 0)
+#define cf_leakyrelu(m, x, a) cf_unary_at(m, CF_OP_LEAKYRELU, x, a, __FILE__, __LINE__, 0)
+#define cf_exp(m, x)     cf_unary_at(m, CF_OP_EXP, x, 0, __FILE__, __LINE__, 0)
+#define cf_log(m, x)     cf_unary_at(m, CF_OP_LOG, x, 0, __FILE__, __LINE__, 0)
+/* Over the last dimension. */
+#define cf_softmax(m, x)    cf_unary_at(m, CF_OP_SOFTMAX, x, 0, __FILE__, __LINE__, 0)
+#define cf_logsoftmax(m, x) cf_unary_at(m, CF_OP_LOGSOFTMAX, x, 0, __FILE__, __LINE__, 0)
+/* (..., n) -> (...): the sum or mean of the last dimension. On a (B) value this
+ * reduces over the batch and gives (). */
+#define cf_sum(m, x)  cf_unary_at(m, CF_OP_SUM, x, 0, __FILE__, __LINE__, 0)
+#define cf_mean(m, x) cf_unary_at(m, CF_OP_MEAN, x, 0, __FILE__, __LINE__, 0)
+/* (B, ...) -> (B, n), n the product of the rest. */
+#define cf_flatten(m, x) cf_unary_at(m, CF_OP_FLATTEN, x, 0, __FILE__, __LINE__, 0)
+/* New per-sample shape with the same element count; one dimension may be -1. A value
+ * without a batch dimension is reshaped whole. */
+#define cf_reshape(m, x, s) cf_reshape_at(m, x, s, __FILE__, __LINE__, 0)
+/* Join n values along dim (0 is the batch dimension where there is one; negative
+ * counts from the end); the other dimensions must be equal. */
+#define cf_concat(m, dim, n, xs) cf_concat_at(m, dim, n, xs, __FILE__, __LINE__, 0)
+/* Elements [start, start + len) of dim. */
+#define cf_slice(m, x, dim, start, len) cf_slice_at(m, x, dim, start, len, __FILE__, __LINE__, 0)
+
+/* Losses, each a number () averaged over the batch.
+ * cf_softmax_xent: p = softmax(logits) over the last dimension, loss = mean of
+ * -log p[label]. labels are (B) class indices (stored as floats) or (B, C) target
+ * probabilities. Returns the loss node; its input 0 is the softmax node, whose value is
+ * the probabilities. Backward is fused: d logits = (p - onehot) / B.
+ * cf_cross_entropy: the same loss on probabilities p that the model already made
+ * (fused with the softmax when p comes straight from one).
+ * cf_mse: mean of (pred - target)^2 over all elements. */
+#define cf_softmax_xent(m, logits, labels) cf_binary_at(m, CF_OP_XENT, cf_softmax(m, logits), labels, __FILE__, __LINE__, 0)
+#define cf_cross_entropy(m, p, labels) cf_binary_at(m, CF_OP_XENT, p, labels, __FILE__, __LINE__, 0)
+#define cf_mse(m, pred, target) cf_binary_at(m, CF_OP_MSE, pred, target, __FILE__, __LINE__, 0)
+
+/* Mark a node as a model output; returns its output index or -1. A scalar output (a
+ * loss) gets a head gradient of 1 at bind; other head gradients start at 0. */
+CF_API int cf_output(cf_model *m, cf_node *n);
+
+/* Reading a graph. */
+CF_API int      cf_node_input_count(const cf_node *n);
+CF_API cf_node *cf_node_input(const cf_node *n, int i);
+CF_API const char *cf_node_op_name(const cf_node *n);
+CF_API cf_shape cf_node_shape(const cf_node *n);  /* known after a bind; CF_BATCH marks B */
+
+/* The operations (append-only: part of the API). */
+typedef enum cf_opcode {
+    CF_OP_INPUT, CF_OP_PARAM, CF_OP_CONST,
+    CF_OP_MATMUL, CF_OP_ADD, CF_OP_SUB, CF_OP_MUL, CF_OP_DIV,
+    CF_OP_NEG, CF_OP_SIGMOID, CF_OP_TANH, CF_OP_RELU, CF_OP_LEAKYRELU, CF_OP_EXP, CF_OP_LOG,
+    CF_OP_SOFTMAX, CF_OP_LOGSOFTMAX, CF_OP_SUM, CF_OP_MEAN,
+    CF_OP_RESHAPE, CF_OP_FLATTEN, CF_OP_CONCAT, CF_OP_SLICE,
+    CF_OP_XENT, CF_OP_MSE,
+    CF_OP_COUNT_
+} cf_opcode;
+
+CF_API cf_node *cf_input_at(cf_model *m, const char *name, cf_shape s, const char *file, int line, int col);
+CF_API cf_node *cf_param_at(cf_model *m, const char *name, cf_shape s, cf_init init, const char *file, int line, int col);
+CF_API cf_node *cf_scalar_at(cf_model *m, float v, const char *file, int line, int col);
+CF_API cf_node *cf_unary_at(cf_model *m, cf_opcode op, cf_node *x, float a, const char *file, int line, int col);
+CF_API cf_node *cf_binary_at(cf_model *m, cf_opcode op, cf_node *a, cf_node *b, const char *file, int line, int col);
+CF_API cf_node *cf_reshape_at(cf_model *m, cf_node *x, cf_shape s, const char *file, int line, int col);
+CF_API cf_node *cf_concat_at(cf_model *m, int dim, int n, cf_node *const *xs, const char *file, int line, int col);
+CF_API cf_node *cf_slice_at(cf_model *m, cf_node *x, int dim, int start, int len, const char *file, int line, int col);
+
+/* ---- Executors ----------------------------------------------------------------------
+ *
+ * cf_bind infers every shape for this batch size (an error names the op, the shapes
+ * and where the node was built), plans memory by liveness and allocates all buffers:
+ * after it, forward, backward and update allocate nothing. */
+
+#define CF_TRAIN       1u  /* keep what backward needs; gradient buffers */
+#define CF_INPUT_GRADS 2u  /* also compute gradients of the inputs (implies CF_TRAIN) */
+
+CF_API cf_exec *cf_bind(cf_model *m, int batch, unsigned flags);
+CF_API void     cf_exec_free(cf_exec *e);
+
+CF_API int cf_exec_batch(const cf_exec *e);
+CF_API int cf_exec_input_count(const cf_exec *e);
+CF_API int cf_exec_output_count(const cf_exec *e);
+
+/* Buffers, valid until cf_exec_free; count (may be NULL) receives the element count.
+ * NULL for an index out of range (or for grads of an executor without them). */
+CF_API float       *cf_exec_input(cf_exec *e, int i, size_t *count);       /* write inputs */
+CF_API const float *cf_exec_output(cf_exec *e, int i, size_t *count);
+CF_API float       *cf_exec_output_grad(cf_exec *e, int i, size_t *count); /* head grads */
+CF_API const float *cf_exec_input_grad(cf_exec *e, int i, size_t *count);
+CF_API cf_shape     cf_exec_input_shape(const cf_exec *e, int i);   /* with the batch */
+CF_API cf_shape     cf_exec_output_shape(const cf_exec *e, int i);
+CF_API int          cf_exec_input_index(const cf_exec *e, const char *name); /* -1 if none */
+
+/* Bytes of activation memory the plan uses, and what it would use without reuse. */
+CF_API size_t cf_exec_arena_bytes(const cf_exec *e, size_t *unplanned);
+
+/* Run the graph; train != 0 selects training behaviour (dropout, ...). 0 or -1 (a
+ * label out of range, a NaN with CFLUX_NANTRAP set, ...). */
+CF_API int cf_forward(cf_exec *e, int train);
+/* Back-propagate the head gradients of the last forward; parameter gradients
+ * accumulate or are overwritten as their grad_req says. Needs CF_TRAIN. 0 or -1. */
+CF_API int cf_backward(cf_exec *e);
+/* p -= lr * grad, then grad = 0, for every parameter with a gradient. 0 or -1. */
+CF_API int cf_update_sgd(cf_exec *e, float lr);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,26 @@
+/* error.h - the library's error channel: one message per thread.
+ *
+ * A public call that fails sets the message with cf_seterr() and returns NULL or
+ * non-zero; cf_last_error() (in cflux.h) reads it back. Messages are written the
+ * way they will be printed: "error: what happened" plus trace lines where there are
+ * any. */
+#ifndef CF_CORE_ERROR_H
+#define CF_CORE_ERROR_H
+
+#include <stddef.h>
+
+#define CF_ERRMAX 4096
+
+/* Replace this thread's message. Returns -1 so callers can `return cf_seterr(...)`. */
+int cf_seterr(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Append to this thread's message (for trace lines). */
+void cf_adderr(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Clear the message. */
+void cf_clearerr(void);
+
+/* The out-of-memory message, set and returned as -1. */
+int cf_oom(size_t bytes);
+
+#endif

@@ -1,0 +1,416 @@
+/* graph.c - building graphs: models, nodes, scopes and the source trace of each node.
+ *
+ * Building never fails loudly: a bad call records the first error in the model,
+ * returns NULL, and every later call given that NULL returns NULL too; cf_bind then
+ * reports the first error. Shapes are inferred later, all at once
+ * (cf_model_infer_shapes), because they are only complete when the graph is. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "core/graph.h"
+#include "ops/op.h"
+
+/* ---- arena ---- */
+
+struct cf_arena_chunk {
+    cf_arena_chunk *next;
+    size_t used, size;
+    _Alignas(16) unsigned char data[];
+};
+
+void *cf_arena_alloc(cf_arena *a, size_t bytes)
+{
+    bytes = (bytes + 15) & ~(size_t)15;
+    cf_arena_chunk *c = a->head;
+    if (!c || c->size - c->used < bytes) {
+        size_t size = bytes > 16384 ? bytes : 16384;
+        c = calloc(1, sizeof *c + size);
+        if (!c) return NULL;
+        c->size = size;
+        c->next = a->head;
+        a->head = c;
+    }
+    void *p = c->data + c->used;
+    c->used += bytes;
+    return p;
+}
+
+char *cf_arena_strdup(cf_arena *a, const char *s)
+{
+    size_t n = strlen(s) + 1;
+    char *p = cf_arena_alloc(a, n);
+    if (p) memcpy(p, s, n);
+    return p;
+}
+
+void cf_arena_free(cf_arena *a)
+{
+    while (a->head) {
+        cf_arena_chunk *next = a->head->next;
+        free(a->head);
+        a->head = next;
+    }
+}
+
+/* ---- models ---- */
+
+cf_model *cf_model_new(void)
+{
+    cf_model *m = calloc(1, sizeof *m);
+    if (!m) cf_oom(sizeof *m);
+    return m;
+}
+
+void cf_model_free(cf_model *m)
+{
+    if (!m) return;
+    free(m->nodes);
+    free(m->params);
+    free(m->inputs);
+    free(m->outputs);
+    free(m->builderr);
+    free(m->pdata);
+    free(m->pgrad);
+    free(m->poff);
+    cf_arena_free(&m->arena);
+    free(m);
+}
+
+void cf_model_set_seed(cf_model *m, uint64_t seed) { m->seed = seed; }
+
+/* Grow a node list by one; 0 or -1. */
+static int push(cf_node ***list, int *n, int *cap, cf_node *x)
+{
+    if (*n == *cap) {
+        int ncap = *cap ? *cap * 2 : 16;
+        cf_node **p = realloc(*list, (size_t)ncap * sizeof *p);
+        if (!p) return cf_oom((size_t)ncap * sizeof *p);
+        *list = p;
+        *cap = ncap;
+    }
+    (*list)[(*n)++] = x;
+    return 0;
+}
+
+static const char *intern_file(cf_model *m, const char *file)
+{
+    /* The same file name is passed by every call of one source; keep one copy. */
+    for (int i = m->nnodes - 1; i >= 0 && i >= m->nnodes - 64; i--)
+        if (m->nodes[i]->loc.file && strcmp(m->nodes[i]->loc.file, file) == 0)
+            return m->nodes[i]->loc.file;
+    return cf_arena_strdup(&m->arena, file);
+}
+
+cf_node *cf_build_fail(cf_model *m, cf_srcloc loc, const char *fmt, ...)
+{
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    if (loc.col > 0) cf_seterr("error: %s\n  at %s:%d:%d", msg, loc.file, loc.line, loc.col);
+    else cf_seterr("error: %s\n  at %s:%d", msg, loc.file ? loc.file : "?", loc.line);
+    if (m && !m->builderr) m->builderr = strdup(cf_last_error());
+    return NULL;
+}
+
+/* A new node of op with inputs; NULL (and the error recorded) if anything is wrong. */
+static cf_node *node_new(cf_model *m, cf_opcode op, int nin, cf_node *const *in,
+                         const char *file, int line, int col)
+{
+    cf_srcloc loc = {file, line, col};
+    if (!m) return cf_build_fail(NULL, loc, "no model (NULL) given to %s", cf_ops[op]->name);
+    if (m->sealed)
+        return cf_build_fail(m, loc, "the model is sealed (bound or initialised): no node can be added");
+    for (int i = 0; i < nin; i++) {
+        if (!in[i]) {
+            if (!m->builderr)
+                cf_build_fail(m, loc, "input %d of %s is NULL", i + 1, cf_ops[op]->name);
+            return NULL;   /* an earlier failure, already recorded */
+        }
+        if (in[i]->model != m)
+            return cf_build_fail(m, loc, "input %d of %s belongs to another model", i + 1, cf_ops[op]->name);
+    }
+    cf_node *n = cf_arena_alloc(&m->arena, sizeof *n);
+    cf_node **ins = nin ? cf_arena_alloc(&m->arena, (size_t)nin * sizeof *ins) : NULL;
+    loc.file = file ? intern_file(m, file) : "?";
+    if (!n || (nin && !ins) || !loc.file || push(&m->nodes, &m->nnodes, &m->cap_nodes, n)) {
+        cf_oom(sizeof *n);
+        if (!m->builderr) m->builderr = strdup(cf_last_error());
+        return NULL;
+    }
+    if (nin) memcpy(ins, in, (size_t)nin * sizeof *ins);
+    n->id = m->nnodes - 1;
+    n->op = op;
+    n->nin = nin;
+    n->in = ins;
+    n->model = m;
+    n->loc = loc;
+    n->frame = m->frame;
+    n->index = -1;
+    m->shaped = 0;
+    return n;
+}
+
+/* ---- scopes ---- */
+
+void cf_scope_begin_at(cf_model *m, const char *frame, const char *path,
+                       const char *file, int line, int col)
+{
+    if (!m) return;
+    if (m->depth >= CF_MAX_SCOPES) {
+        cf_build_fail(m, (cf_srcloc){file, line, col}, "scopes nested deeper than %d", CF_MAX_SCOPES);
+        m->depth++;
+        return;
+    }
+    const char *p = NULL;
+    if (path && *path) {
+        const char *outer = NULL;
+        for (int i = m->depth - 1; i >= 0 && !outer; i--) outer = m->paths[i];
+        size_t n = (outer ? strlen(outer) + 1 : 0) + strlen(path) + 1;
+        char *s = cf_arena_alloc(&m->arena, n);
+        if (s) snprintf(s, n, "%s%s%s", outer ? outer : "", outer ? "." : "", path);
+        p = s;
+    }
+    m->paths[m->depth] = p;
+    m->framed[m->depth] = 0;
+    if (frame) {
+        cf_frame *f = cf_arena_alloc(&m->arena, sizeof *f);
+        if (f) {
+            f->name = cf_arena_strdup(&m->arena, frame);
+            f->call = (cf_srcloc){file ? cf_arena_strdup(&m->arena, file) : "?", line, col};
+            f->parent = m->frame;
+            m->frame = f;
+            m->framed[m->depth] = 1;
+        }
+    }
+    m->depth++;
+}
+
+void cf_scope_end(cf_model *m)
+{
+    if (!m || m->depth == 0) return;
+    m->depth--;
+    if (m->depth < CF_MAX_SCOPES && m->framed[m->depth]) m->frame = m->frame->parent;
+}
+
+/* ---- leaves ---- */
+
+static int check_shape(cf_model *m, cf_shape s, cf_srcloc loc, const char *what, const char *name)
+{
+    if (s.rank < 0 || s.rank > CF_MAX_DIMS) {
+        cf_build_fail(m, loc, "%s '%s': rank %d is not in 0..%d", what, name, s.rank, CF_MAX_DIMS);
+        return -1;
+    }
+    for (int i = 0; i < s.rank; i++)
+        if (s.d[i] <= 0) {
+            cf_build_fail(m, loc, "%s '%s': dimension %d is %d; dimensions must be positive",
+                          what, name, i + 1, s.d[i]);
+            return -1;
+        }
+    return 0;
+}
+
+cf_node *cf_input_at(cf_model *m, const char *name, cf_shape s, const char *file, int line, int col)
+{
+    cf_srcloc loc = {file, line, col};
+    if (!name || !*name) return cf_build_fail(m, loc, "an input needs a name");
+    if (!m || check_shape(m, s, loc, "input", name)) return m ? NULL : cf_build_fail(m, loc, "no model");
+    if (s.rank == CF_MAX_DIMS)
+        return cf_build_fail(m, loc, "input '%s': at most %d dimensions per sample", name, CF_MAX_DIMS - 1);
+    for (int i = 0; i < m->ninputs; i++)
+        if (strcmp(m->inputs[i]->name, name) == 0)
+            return cf_build_fail(m, loc, "there is already an input named '%s'", name);
+    cf_node *n = node_new(m, CF_OP_INPUT, 0, NULL, file, line, col);
+    if (!n) return NULL;
+    n->name = cf_arena_strdup(&m->arena, name);
+    n->batched = 1;
+    n->shape.rank = s.rank + 1;
+    n->shape.d[0] = CF_BATCH;
+    for (int i = 0; i < s.rank; i++) n->shape.d[i + 1] = s.d[i];
+    n->index = m->ninputs;
+    if (!n->name || push(&m->inputs, &m->ninputs, &m->cap_inputs, n)) return NULL;
+    return n;
+}
+
+cf_node *cf_param_at(cf_model *m, const char *name, cf_shape s, cf_init init,
+                     const char *file, int line, int col)
+{
+    cf_srcloc loc = {file, line, col};
+    if (!name || !*name) return cf_build_fail(m, loc, "a parameter needs a name");
+    if (!m || check_shape(m, s, loc, "parameter", name)) return m ? NULL : cf_build_fail(m, loc, "no model");
+    if (init.kind < CF_INIT_GLOROT || init.kind > CF_INIT_CONST)
+        return cf_build_fail(m, loc, "parameter '%s': unknown initialiser %d", name, (int)init.kind);
+    /* The full name: the innermost scope path, then the name. */
+    const char *outer = NULL;
+    for (int i = (m->depth < CF_MAX_SCOPES ? m->depth : CF_MAX_SCOPES) - 1; i >= 0 && !outer; i--)
+        outer = m->paths[i];
+    char full[512];
+    if (outer) snprintf(full, sizeof full, "%s.%s", outer, name);
+    else snprintf(full, sizeof full, "%s", name);
+    for (int i = 0; i < m->nparams; i++)
+        if (strcmp(m->params[i]->name, full) == 0)
+            return cf_build_fail(m, loc, "there is already a parameter named '%s'", full);
+    cf_node *n = node_new(m, CF_OP_PARAM, 0, NULL, file, line, col);
+    if (!n) return NULL;
+    n->name = cf_arena_strdup(&m->arena, full);
+    n->shape = s;
+    n->init = init;
+    n->index = m->nparams;
+    if (!n->name || push(&m->params, &m->nparams, &m->cap_params, n)) return NULL;
+    return n;
+}
+
+cf_node *cf_scalar_at(cf_model *m, float v, const char *file, int line, int col)
+{
+    cf_node *n = node_new(m, CF_OP_CONST, 0, NULL, file, line, col);
+    if (!n) return NULL;
+    n->fa = v;
+    n->shape.rank = 0;
+    return n;
+}
+
+/* ---- ops ---- */
+
+cf_node *cf_unary_at(cf_model *m, cf_opcode op, cf_node *x, float a, const char *file, int line, int col)
+{
+    if (op < CF_OP_NEG || op > CF_OP_FLATTEN || op == CF_OP_RESHAPE)
+        return cf_build_fail(m, (cf_srcloc){file, line, col}, "op %d is not a one-input op", (int)op);
+    cf_node *n = node_new(m, op, 1, &x, file, line, col);
+    if (n) n->fa = a;
+    return n;
+}
+
+cf_node *cf_binary_at(cf_model *m, cf_opcode op, cf_node *a, cf_node *b, const char *file, int line, int col)
+{
+    int ok = (op >= CF_OP_MATMUL && op <= CF_OP_DIV) || op == CF_OP_XENT || op == CF_OP_MSE;
+    if (!ok) return cf_build_fail(m, (cf_srcloc){file, line, col}, "op %d is not a two-input op", (int)op);
+    cf_node *in[2] = {a, b};
+    return node_new(m, op, 2, in, file, line, col);
+}
+
+cf_node *cf_reshape_at(cf_model *m, cf_node *x, cf_shape s, const char *file, int line, int col)
+{
+    cf_srcloc loc = {file, line, col};
+    if (s.rank < 0 || s.rank > CF_MAX_DIMS)
+        return cf_build_fail(m, loc, "reshape: rank %d is not in 0..%d", s.rank, CF_MAX_DIMS);
+    int infer = 0;
+    for (int i = 0; i < s.rank; i++) {
+        if (s.d[i] == -1 && !infer++) continue;
+        if (s.d[i] <= 0)
+            return cf_build_fail(m, loc, "reshape: dimension %d is %d (only one may be -1, the rest positive)",
+                                 i + 1, s.d[i]);
+    }
+    cf_node *n = node_new(m, CF_OP_RESHAPE, 1, &x, file, line, col);
+    if (n) n->as = s;
+    return n;
+}
+
+cf_node *cf_concat_at(cf_model *m, int dim, int n, cf_node *const *xs, const char *file, int line, int col)
+{
+    cf_srcloc loc = {file, line, col};
+    if (n < 1 || n > CF_MAX_INPUTS || !xs)
+        return cf_build_fail(m, loc, "concat: %d values given; 1 to %d can be joined", n, CF_MAX_INPUTS);
+    cf_node *c = node_new(m, CF_OP_CONCAT, n, xs, file, line, col);
+    if (c) c->ia[0] = dim;
+    return c;
+}
+
+cf_node *cf_slice_at(cf_model *m, cf_node *x, int dim, int start, int len, const char *file, int line, int col)
+{
+    cf_node *n = node_new(m, CF_OP_SLICE, 1, &x, file, line, col);
+    if (!n) return NULL;
+    n->ia[0] = dim;
+    n->ia[1] = start;
+    n->ia[2] = len;
+    return n;
+}
+
+int cf_output(cf_model *m, cf_node *n)
+{
+    if (!m) return cf_seterr("error: cf_output: no model");
+    if (!n) {
+        if (!m->builderr) cf_build_fail(m, (cf_srcloc){"?", 0, 0}, "cf_output: the node is NULL");
+        return -1;
+    }
+    if (n->model != m) return cf_seterr("error: cf_output: the node belongs to another model");
+    if (m->sealed) return cf_seterr("error: cf_output: the model is sealed (bound or initialised)");
+    if (push(&m->outputs, &m->noutputs, &m->cap_outputs, n)) return -1;
+    m->shaped = 0;
+    return m->noutputs - 1;
+}
+
+/* ---- reading ---- */
+
+int cf_node_input_count(const cf_node *n) { return n ? n->nin : 0; }
+cf_node *cf_node_input(const cf_node *n, int i) { return n && i >= 0 && i < n->nin ? n->in[i] : NULL; }
+const char *cf_node_op_name(const cf_node *n) { return n ? cf_ops[n->op]->name : ""; }
+cf_shape cf_node_shape(const cf_node *n) { return n ? n->shape : (cf_shape){0, {0}}; }
+
+/* ---- traces and shapes ---- */
+
+void cf_adderr_trace(const cf_node *n)
+{
+    cf_srcloc at = n->loc;
+    int lines = 0;
+    for (const cf_frame *f = n->frame; f; f = f->parent) {
+        if (lines++ > 64) { cf_adderr("\n  ..."); return; }
+        if (at.col > 0) cf_adderr("\n  in %s at %s:%d:%d", f->name, at.file, at.line, at.col);
+        else cf_adderr("\n  in %s at %s:%d", f->name, at.file, at.line);
+        at = f->call;
+    }
+    if (at.col > 0) cf_adderr("\n  at %s:%d:%d", at.file, at.line, at.col);
+    else cf_adderr("\n  at %s:%d", at.file, at.line);
+}
+
+char *cf_shape_str(cf_shape s, char *buf, size_t size)
+{
+    size_t k = 0;
+    k += snprintf(buf + k, size - k, "(");
+    for (int i = 0; i < s.rank && k < size; i++) {
+        if (s.d[i] == CF_BATCH && i == 0) k += snprintf(buf + k, size - k, "B");
+        else k += snprintf(buf + k, size - k, "%s%d", i ? ", " : "", s.d[i]);
+    }
+    if (k < size) snprintf(buf + k, size - k, ")");
+    return buf;
+}
+
+size_t cf_shape_count_b(cf_shape s, int batch)
+{
+    size_t n = 1;
+    for (int i = 0; i < s.rank; i++) n *= (size_t)(s.d[i] == CF_BATCH ? batch : s.d[i]);
+    return n;
+}
+
+size_t cf_shape_count(cf_shape s) { return cf_shape_count_b(s, 1); }
+
+int cf_model_infer_shapes(cf_model *m)
+{
+    if (m->builderr) return cf_seterr("%s", m->builderr);
+    if (m->shaped) return 0;
+    if (m->noutputs == 0) return cf_seterr("error: the model has no outputs (call cf_output)");
+    for (int i = 0; i < m->nnodes; i++) {
+        cf_node *n = m->nodes[i];
+        const cf_opdef *op = cf_ops[n->op];
+        if (!op->infer) continue;            /* leaves: shape set when made */
+        if (op->infer(n)) {
+            cf_adderr_trace(n);
+            return -1;
+        }
+        /* the batch dimension can only stay in front */
+        for (int d = 1; d < n->shape.rank; d++)
+            if (n->shape.d[d] == CF_BATCH) {
+                char s[96];
+                cf_seterr("error: %s would move the batch dimension: %s", op->what,
+                          cf_shape_str(n->shape, s, sizeof s));
+                cf_adderr_trace(n);
+                return -1;
+            }
+        n->batched = n->shape.rank > 0 && n->shape.d[0] == CF_BATCH;
+    }
+    m->shaped = 1;
+    return 0;
+}

@@ -1,0 +1,111 @@
+/* graph.h - the graph IR: models, nodes, source traces.
+ *
+ * A model owns its nodes in creation order, which is a topological order (a node's
+ * inputs always exist before it). Each node remembers where it was made (file, line,
+ * column) and the chain of calls around it (frames), so that errors found later, at
+ * bind or run time, can point into the model's source. */
+#ifndef CF_CORE_GRAPH_H
+#define CF_CORE_GRAPH_H
+
+#include <stdint.h>
+
+#include "cflux.h"
+
+typedef struct cf_srcloc {
+    const char *file;   /* interned in the model */
+    int line, col;      /* col 0: unknown (C code) */
+} cf_srcloc;
+
+/* One enclosing call: `name` (a template, or a C scope) entered at `call`, a place in
+ * the parent frame. The outermost frame has parent NULL. */
+typedef struct cf_frame {
+    const char *name;
+    cf_srcloc call;
+    const struct cf_frame *parent;
+} cf_frame;
+
+#define CF_MAX_INPUTS 64    /* concat of more is refused */
+
+struct cf_node {
+    int id;                  /* position in the model */
+    cf_opcode op;
+    int nin;
+    cf_node **in;
+    cf_model *model;
+
+    /* The shape, once inferred: d[0] == CF_BATCH when the value has the batch
+     * dimension (then `batched` is 1). */
+    cf_shape shape;
+    int batched;
+
+    /* Attributes: what each op reads is documented in its file. */
+    int ia[4];
+    float fa;
+    cf_shape as;             /* reshape's target */
+
+    const char *name;        /* inputs and parameters */
+    int index;               /* input or parameter number */
+    cf_init init;            /* parameters */
+    cf_grad_req req;         /* parameters: what backward does with the gradient */
+
+    cf_srcloc loc;
+    const cf_frame *frame;   /* innermost enclosing call, or NULL */
+};
+
+/* A bump allocator for what lives as long as the model (nodes, names, frames). */
+typedef struct cf_arena_chunk cf_arena_chunk;
+typedef struct cf_arena {
+    cf_arena_chunk *head;
+} cf_arena;
+
+void *cf_arena_alloc(cf_arena *a, size_t bytes);       /* zeroed; NULL on OOM */
+char *cf_arena_strdup(cf_arena *a, const char *s);
+void  cf_arena_free(cf_arena *a);
+
+#define CF_MAX_SCOPES 256
+
+struct cf_model {
+    cf_arena arena;
+    cf_node **nodes;   int nnodes, cap_nodes;
+    cf_node **params;  int nparams, cap_params;
+    cf_node **inputs;  int ninputs, cap_inputs;
+    cf_node **outputs; int noutputs, cap_outputs;
+
+    /* Scopes open while building. */
+    const cf_frame *frame;
+    const char *paths[CF_MAX_SCOPES];
+    unsigned char framed[CF_MAX_SCOPES];   /* the scope pushed a frame */
+    int depth;
+
+    char *builderr;          /* the first error while building, kept for cf_bind */
+    int shaped;              /* shapes inferred and checked */
+    int sealed;              /* no more nodes; parameters allocated */
+    uint64_t seed;
+
+    /* Parameter storage, one block each, carved by offset (in floats). */
+    float *pdata, *pgrad;
+    size_t *poff;
+    size_t nweights;
+};
+
+/* Record a build error (the first one wins) and set cf_last_error. Returns NULL. */
+cf_node *cf_build_fail(cf_model *m, cf_srcloc loc, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Infer and check every node's shape (once per model). 0, or -1 with the message
+ * and the failing node's trace. */
+int cf_model_infer_shapes(cf_model *m);
+
+/* Append the trace of a node ("  in F at file:line:col" lines) to the error message. */
+void cf_adderr_trace(const cf_node *n);
+
+/* Allocate the parameter gradients (zeroed), once. 0 or -1. */
+int cf_model_alloc_grads(cf_model *m);
+
+/* Write a shape as "(B, 20)" into buf (at least 96 bytes). Returns buf. */
+char *cf_shape_str(cf_shape s, char *buf, size_t size);
+
+/* Elements of a concrete or symbolic shape, with the batch dimension taken as `batch`. */
+size_t cf_shape_count_b(cf_shape s, int batch);
+
+#endif

@@ -1,0 +1,425 @@
+/* exec.c - binding a model, and forward, backward and update on the result.
+ *
+ * cf_bind does all the thinking: which nodes are needed (live), which carry a gradient
+ * (on a path from a trainable parameter or a wanted input to an output), when each
+ * buffer is first and last used, where it goes in the arena. A step then only walks
+ * the precomputed orders and calls kernels; it allocates nothing. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "exec/exec.h"
+#include "exec/pool.h"
+
+/* ---- bind ---- */
+
+static int is_leaf(const cf_node *n)
+{
+    return n->op == CF_OP_INPUT || n->op == CF_OP_PARAM || n->op == CF_OP_CONST;
+}
+
+/* Does input slot i of node n (an effective slot) carry a gradient back? */
+static int slot_differentiable(const cf_exec *e, const cf_node *n, int i)
+{
+    const cf_opdef *op = cf_ops[n->op];
+    int fused = e->src_at[n->id + 1] - e->src_at[n->id] > n->nin;
+    if (fused) return i == n->nin;          /* only the hidden logits */
+    return !(op->nograd >> i & 1u);
+}
+
+static void concrete(cf_shape *s, int batch)
+{
+    for (int i = 0; i < s->rank; i++)
+        if (s->d[i] == CF_BATCH) s->d[i] = batch;
+}
+
+/* Every allocation of an executor but the arena comes from one calloc, carved here. */
+static void *carve(unsigned char **p, size_t bytes)
+{
+    void *r = *p;
+    *p += (bytes + 15) & ~(size_t)15;
+    return r;
+}
+
+void cf_exec_free(cf_exec *e)
+{
+    if (!e) return;
+    free(e->arena);
+    free(e);
+}
+
+cf_exec *cf_bind(cf_model *m, int batch, unsigned flags)
+{
+    if (!m) return cf_seterr("error: cf_bind: no model"), NULL;
+    if (batch < 1) return cf_seterr("error: cf_bind: batch size %d; it must be at least 1", batch), NULL;
+    if (flags & CF_INPUT_GRADS) flags |= CF_TRAIN;
+    if (cf_model_infer_shapes(m) || cf_model_init_params(m)) return NULL;
+    if ((flags & CF_TRAIN) && cf_model_alloc_grads(m)) return NULL;
+    (void)cf_threads();     /* start the pool and pick the GEMM now: steps must not allocate */
+    (void)cf_gemm_name();
+
+    int nn = m->nnodes, nsrc = 0;
+    for (int i = 0; i < nn; i++)
+        nsrc += m->nodes[i]->nin + ((cf_ops[m->nodes[i]->op]->flags & CF_FUSE_SOFTMAX) ? 1 : 0);
+
+    /* one block for everything sized by the graph */
+    size_t bytes = 0;
+#define SZ(n, T) bytes += ((size_t)(n) * sizeof(T) + 15) & ~(size_t)15
+    SZ(1, cf_exec); SZ(nn, cf_shape); SZ(nn, float *); SZ(nn, float *); SZ(nn, unsigned char);
+    SZ(nn, cf_inst); SZ(nsrc, int); SZ(nn + 1, int); SZ(nn, int); SZ(nn, int); SZ(m->noutputs, float *);
+    SZ(nsrc, const float *); SZ(nsrc, cf_shape); SZ(nsrc, float *); SZ(nsrc, unsigned char);
+    SZ(nn, unsigned char); SZ(nn, unsigned char); SZ(nn, unsigned char); SZ(nn, int); SZ(nn, int);
+#undef SZ
+    unsigned char *block = calloc(1, bytes), *p = block;
+    if (!block) return cf_oom(bytes), NULL;
+    cf_exec *e = carve(&p, sizeof *e);
+    e->m = m;
+    e->batch = batch;
+    e->flags = flags;
+    e->nn = nn;
+    const char *trap = getenv("CFLUX_NANTRAP");
+    e->nantrap = trap && *trap && strcmp(trap, "0") != 0;
+    e->shape = carve(&p, nn * sizeof *e->shape);
+    e->val = carve(&p, nn * sizeof *e->val);
+    e->grad = carve(&p, nn * sizeof *e->grad);
+    e->gz = carve(&p, nn);
+    e->inst = carve(&p, nn * sizeof *e->inst);
+    e->src = carve(&p, nsrc * sizeof *e->src);
+    e->src_at = carve(&p, (nn + 1) * sizeof *e->src_at);
+    e->fwd = carve(&p, nn * sizeof *e->fwd);
+    e->bwd = carve(&p, nn * sizeof *e->bwd);
+    e->head = carve(&p, m->noutputs * sizeof *e->head);
+    e->xp = carve(&p, nsrc * sizeof *e->xp);
+    e->xsp = carve(&p, nsrc * sizeof *e->xsp);
+    e->dxp = carve(&p, nsrc * sizeof *e->dxp);
+    e->accp = carve(&p, nsrc);
+    unsigned char *live = carve(&p, nn), *hasgrad = carve(&p, nn), *bstep = carve(&p, nn);
+    int *tf = carve(&p, nn * sizeof(int)), *tb = carve(&p, nn * sizeof(int));
+
+    /* effective inputs: a fused loss also reads the softmax's input */
+    int k = 0;
+    for (int i = 0; i < nn; i++) {
+        const cf_node *n = m->nodes[i];
+        e->src_at[i] = k;
+        for (int j = 0; j < n->nin; j++) e->src[k++] = n->in[j]->id;
+        if ((cf_ops[n->op]->flags & CF_FUSE_SOFTMAX) && n->in[0]->op == CF_OP_SOFTMAX)
+            e->src[k++] = n->in[0]->in[0]->id;
+    }
+    e->src_at[nn] = k;
+#define NSRC(i) (e->src_at[(i) + 1] - e->src_at[(i)])
+#define SRC(i, j) (e->src[e->src_at[(i)] + (j)])
+
+    /* live: what the outputs need */
+    for (int i = 0; i < m->noutputs; i++) live[m->outputs[i]->id] = 1;
+    for (int i = 0; i < m->ninputs; i++) live[m->inputs[i]->id] = 1;   /* always writable */
+    for (int i = nn - 1; i >= 0; i--)
+        if (live[i])
+            for (int j = 0; j < NSRC(i); j++) live[SRC(i, j)] = 1;
+
+    /* gradients: needed (fed by something trainable) and reaching an output */
+    int train = (flags & CF_TRAIN) != 0;
+    if (train) {
+        unsigned char *needs = hasgrad;   /* computed in place, then narrowed */
+        for (int i = 0; i < nn; i++) {
+            const cf_node *n = m->nodes[i];
+            if (n->op == CF_OP_PARAM) needs[i] = n->req != CF_GRAD_NONE;
+            else if (n->op == CF_OP_INPUT) needs[i] = (flags & CF_INPUT_GRADS) != 0;
+            else if (n->op != CF_OP_CONST && cf_ops[n->op]->backward)
+                for (int j = 0; j < NSRC(i); j++)
+                    if (needs[SRC(i, j)] && slot_differentiable(e, n, j)) needs[i] = 1;
+            needs[i] &= live[i];
+        }
+        unsigned char *reach = bstep;     /* reuse as scratch */
+        for (int i = 0; i < m->noutputs; i++) reach[m->outputs[i]->id] = 1;
+        for (int i = nn - 1; i >= 0; i--) {
+            if (!reach[i] || !needs[i] || is_leaf(m->nodes[i])) continue;
+            for (int j = 0; j < NSRC(i); j++)
+                if (slot_differentiable(e, m->nodes[i], j)) reach[SRC(i, j)] = 1;
+        }
+        for (int i = 0; i < nn; i++) hasgrad[i] = needs[i] && reach[i];
+        for (int i = 0; i < nn; i++) bstep[i] = 0;
+        for (int i = 0; i < nn; i++) {
+            if (!hasgrad[i] || is_leaf(m->nodes[i])) continue;
+            for (int j = 0; j < NSRC(i); j++)
+                if (hasgrad[SRC(i, j)] && slot_differentiable(e, m->nodes[i], j)) bstep[i] = 1;
+        }
+    }
+
+    /* the timeline */
+    for (int i = 0; i < nn; i++) {
+        tf[i] = tb[i] = -1;
+        if (live[i] && !is_leaf(m->nodes[i])) {
+            tf[i] = e->nfwd;
+            e->fwd[e->nfwd++] = i;
+        }
+    }
+    for (int i = nn - 1; i >= 0; i--)
+        if (bstep[i]) {
+            tb[i] = e->nfwd + e->nbwd;
+            e->bwd[e->nbwd++] = i;
+        }
+    int end = e->nfwd + e->nbwd;
+
+    /* concrete shapes; parameters and constants point into the model */
+    for (int i = 0; i < nn; i++) {
+        cf_node *n = m->nodes[i];
+        e->shape[i] = n->shape;
+        concrete(&e->shape[i], batch);
+        if (n->op == CF_OP_PARAM) {
+            e->val[i] = m->pdata + m->poff[n->index];
+            if (hasgrad[i]) e->grad[i] = m->pgrad + m->poff[n->index];
+        } else if (n->op == CF_OP_CONST) {
+            e->val[i] = &n->fa;
+        }
+    }
+
+    /* buffers and lifetimes */
+    int nbuf = 0, maxbuf = 2 * nn + m->noutputs + 1;
+    cf_buf *bufs = calloc((size_t)maxbuf, sizeof *bufs);
+    if (!bufs) {
+        free(block);
+        return cf_oom((size_t)maxbuf * sizeof *bufs), NULL;
+    }
+    for (int i = 0; i < nn; i++) {
+        cf_node *n = m->nodes[i];
+        if (!live[i] || n->op == CF_OP_PARAM || n->op == CF_OP_CONST) continue;
+        int last = tf[i] < 0 ? 0 : tf[i];
+        for (int c = i + 1; c < nn; c++) {    /* consumers come later */
+            for (int j = 0; j < NSRC(c); j++) {
+                if (SRC(c, j) != i || !live[c]) continue;
+                if (tf[c] > last) last = tf[c];
+                if (tb[c] > last && (cf_ops[m->nodes[c]->op]->flags & CF_BWD_X)) last = tb[c];
+            }
+        }
+        if (tb[i] > last && (cf_ops[n->op]->flags & CF_BWD_Y)) last = tb[i];
+        int first = n->op == CF_OP_INPUT ? 0 : tf[i];
+        if (n->op == CF_OP_INPUT) last = end;
+        for (int o = 0; o < m->noutputs; o++)
+            if (m->outputs[o]->id == i) last = end;
+        bufs[nbuf++] = (cf_buf){cf_shape_count_b(n->shape, batch), 0, first, last, &e->val[i]};
+        if (!hasgrad[i] || n->op == CF_OP_PARAM) continue;
+        /* gradient: from the first consumer's backward (or the head) to its own */
+        int gfirst = end, glast = tb[i];
+        for (int c = nn - 1; c > i; c--)
+            for (int j = 0; j < NSRC(c); j++)
+                if (SRC(c, j) == i && tb[c] >= 0 && slot_differentiable(e, m->nodes[c], j) && tb[c] < gfirst)
+                    gfirst = tb[c];
+        for (int o = 0; o < m->noutputs; o++)
+            if (m->outputs[o]->id == i) gfirst = e->nfwd;
+        if (n->op == CF_OP_INPUT) gfirst = 0, glast = end;   /* kept until the next backward */
+        if (glast < gfirst) glast = gfirst;
+        bufs[nbuf++] = (cf_buf){cf_shape_count_b(n->shape, batch), 0, gfirst, glast, &e->grad[i]};
+    }
+    if (train)
+        for (int o = 0; o < m->noutputs; o++)
+            bufs[nbuf++] = (cf_buf){cf_shape_count_b(m->outputs[o]->shape, batch), 0, 0, end, &e->head[o]};
+
+    size_t unplanned = 0;
+    for (int i = 0; i < nbuf; i++) unplanned += (bufs[i].size + 15) / 16 * 16;
+    size_t floats = cf_plan_buffers(bufs, nbuf);
+    if (floats == (size_t)-1 || !(e->arena = aligned_alloc(64, (floats ? floats : 16) * sizeof(float)))) {
+        free(bufs);
+        free(block);
+        return cf_oom(floats * sizeof(float)), NULL;
+    }
+    memset(e->arena, 0, (floats ? floats : 16) * sizeof(float));
+    e->arena_floats = floats;
+    e->unplanned_floats = unplanned;
+    for (int i = 0; i < nbuf; i++) *bufs[i].dest = e->arena + bufs[i].offset;
+    if (getenv("CFLUX_DEBUG_PLAN"))
+        for (int i = 0; i < nbuf; i++)
+            fprintf(stderr, "buf %d: size %zu at %zu, steps [%d, %d]\n", i, bufs[i].size, bufs[i].offset, bufs[i].first, bufs[i].last);
+    free(bufs);
+
+    /* head gradients: 1 for a scalar (a loss), else 0 */
+    if (train)
+        for (int o = 0; o < m->noutputs; o++)
+            if (m->outputs[o]->shape.rank == 0) e->head[o][0] = 1.0f;
+
+    /* kernel instances */
+    k = 0;
+    for (int i = 0; i < nn; i++) {
+        cf_inst *in = &e->inst[i];
+        in->node = m->nodes[i];
+        in->nin = NSRC(i);
+        in->x = e->xp + k;
+        in->xs = e->xsp + k;
+        in->dx = e->dxp + k;
+        in->acc = e->accp + k;
+        for (int j = 0; j < in->nin; j++) {
+            int s = SRC(i, j);
+            e->xp[k + j] = e->val[s];
+            e->xsp[k + j] = e->shape[s];
+            e->dxp[k + j] = bstep[i] && slot_differentiable(e, m->nodes[i], j) ? e->grad[s] : NULL;
+        }
+        k += in->nin;
+        in->y = e->val[i];
+        in->ys = e->shape[i];
+        in->dy = e->grad[i];
+    }
+#undef NSRC
+#undef SRC
+    return e;
+}
+
+/* ---- run ---- */
+
+static int check_finite(cf_exec *e, int i)
+{
+    const float *v = e->val[i];
+    size_t n = cf_shape_count_b(e->shape[i], 1);
+    for (size_t j = 0; j < n; j++)
+        if (!isfinite(v[j])) {
+            const cf_node *nd = e->m->nodes[i];
+            cf_seterr("error: %s made a non-finite value (%g at element %zu)", cf_ops[nd->op]->what,
+                      (double)v[j], j);
+            cf_adderr_trace(nd);
+            return -1;
+        }
+    return 0;
+}
+
+int cf_forward(cf_exec *e, int train)
+{
+    if (!e) return cf_seterr("error: cf_forward: no executor");
+    for (int s = 0; s < e->nfwd; s++) {
+        int i = e->fwd[s];
+        const cf_inst *k = &e->inst[i];
+        (void)train;
+        if (cf_ops[k->node->op]->forward(k)) {
+            cf_adderr_trace(k->node);
+            return -1;
+        }
+        if (e->nantrap && check_finite(e, i)) return -1;
+    }
+    return 0;
+}
+
+int cf_backward(cf_exec *e)
+{
+    if (!e) return cf_seterr("error: cf_backward: no executor");
+    if (!(e->flags & CF_TRAIN)) return cf_seterr("error: cf_backward: the executor was bound without CF_TRAIN");
+    cf_model *m = e->m;
+    for (int i = 0; i < e->nn; i++) e->gz[i] = 1;
+    for (int i = 0; i < m->nparams; i++)
+        if (m->params[i]->req == CF_GRAD_ADD) e->gz[m->params[i]->id] = 0;
+    for (int o = 0; o < m->noutputs; o++) {
+        int i = m->outputs[o]->id;
+        size_t n = cf_shape_count_b(e->shape[i], 1);
+        const float *h = e->head[o];
+        if (!e->grad[i]) continue;
+        size_t j = 0;
+        while (j < n && h[j] == 0) j++;
+        if (j == n) continue;                 /* a zero head adds nothing */
+        cf_put(e->grad[i], h, n, !e->gz[i]);
+        e->gz[i] = 0;
+    }
+    for (int s = 0; s < e->nbwd; s++) {
+        int i = e->bwd[s];
+        if (e->gz[i]) continue;               /* nothing flows back through it */
+        cf_inst *k = &e->inst[i];
+        for (int j = 0; j < k->nin; j++) {
+            if (!k->dx[j]) continue;
+            int src = e->src[e->src_at[i] + j];
+            k->acc[j] = !e->gz[src];
+            e->gz[src] = 0;
+        }
+        cf_ops[k->node->op]->backward(k);
+    }
+    /* a gradient that nothing reached this time is zero */
+    for (int i = 0; i < e->nn; i++)
+        if (e->grad[i] && e->gz[i] && is_leaf(m->nodes[i])) memset(e->grad[i], 0, cf_shape_count_b(e->shape[i], 1) * sizeof(float));
+    return 0;
+}
+
+typedef struct {
+    float *p, *g, lr;
+} sgd_job;
+
+static void sgd_range(void *ctx, size_t b, size_t end)
+{
+    sgd_job *j = ctx;
+    for (size_t i = b; i < end; i++) {
+        j->p[i] -= j->lr * j->g[i];
+        j->g[i] = 0;
+    }
+}
+
+int cf_update_sgd(cf_exec *e, float lr)
+{
+    if (!e) return cf_seterr("error: cf_update_sgd: no executor");
+    cf_model *m = e->m;
+    if (!m->pgrad) return cf_seterr("error: cf_update_sgd: the model has no gradients (bind with CF_TRAIN)");
+    for (int i = 0; i < m->nparams; i++) {
+        if (m->params[i]->req == CF_GRAD_NONE) continue;
+        sgd_job j = {m->pdata + m->poff[i], m->pgrad + m->poff[i], lr};
+        cf_parallel_range(cf_shape_count(m->params[i]->shape), 2, sgd_range, &j);
+    }
+    return 0;
+}
+
+/* ---- buffers ---- */
+
+int cf_exec_batch(const cf_exec *e) { return e ? e->batch : 0; }
+int cf_exec_input_count(const cf_exec *e) { return e ? e->m->ninputs : 0; }
+int cf_exec_output_count(const cf_exec *e) { return e ? e->m->noutputs : 0; }
+
+static float *buffer(const cf_exec *e, const cf_node *n, float *p, size_t *count)
+{
+    if (count) *count = p ? cf_shape_count_b(e->shape[n->id], 1) : 0;
+    return p;
+}
+
+float *cf_exec_input(cf_exec *e, int i, size_t *count)
+{
+    if (!e || i < 0 || i >= e->m->ninputs) return buffer(e, NULL, NULL, count);
+    const cf_node *n = e->m->inputs[i];
+    return buffer(e, n, e->val[n->id], count);
+}
+
+const float *cf_exec_output(cf_exec *e, int i, size_t *count)
+{
+    if (!e || i < 0 || i >= e->m->noutputs) return buffer(e, NULL, NULL, count);
+    const cf_node *n = e->m->outputs[i];
+    return buffer(e, n, e->val[n->id], count);
+}
+
+float *cf_exec_output_grad(cf_exec *e, int i, size_t *count)
+{
+    if (!e || i < 0 || i >= e->m->noutputs || !(e->flags & CF_TRAIN)) return buffer(e, NULL, NULL, count);
+    return buffer(e, e->m->outputs[i], e->head[i], count);
+}
+
+const float *cf_exec_input_grad(cf_exec *e, int i, size_t *count)
+{
+    if (!e || i < 0 || i >= e->m->ninputs) return buffer(e, NULL, NULL, count);
+    const cf_node *n = e->m->inputs[i];
+    return buffer(e, n, e->grad[n->id], count);
+}
+
+cf_shape cf_exec_input_shape(const cf_exec *e, int i)
+{
+    if (!e || i < 0 || i >= e->m->ninputs) return (cf_shape){0, {0}};
+    return e->shape[e->m->inputs[i]->id];
+}
+
+cf_shape cf_exec_output_shape(const cf_exec *e, int i)
+{
+    if (!e || i < 0 || i >= e->m->noutputs) return (cf_shape){0, {0}};
+    return e->shape[e->m->outputs[i]->id];
+}
+
+int cf_exec_input_index(const cf_exec *e, const char *name)
+{
+    for (int i = 0; e && name && i < e->m->ninputs; i++)
+        if (strcmp(e->m->inputs[i]->name, name) == 0) return i;
+    return -1;
+}
+
+size_t cf_exec_arena_bytes(const cf_exec *e, size_t *unplanned)
+{
+    if (unplanned) *unplanned = e ? e->unplanned_floats * sizeof(float) : 0;
+    return e ? e->arena_floats * sizeof(float) : 0;
+}

@@ -1,0 +1,53 @@
+/* exec.h - an executor: a model bound to a batch size, with every buffer planned.
+ *
+ * Timeline of one training step: forward steps 0..F-1 (one per live computed node,
+ * in model order), then backward steps F..F+G-1 (one per node that propagates a
+ * gradient, in reverse). Every activation, gradient and scratch buffer has a lifetime
+ * [first, last] on that timeline, and buffers whose lifetimes do not meet share memory
+ * in one arena (plan.c). Inputs, outputs and head gradients live for the whole step. */
+#ifndef CF_EXEC_EXEC_H
+#define CF_EXEC_EXEC_H
+
+#include "ops/op.h"
+
+/* One buffer to place: `size` floats, alive over steps [first, last]. */
+typedef struct cf_buf {
+    size_t size, offset;
+    int first, last;
+    float **dest;        /* where the placed pointer goes */
+} cf_buf;
+
+/* Place buffers in one arena so that no two with meeting lifetimes overlap; returns the
+ * arena size in floats (offsets are multiples of 16 floats). */
+size_t cf_plan_buffers(cf_buf *bufs, int n);
+
+struct cf_exec {
+    cf_model *m;
+    int batch;
+    unsigned flags;
+    int nantrap;
+
+    int nn;              /* nodes in the model */
+    cf_shape *shape;     /* concrete shape of each node */
+    float **val;         /* value of each node (NULL: not computed) */
+    float **grad;        /* gradient of each node (NULL: none) */
+    unsigned char *gz;   /* during backward: gradient still all zero */
+    cf_inst *inst;       /* per node */
+    int *src;            /* effective inputs of all nodes, by node: srcs[node] .. */
+    int *src_at;         /* node i's effective inputs: src[src_at[i] .. src_at[i+1]) */
+    int *fwd, nfwd;      /* forward order */
+    int *bwd, nbwd;      /* backward order */
+
+    float **head;        /* per output: its head gradient */
+
+    /* per-instance arrays, carved from one block */
+    const float **xp;
+    cf_shape *xsp;
+    float **dxp;
+    unsigned char *accp;
+
+    float *arena;
+    size_t arena_floats, unplanned_floats;
+};
+
+#endif

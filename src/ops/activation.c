@@ -1,0 +1,87 @@
+/* activation.c - elementwise functions of one value: -x, σ, tanh, relu, leakyrelu,
+ * exp, log. y has x's shape. */
+#include <math.h>
+
+#include "ops/op.h"
+
+static int same_shape(cf_node *n)
+{
+    n->shape = n->in[0]->shape;
+    n->batched = n->in[0]->batched;
+    return 0;
+}
+
+typedef struct {
+    const cf_inst *k;
+} job;
+
+static void forward_range(void *p, size_t b, size_t e)
+{
+    const cf_inst *k = ((job *)p)->k;
+    const float *restrict x = k->x[0];
+    float *restrict y = k->y;
+    float a = k->node->fa;
+    switch (k->node->op) {
+    case CF_OP_NEG:     for (size_t i = b; i < e; i++) y[i] = -x[i]; break;
+    case CF_OP_SIGMOID: for (size_t i = b; i < e; i++) y[i] = 1.0f / (1.0f + expf(-x[i])); break;
+    case CF_OP_TANH:    for (size_t i = b; i < e; i++) y[i] = tanhf(x[i]); break;
+    case CF_OP_RELU:    for (size_t i = b; i < e; i++) y[i] = x[i] > 0 ? x[i] : 0; break;
+    case CF_OP_LEAKYRELU: for (size_t i = b; i < e; i++) y[i] = x[i] > 0 ? x[i] : a * x[i]; break;
+    case CF_OP_EXP:     for (size_t i = b; i < e; i++) y[i] = expf(x[i]); break;
+    case CF_OP_LOG:     for (size_t i = b; i < e; i++) y[i] = logf(x[i]); break;
+    default: break;
+    }
+}
+
+/* The derivative at element i, from x or y as the op's flags promise. */
+#define GRAD_LOOP(EXPR)                                                       \
+    do {                                                                      \
+        if (acc) for (size_t i = b; i < e; i++) dx[i] += (EXPR);              \
+        else for (size_t i = b; i < e; i++) dx[i] = (EXPR);                   \
+    } while (0)
+
+static void backward_range(void *p, size_t b, size_t e)
+{
+    const cf_inst *k = ((job *)p)->k;
+    const float *restrict x = k->x[0], *restrict y = k->y, *restrict dy = k->dy;
+    float *restrict dx = k->dx[0];
+    float a = k->node->fa;
+    int acc = k->acc[0];
+    switch (k->node->op) {
+    case CF_OP_NEG:     GRAD_LOOP(-dy[i]); break;
+    case CF_OP_SIGMOID: GRAD_LOOP(dy[i] * y[i] * (1.0f - y[i])); break;
+    case CF_OP_TANH:    GRAD_LOOP(dy[i] * (1.0f - y[i] * y[i])); break;
+    case CF_OP_RELU:    GRAD_LOOP(y[i] > 0 ? dy[i] : 0.0f); break;
+    case CF_OP_LEAKYRELU: GRAD_LOOP(x[i] > 0 ? dy[i] : a * dy[i]); break;
+    case CF_OP_EXP:     GRAD_LOOP(dy[i] * y[i]); break;
+    case CF_OP_LOG:     GRAD_LOOP(dy[i] / x[i]); break;
+    default: break;
+    }
+}
+
+/* Rough cost per element, to decide when threads pay. */
+static size_t cost(cf_opcode op)
+{
+    return op == CF_OP_SIGMOID || op == CF_OP_TANH || op == CF_OP_EXP || op == CF_OP_LOG ? 8 : 1;
+}
+
+static int act_forward(const cf_inst *k)
+{
+    job j = {k};
+    cf_parallel_range(cf_shape_count_b(k->ys, 1), cost(k->node->op), forward_range, &j);
+    return 0;
+}
+
+static void act_backward(const cf_inst *k)
+{
+    job j = {k};
+    cf_parallel_range(cf_shape_count_b(k->ys, 1), 2, backward_range, &j);
+}
+
+const cf_opdef cf_op_neg = {"-", "negation", same_shape, NULL, NULL, act_forward, act_backward, 0, 0};
+const cf_opdef cf_op_sigmoid = {"sigmoid", "sigmoid", same_shape, NULL, NULL, act_forward, act_backward, CF_BWD_Y, 0};
+const cf_opdef cf_op_tanh = {"tanh", "tanh", same_shape, NULL, NULL, act_forward, act_backward, CF_BWD_Y, 0};
+const cf_opdef cf_op_relu = {"relu", "relu", same_shape, NULL, NULL, act_forward, act_backward, CF_BWD_Y, 0};
+const cf_opdef cf_op_leakyrelu = {"leakyrelu", "leakyrelu", same_shape, NULL, NULL, act_forward, act_backward, CF_BWD_X, 0};
+const cf_opdef cf_op_exp = {"exp", "exp", same_shape, NULL, NULL, act_forward, act_backward, CF_BWD_Y, 0};
+const cf_opdef cf_op_log = {"log", "log", same_shape, NULL, NULL, act_forward, act_backward, CF_BWD_X, 0};

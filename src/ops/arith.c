@@ -1,0 +1,212 @@
+/* arith.c - a + b, a - b, a .* b, a ./ b with numpy broadcasting.
+ *
+ * Shapes are aligned from the right; a dimension of 1 (or a missing one) stretches.
+ * Kernels walk the output row by row (the last dimension, after merging dimensions
+ * that are contiguous in all three arrays), with each input's stride 0 or 1 there.
+ * The gradient of a broadcast input sums over the dimensions it was stretched along. */
+#include <string.h>
+
+#include "ops/op.h"
+
+/* A walk over the output: `rank` dims (merged), and for each of a and b the element
+ * stride of every dim (0 where broadcast). */
+typedef struct {
+    int rank;
+    size_t od[CF_MAX_DIMS];
+    size_t sa[CF_MAX_DIMS], sb[CF_MAX_DIMS];
+    size_t rows, n;          /* rows = product of od[0..rank-2], n = od[rank-1] */
+} walk;
+
+static void strides_for(cf_shape in, cf_shape out, size_t *st)
+{
+    size_t s = 1;
+    for (int i = out.rank - 1; i >= 0; i--) {
+        int k = in.rank - out.rank + i;
+        int d = k >= 0 ? in.d[k] : 1;
+        st[i] = (d == 1 && out.d[i] != 1) ? 0 : s;
+        s *= (size_t)d;
+    }
+}
+
+static void walk_init(walk *w, cf_shape a, cf_shape b, cf_shape y)
+{
+    size_t sa[CF_MAX_DIMS], sb[CF_MAX_DIMS];
+    strides_for(a, y, sa);
+    strides_for(b, y, sb);
+    /* Merge dim i into the one after it where both strides continue it. */
+    int r = 0;
+    for (int i = 0; i < y.rank; i++) {
+        if (y.d[i] == 1) continue;        /* size-1 dims: nothing to walk */
+        if (r > 0 && sa[i] * (size_t)y.d[i] == w->sa[r - 1] && sb[i] * (size_t)y.d[i] == w->sb[r - 1]) {
+            w->od[r - 1] *= (size_t)y.d[i];
+            w->sa[r - 1] = sa[i];
+            w->sb[r - 1] = sb[i];
+            continue;
+        }
+        w->od[r] = (size_t)y.d[i];
+        w->sa[r] = sa[i];
+        w->sb[r] = sb[i];
+        r++;
+    }
+    if (r == 0) { w->od[0] = 1; w->sa[0] = w->sb[0] = 1; r = 1; }
+    w->rank = r;
+    w->n = w->od[r - 1];
+    w->rows = 1;
+    for (int i = 0; i < r - 1; i++) w->rows *= w->od[i];
+}
+
+/* Offsets of row `row` in a and b. */
+static void walk_row(const walk *w, size_t row, size_t *oa, size_t *ob)
+{
+    size_t a = 0, b = 0;
+    for (int i = w->rank - 2; i >= 0; i--) {
+        size_t k = row % w->od[i];
+        row /= w->od[i];
+        a += k * w->sa[i];
+        b += k * w->sb[i];
+    }
+    *oa = a;
+    *ob = b;
+}
+
+#define ROW_LOOP(EXPR)                                                                  \
+    do {                                                                                \
+        if (sa && sb) for (size_t j = 0; j < n; j++) { float u = a[j], v = b[j]; y[j] = EXPR; } \
+        else if (sa) { float v = b[0]; for (size_t j = 0; j < n; j++) { float u = a[j]; y[j] = EXPR; } } \
+        else if (sb) { float u = a[0]; for (size_t j = 0; j < n; j++) { float v = b[j]; y[j] = EXPR; } } \
+        else { float u = a[0], v = b[0]; for (size_t j = 0; j < n; j++) y[j] = EXPR; }  \
+    } while (0)
+
+static void row_forward(cf_opcode op, float *restrict y, const float *restrict a, size_t sa,
+                        const float *restrict b, size_t sb, size_t n)
+{
+    switch (op) {
+    case CF_OP_ADD: ROW_LOOP(u + v); break;
+    case CF_OP_SUB: ROW_LOOP(u - v); break;
+    case CF_OP_MUL: ROW_LOOP(u * v); break;
+    default:        ROW_LOOP(u / v); break;
+    }
+}
+
+typedef struct {
+    const cf_inst *k;
+    walk w;
+} job;
+
+static void forward_rows(void *p, size_t r0, size_t r1)
+{
+    const job *j = p;
+    const cf_inst *k = j->k;
+    for (size_t r = r0; r < r1; r++) {
+        size_t oa, ob;
+        walk_row(&j->w, r, &oa, &ob);
+        row_forward(k->node->op, k->y + r * j->w.n, k->x[0] + oa, j->w.sa[j->w.rank - 1],
+                    k->x[1] + ob, j->w.sb[j->w.rank - 1], j->w.n);
+    }
+}
+
+static int arith_forward(const cf_inst *k)
+{
+    job j = {k, {0}};
+    walk_init(&j.w, k->xs[0], k->xs[1], k->ys);
+    cf_parallel_range(j.w.rows, j.w.n, forward_rows, &j);
+    return 0;
+}
+
+/* d input `which` of one element: the local derivative times dy. */
+static inline float local_grad(cf_opcode op, int which, float g, float u, float v)
+{
+    switch (op) {
+    case CF_OP_ADD: return g;
+    case CF_OP_SUB: return which ? -g : g;
+    case CF_OP_MUL: return which ? g * u : g * v;
+    default:        return which ? -g * u / (v * v) : g / v;
+    }
+}
+
+typedef struct {
+    const cf_inst *k;
+    walk w;
+    int which;
+} bjob;
+
+/* dx = local grads, for an input with the output's shape (rows are independent). */
+static void backward_rows_full(void *p, size_t r0, size_t r1)
+{
+    const bjob *j = p;
+    const cf_inst *k = j->k;
+    cf_opcode op = k->node->op;
+    size_t n = j->w.n, sa = j->w.sa[j->w.rank - 1], sb = j->w.sb[j->w.rank - 1];
+    int acc = k->acc[j->which];
+    for (size_t r = r0; r < r1; r++) {
+        size_t oa, ob;
+        walk_row(&j->w, r, &oa, &ob);
+        const float *a = k->x[0] + oa, *b = k->x[1] + ob, *dy = k->dy + r * n;
+        float *dx = k->dx[j->which] + r * n;
+        if (op == CF_OP_ADD || op == CF_OP_SUB) {   /* reads neither input */
+            float sign = (op == CF_OP_SUB && j->which) ? -1.0f : 1.0f;
+            if (acc) for (size_t i = 0; i < n; i++) dx[i] += sign * dy[i];
+            else for (size_t i = 0; i < n; i++) dx[i] = sign * dy[i];
+            continue;
+        }
+        for (size_t i = 0; i < n; i++) {
+            float g = local_grad(op, j->which, dy[i], a[i * sa], b[i * sb]);
+            dx[i] = acc ? dx[i] + g : g;
+        }
+    }
+}
+
+static void arith_backward(const cf_inst *k)
+{
+    bjob j = {k, {0}, 0};
+    walk_init(&j.w, k->xs[0], k->xs[1], k->ys);
+    size_t total = cf_shape_count_b(k->ys, 1);
+    for (int which = 0; which < 2; which++) {
+        float *dx = k->dx[which];
+        if (!dx) continue;
+        j.which = which;
+        if (cf_shape_count_b(k->xs[which], 1) == total) {
+            cf_parallel_range(j.w.rows, j.w.n, backward_rows_full, &j);
+            continue;
+        }
+        /* A broadcast input: sum the local gradients into its elements. */
+        if (!k->acc[which]) memset(dx, 0, cf_shape_count_b(k->xs[which], 1) * sizeof *dx);
+        cf_opcode op = k->node->op;
+        size_t n = j.w.n, sa = j.w.sa[j.w.rank - 1], sb = j.w.sb[j.w.rank - 1];
+        size_t sx = which ? sb : sa;
+        for (size_t r = 0; r < j.w.rows; r++) {
+            size_t oa, ob;
+            walk_row(&j.w, r, &oa, &ob);
+            const float *a = k->x[0] + oa, *b = k->x[1] + ob, *dy = k->dy + r * n;
+            float *d = dx + (which ? ob : oa);
+            if (op == CF_OP_ADD || op == CF_OP_SUB) {   /* reads neither input */
+                float sign = (op == CF_OP_SUB && which) ? -1.0f : 1.0f, s = 0;
+                if (sx == 0) {
+                    for (size_t i = 0; i < n; i++) s += dy[i];
+                    d[0] += sign * s;
+                } else {
+                    for (size_t i = 0; i < n; i++) d[i] += sign * dy[i];
+                }
+                continue;
+            }
+            if (sx == 0) {
+                float s = 0;
+                for (size_t i = 0; i < n; i++) s += local_grad(op, which, dy[i], a[i * sa], b[i * sb]);
+                d[0] += s;
+            } else {
+                for (size_t i = 0; i < n; i++) d[i] += local_grad(op, which, dy[i], a[i * sa], b[i * sb]);
+            }
+        }
+    }
+}
+
+static int arith_infer(cf_node *n)
+{
+    return cf_broadcast_shapes(n, n->in[0]->shape, n->in[0]->batched, n->in[1]->shape,
+                               n->in[1]->batched, &n->shape, &n->batched);
+}
+
+const cf_opdef cf_op_add = {"+", "addition", arith_infer, NULL, NULL, arith_forward, arith_backward, 0, 0};
+const cf_opdef cf_op_sub = {"-", "subtraction", arith_infer, NULL, NULL, arith_forward, arith_backward, 0, 0};
+const cf_opdef cf_op_mul = {".*", "elementwise product", arith_infer, NULL, NULL, arith_forward, arith_backward, CF_BWD_X, 0};
+const cf_opdef cf_op_div = {"./", "elementwise division", arith_infer, NULL, NULL, arith_forward, arith_backward, CF_BWD_X, 0};

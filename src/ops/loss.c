@@ -1,0 +1,156 @@
+/* loss.c - losses, each a number () averaged over the rows of its input.
+ *
+ * cross-entropy: input 0 is p (..., C), probabilities; input 1 the labels: class
+ *   indices (...) stored as floats, or target probabilities (..., C).
+ *   loss = mean over rows of -sum_c t_c log p_c.
+ *   When p comes straight from a softmax (CF_FUSE_SOFTMAX), the executor also passes
+ *   the softmax's input z as input 2; the loss is computed from z (logsumexp, stable)
+ *   and the gradient goes to z alone: dz = (p sum(t) - t) / rows, MXNet's
+ *   SoftmaxOutput.
+ * mean squared error: mean over all elements of (a - b)^2. */
+#include <math.h>
+
+#include "core/error.h"
+#include "ops/op.h"
+
+static int xent_infer(cf_node *n)
+{
+    const cf_node *p = n->in[0], *t = n->in[1];
+    char s1[96], s2[96];
+    if (p->shape.rank == 0 || (p->batched && p->shape.rank == 1))
+        return cf_seterr("error: cross-entropy needs a dimension of classes, but the probabilities are %s",
+                         cf_shape_str(p->shape, s1, sizeof s1));
+    int same = t->shape.rank == p->shape.rank, idx = t->shape.rank == p->shape.rank - 1;
+    for (int i = 0; i < t->shape.rank && (same || idx); i++) {
+        if (i < p->shape.rank - 1 && t->shape.d[i] != p->shape.d[i]) same = idx = 0;
+        if (i == p->shape.rank - 1 && t->shape.d[i] != p->shape.d[i]) same = 0;
+    }
+    if (!same && !idx) {
+        char s3[96];
+        cf_shape ix = p->shape;
+        ix.rank--;
+        return cf_seterr("error: cross-entropy labels %s do not fit the probabilities %s: give class indices %s "
+                         "or probabilities %s",
+                         cf_shape_str(t->shape, s2, sizeof s2), cf_shape_str(p->shape, s1, sizeof s1),
+                         cf_shape_str(ix, s3, sizeof s3), s1);
+    }
+    n->shape.rank = 0;
+    n->batched = 0;
+    return 0;
+}
+
+/* Class index of row r, or -1 (with the error set) when it is not one. */
+static int label_of(const cf_inst *k, size_t r, int C)
+{
+    float v = k->x[1][r];
+    if (!(v >= 0 && v < (float)C) || v != (float)(int)v) {
+        cf_seterr("error: label %g of row %zu is not a class index in 0..%d", (double)v, r, C - 1);
+        return -1;
+    }
+    return (int)v;
+}
+
+static int xent_forward(const cf_inst *k)
+{
+    int C = k->xs[0].d[k->xs[0].rank - 1];
+    size_t rows = cf_shape_count_b(k->xs[0], 1) / (size_t)C;
+    int soft = k->xs[1].rank == k->xs[0].rank, fused = k->nin > 2;
+    double total = 0;
+    for (size_t r = 0; r < rows; r++) {
+        const float *p = k->x[0] + r * C, *t = k->x[1] + r * C;
+        if (fused) {
+            const float *z = k->x[2] + r * C;
+            float mx = z[0], s = 0;
+            for (int c = 1; c < C; c++) mx = z[c] > mx ? z[c] : mx;
+            for (int c = 0; c < C; c++) s += expf(z[c] - mx);
+            float lse = mx + logf(s);
+            if (soft) for (int c = 0; c < C; c++) total += t[c] * (lse - z[c]);
+            else {
+                int y = label_of(k, r, C);
+                if (y < 0) return -1;
+                total += lse - z[y];
+            }
+        } else if (soft) {
+            for (int c = 0; c < C; c++) if (t[c] != 0) total -= t[c] * logf(p[c]);
+        } else {
+            int y = label_of(k, r, C);
+            if (y < 0) return -1;
+            total -= logf(p[y]);
+        }
+    }
+    k->y[0] = (float)(total / (double)rows);
+    return 0;
+}
+
+static void xent_backward(const cf_inst *k)
+{
+    int C = k->xs[0].d[k->xs[0].rank - 1];
+    size_t rows = cf_shape_count_b(k->xs[0], 1) / (size_t)C;
+    int soft = k->xs[1].rank == k->xs[0].rank, fused = k->nin > 2;
+    float g = k->dy[0] / (float)rows;
+    int slot = fused ? 2 : 0;
+    float *dx = k->dx[slot];
+    if (!dx) return;
+    int acc = k->acc[slot];
+    for (size_t r = 0; r < rows; r++) {
+        const float *p = k->x[0] + r * C, *t = k->x[1] + r * C;
+        float *d = dx + r * C;
+        int y = soft ? -1 : (int)k->x[1][r];   /* checked by forward */
+        float tsum = 1;
+        if (soft && fused) {
+            tsum = 0;
+            for (int c = 0; c < C; c++) tsum += t[c];
+        }
+        for (int c = 0; c < C; c++) {
+            float tc = soft ? t[c] : (c == y);
+            float v = fused ? g * (p[c] * tsum - tc) : (tc != 0 ? -g * tc / p[c] : 0.0f);
+            d[c] = acc ? d[c] + v : v;
+        }
+    }
+}
+
+const cf_opdef cf_op_xent = {"crossentropy", "cross-entropy", xent_infer, NULL, NULL, xent_forward, xent_backward,
+                             CF_BWD_X | CF_FUSE_SOFTMAX, 2u};
+
+static int mse_infer(cf_node *n)
+{
+    const cf_node *a = n->in[0], *b = n->in[1];
+    int same = a->shape.rank == b->shape.rank;
+    for (int i = 0; same && i < a->shape.rank; i++) same = a->shape.d[i] == b->shape.d[i];
+    if (!same) {
+        char s1[96], s2[96];
+        return cf_seterr("error: mean squared error needs equal shapes: %s and %s",
+                         cf_shape_str(a->shape, s1, sizeof s1), cf_shape_str(b->shape, s2, sizeof s2));
+    }
+    n->shape.rank = 0;
+    n->batched = 0;
+    return 0;
+}
+
+static int mse_forward(const cf_inst *k)
+{
+    size_t n = cf_shape_count_b(k->xs[0], 1);
+    double s = 0;
+    for (size_t i = 0; i < n; i++) {
+        float d = k->x[0][i] - k->x[1][i];
+        s += d * d;
+    }
+    k->y[0] = (float)(s / (double)n);
+    return 0;
+}
+
+static void mse_backward(const cf_inst *k)
+{
+    size_t n = cf_shape_count_b(k->xs[0], 1);
+    float g = 2.0f * k->dy[0] / (float)n;
+    for (int w = 0; w < 2; w++) {
+        float *dx = k->dx[w], s = w ? -g : g;
+        if (!dx) continue;
+        for (size_t i = 0; i < n; i++) {
+            float v = s * (k->x[0][i] - k->x[1][i]);
+            dx[i] = k->acc[w] ? dx[i] + v : v;
+        }
+    }
+}
+
+const cf_opdef cf_op_mse = {"mse", "mean squared error", mse_infer, NULL, NULL, mse_forward, mse_backward, CF_BWD_X, 0};

@@ -1,0 +1,83 @@
+/* op.h - what an op is: a shape rule, a forward and a backward, one row of a table.
+ *
+ * Adding an op: write src/ops/NAME.c with its cf_opdef, add the row to the table in
+ * src/ops/table.c, add a gradient check to tests/test_grad.c. Nothing else changes.
+ *
+ * Kernels see a cf_inst: the concrete shapes and buffers of one node in one executor.
+ * A backward kernel writes the gradient of input i into dx[i] (NULL: not wanted),
+ * overwriting it when acc[i] is 0 and adding to it when acc[i] is 1. */
+#ifndef CF_OPS_OP_H
+#define CF_OPS_OP_H
+
+#include <stddef.h>
+
+#include "core/graph.h"
+
+typedef struct cf_inst {
+    const cf_node *node;
+    int nin;                  /* effective inputs (may exceed node->nin: see CF_FUSE) */
+    const float **x;          /* input values */
+    const cf_shape *xs;       /* their concrete shapes */
+    float *y;                 /* output value */
+    cf_shape ys;
+    float *aux;               /* saved state, aux() floats; NULL when aux is 0 */
+    /* backward only */
+    const float *dy;
+    float **dx;
+    unsigned char *acc;
+    float *ws;                /* workspace of workspace() floats */
+} cf_inst;
+
+/* What backward reads, beyond dy. */
+#define CF_BWD_X 1u   /* the input values */
+#define CF_BWD_Y 2u   /* the output value */
+/* The op's loss is computed from, and differentiated into, the input of a softmax
+ * that feeds its input 0: the executor passes that softmax's input as an extra,
+ * hidden last input, whose gradient is the only one computed (d logits = p - onehot). */
+#define CF_FUSE_SOFTMAX 4u
+
+typedef struct cf_opdef {
+    const char *name;          /* as in the notation: "matmul" */
+    const char *what;          /* in messages: "matrix product" */
+    /* Set n->shape (symbolic: CF_BATCH at d[0] of batched values) and n->batched from
+     * the inputs' shapes, or cf_seterr("error: ...") without a trace and return -1. */
+    int (*infer)(cf_node *n);
+    /* Floats of state that forward saves for backward (optional). */
+    size_t (*aux)(const cf_inst *k);
+    /* Floats of scratch that backward needs (optional). */
+    size_t (*workspace)(const cf_inst *k);
+    /* 0, or -1 with cf_seterr (bad data, such as a label out of range). */
+    int (*forward)(const cf_inst *k);
+    void (*backward)(const cf_inst *k);   /* NULL: no gradient flows through */
+    unsigned flags;
+    unsigned nograd;                      /* bit i: input i is not differentiable */
+} cf_opdef;
+
+/* Mutable only so that tests can plant a broken op and see the gradient check fail. */
+extern const cf_opdef *cf_ops[CF_OP_COUNT_];
+
+/* Shared helpers for kernels and shape rules (src/ops/util.c). */
+
+/* numpy broadcasting of two symbolic shapes; -1 with a message naming `what`. */
+int cf_broadcast_shapes(const cf_node *n, cf_shape a, int ab, cf_shape b, int bb,
+                        cf_shape *out, int *outb);
+
+/* Split a concrete shape at dim: outer = product of dims before, inner = after. */
+void cf_shape_split(cf_shape s, int dim, size_t *outer, size_t *inner);
+
+/* Normalise a dimension index (negative counts from the end); -1 if out of range. */
+int cf_norm_dim(int dim, int rank);
+
+/* Run fn over [0, n) in chunks on the pool when n * cost is large, else inline.
+ * fn(ctx, begin, end). */
+void cf_parallel_range(size_t n, size_t cost, void (*fn)(void *ctx, size_t b, size_t e), void *ctx);
+
+/* dst = src (acc 0) or dst += src (acc 1). */
+void cf_put(float *dst, const float *src, size_t n, int acc);
+
+/* Matrix products (src/exec/gemm.c): row-major, C = alpha op(A) op(B) + beta C,
+ * threaded over the pool for large sizes. */
+void cf_gemm(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
+             const float *B, int ldb, float beta, float *C, int ldc);
+
+#endif

@@ -1,0 +1,89 @@
+/* softmax.c - softmax and logsoftmax over the last dimension.
+ *   softmax:    y = exp(x - max) / sum exp(x - max);  dx = y .* (dy - sum(dy .* y))
+ *   logsoftmax: y = x - logsumexp(x);                 dx = dy - exp(y) * sum(dy) */
+#include <math.h>
+
+#include "core/error.h"
+#include "ops/op.h"
+
+static int rows_infer(cf_node *n)
+{
+    const cf_node *x = n->in[0];
+    if (x->shape.rank == 0 || (x->batched && x->shape.rank == 1)) {
+        char s[96];
+        return cf_seterr("error: %s needs a dimension to normalise over, but its input is %s",
+                         cf_ops[n->op]->name, cf_shape_str(x->shape, s, sizeof s));
+    }
+    n->shape = x->shape;
+    n->batched = x->batched;
+    return 0;
+}
+
+typedef struct {
+    const cf_inst *k;
+    size_t n;   /* row length */
+} job;
+
+static void forward_rows(void *p, size_t r0, size_t r1)
+{
+    const job *j = p;
+    size_t n = j->n;
+    int log = j->k->node->op == CF_OP_LOGSOFTMAX;
+    for (size_t r = r0; r < r1; r++) {
+        const float *x = j->k->x[0] + r * n;
+        float *y = j->k->y + r * n;
+        float mx = x[0];
+        for (size_t i = 1; i < n; i++) mx = x[i] > mx ? x[i] : mx;
+        float s = 0;
+        if (log) {
+            for (size_t i = 0; i < n; i++) s += expf(x[i] - mx);
+            float lse = mx + logf(s);
+            for (size_t i = 0; i < n; i++) y[i] = x[i] - lse;
+        } else {
+            for (size_t i = 0; i < n; i++) s += (y[i] = expf(x[i] - mx));
+            float inv = 1.0f / s;
+            for (size_t i = 0; i < n; i++) y[i] *= inv;
+        }
+    }
+}
+
+static void backward_rows(void *p, size_t r0, size_t r1)
+{
+    const job *j = p;
+    size_t n = j->n;
+    int log = j->k->node->op == CF_OP_LOGSOFTMAX, acc = j->k->acc[0];
+    for (size_t r = r0; r < r1; r++) {
+        const float *y = j->k->y + r * n, *dy = j->k->dy + r * n;
+        float *dx = j->k->dx[0] + r * n;
+        float s = 0;
+        if (log) {
+            for (size_t i = 0; i < n; i++) s += dy[i];
+            for (size_t i = 0; i < n; i++) {
+                float g = dy[i] - expf(y[i]) * s;
+                dx[i] = acc ? dx[i] + g : g;
+            }
+        } else {
+            for (size_t i = 0; i < n; i++) s += dy[i] * y[i];
+            for (size_t i = 0; i < n; i++) {
+                float g = y[i] * (dy[i] - s);
+                dx[i] = acc ? dx[i] + g : g;
+            }
+        }
+    }
+}
+
+static int softmax_forward(const cf_inst *k)
+{
+    job j = {k, (size_t)k->ys.d[k->ys.rank - 1]};
+    cf_parallel_range(cf_shape_count_b(k->ys, 1) / j.n, j.n * 8, forward_rows, &j);
+    return 0;
+}
+
+static void softmax_backward(const cf_inst *k)
+{
+    job j = {k, (size_t)k->ys.d[k->ys.rank - 1]};
+    cf_parallel_range(cf_shape_count_b(k->ys, 1) / j.n, j.n * 4, backward_rows, &j);
+}
+
+const cf_opdef cf_op_softmax = {"softmax", "softmax", rows_infer, NULL, NULL, softmax_forward, softmax_backward, CF_BWD_Y, 0};
+const cf_opdef cf_op_logsoftmax = {"logsoftmax", "logsoftmax", rows_infer, NULL, NULL, softmax_forward, softmax_backward, CF_BWD_Y, 0};

@@ -1,0 +1,29 @@
+/* table.c - the op table: one row per cf_opcode, in the enum's order. */
+#include "ops/op.h"
+
+/* Leaves: their values come from the executor (inputs) or the model (parameters,
+ * constants); their shapes are set when they are made. */
+const cf_opdef cf_op_input = {"input", "input", NULL, NULL, NULL, NULL, NULL, 0, 0};
+const cf_opdef cf_op_param = {"param", "parameter", NULL, NULL, NULL, NULL, NULL, 0, 0};
+const cf_opdef cf_op_const = {"const", "constant", NULL, NULL, NULL, NULL, NULL, 0, 0};
+
+extern const cf_opdef cf_op_matmul, cf_op_add, cf_op_sub, cf_op_mul, cf_op_div, cf_op_neg,
+    cf_op_sigmoid, cf_op_tanh, cf_op_relu, cf_op_leakyrelu, cf_op_exp, cf_op_log, cf_op_softmax,
+    cf_op_logsoftmax, cf_op_sum, cf_op_mean, cf_op_reshape, cf_op_flatten, cf_op_concat, cf_op_slice,
+    cf_op_xent, cf_op_mse;
+
+const cf_opdef *cf_ops[CF_OP_COUNT_] = {
+    [CF_OP_INPUT] = &cf_op_input,         [CF_OP_PARAM] = &cf_op_param,
+    [CF_OP_CONST] = &cf_op_const,         [CF_OP_MATMUL] = &cf_op_matmul,
+    [CF_OP_ADD] = &cf_op_add,             [CF_OP_SUB] = &cf_op_sub,
+    [CF_OP_MUL] = &cf_op_mul,             [CF_OP_DIV] = &cf_op_div,
+    [CF_OP_NEG] = &cf_op_neg,             [CF_OP_SIGMOID] = &cf_op_sigmoid,
+    [CF_OP_TANH] = &cf_op_tanh,           [CF_OP_RELU] = &cf_op_relu,
+    [CF_OP_LEAKYRELU] = &cf_op_leakyrelu, [CF_OP_EXP] = &cf_op_exp,
+    [CF_OP_LOG] = &cf_op_log,             [CF_OP_SOFTMAX] = &cf_op_softmax,
+    [CF_OP_LOGSOFTMAX] = &cf_op_logsoftmax, [CF_OP_SUM] = &cf_op_sum,
+    [CF_OP_MEAN] = &cf_op_mean,           [CF_OP_RESHAPE] = &cf_op_reshape,
+    [CF_OP_FLATTEN] = &cf_op_flatten,     [CF_OP_CONCAT] = &cf_op_concat,
+    [CF_OP_SLICE] = &cf_op_slice,         [CF_OP_XENT] = &cf_op_xent,
+    [CF_OP_MSE] = &cf_op_mse,
+};

@@ -1,0 +1,80 @@
+/* util.c - helpers shared by the ops' shape rules and kernels. */
+#include <string.h>
+
+#include "core/error.h"
+#include "exec/pool.h"
+#include "ops/op.h"
+
+int cf_broadcast_shapes(const cf_node *n, cf_shape a, int ab, cf_shape b, int bb,
+                        cf_shape *out, int *outb)
+{
+    int r = a.rank > b.rank ? a.rank : b.rank;
+    cf_shape o = {r, {0}};
+    for (int i = 0; i < r; i++) {
+        int ia = a.rank - r + i, ib = b.rank - r + i;
+        int da = ia >= 0 ? a.d[ia] : 1, db = ib >= 0 ? b.d[ib] : 1;
+        if (da == db || db == 1) o.d[i] = da;
+        else if (da == 1) o.d[i] = db;
+        else {
+            char sa[96], sb[96];
+            return cf_seterr("error: %s shapes do not broadcast: %s and %s", cf_ops[n->op]->what,
+                             cf_shape_str(a, sa, sizeof sa), cf_shape_str(b, sb, sizeof sb));
+        }
+    }
+    *out = o;
+    *outb = (ab || bb);
+    return 0;
+}
+
+void cf_shape_split(cf_shape s, int dim, size_t *outer, size_t *inner)
+{
+    size_t o = 1, in = 1;
+    for (int i = 0; i < dim; i++) o *= (size_t)s.d[i];
+    for (int i = dim + 1; i < s.rank; i++) in *= (size_t)s.d[i];
+    *outer = o;
+    *inner = in;
+}
+
+int cf_norm_dim(int dim, int rank)
+{
+    if (dim < 0) dim += rank;
+    return dim >= 0 && dim < rank ? dim : -1;
+}
+
+/* Below this many units of work (elements x cost), threads cost more than they give. */
+#define PAR_MIN_WORK 32768
+
+typedef struct {
+    void (*fn)(void *ctx, size_t b, size_t e);
+    void *ctx;
+    size_t n;
+    int tasks;
+} range_job;
+
+static void range_task(void *p, int i)
+{
+    range_job *j = p;
+    size_t b = j->n * (size_t)i / (size_t)j->tasks, e = j->n * (size_t)(i + 1) / (size_t)j->tasks;
+    if (b < e) j->fn(j->ctx, b, e);
+}
+
+void cf_parallel_range(size_t n, size_t cost, void (*fn)(void *ctx, size_t b, size_t e), void *ctx)
+{
+    int t = cf_threads();
+    if (t <= 1 || n < 2 || n * (cost ? cost : 1) < PAR_MIN_WORK) {
+        if (n) fn(ctx, 0, n);
+        return;
+    }
+    if ((size_t)t > n) t = (int)n;
+    range_job j = {fn, ctx, n, t};
+    cf_parallel_for(t, range_task, &j);
+}
+
+void cf_put(float *dst, const float *src, size_t n, int acc)
+{
+    if (!acc) {
+        memcpy(dst, src, n * sizeof *dst);
+        return;
+    }
+    for (size_t i = 0; i < n; i++) dst[i] += src[i];
+}

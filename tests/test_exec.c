@@ -1,0 +1,380 @@
+/* test_exec.c - binding and running: shape errors with the C line that built the
+ * node, batch independence, shared parameters, gradient requests, several outputs,
+ * memory planning. */
+#include <math.h>
+#include <stdlib.h>
+
+#include "cflux.h"
+#include "test.h"
+
+static float frand(void) { return (float)rand() / (float)RAND_MAX * 2.0f - 1.0f; }
+
+/* An MLP 6-5-4-3 with softmax and cross-entropy; outputs: probabilities, loss. */
+static cf_model *small_mlp(void)
+{
+    cf_model *m = cf_model_new();
+    cf_model_set_seed(m, 42);
+    cf_node *h = cf_input(m, "x", CF_SHAPE(6));
+    cf_node *y = cf_input(m, "y", CF_SCALAR);
+    int sz[] = {6, 5, 4, 3};
+    char path[8];
+    for (int i = 0; i < 3; i++) {
+        snprintf(path, sizeof path, "%d", 2 * i + 1);
+        cf_scope_begin(m, "Affine", path);
+        /* two statements: C leaves the order of arguments' evaluation open */
+        cf_node *W = cf_param(m, "W", CF_SHAPE(sz[i], sz[i + 1]), CF_GLOROT);
+        cf_node *b = cf_param(m, "b", CF_SHAPE(1, sz[i + 1]), CF_NORMAL(0.1f));
+        h = cf_add(m, cf_matmul(m, h, W), b);
+        cf_scope_end(m);
+        if (i < 2) h = cf_tanh(m, h);
+    }
+    cf_node *loss = cf_softmax_xent(m, h, y);
+    cf_output(m, cf_node_input(loss, 0));
+    cf_output(m, loss);
+    return m;
+}
+
+TEST(shape_error_names_op_shapes_and_line)
+{
+    cf_model *m = cf_model_new();
+    cf_node *x = cf_input(m, "x", CF_SHAPE(10));
+    cf_scope_begin(m, "TLP", NULL);
+    cf_node *h = cf_matmul(m, x, cf_param(m, "W1", CF_SHAPE(10, 20), CF_GLOROT));
+    int line = __LINE__ + 1;
+    cf_node *z = cf_matmul(m, h, cf_param(m, "W2", CF_SHAPE(21, 15), CF_GLOROT));
+    cf_scope_end(m);
+    cf_output(m, z);
+    cf_exec *e = cf_bind(m, 4, 0);
+    CHECK(e == NULL);
+    const char *err = cf_last_error();
+    CHECK_HAS(err, "error: matrix product shapes do not match: (B, 20) * (21, 15)");
+    char at[128];
+    snprintf(at, sizeof at, "in TLP at %s:%d", __FILE__, line);
+    CHECK_HAS(err, at);
+    CHECK(cf_bind(m, 4, CF_TRAIN) == NULL);   /* refused again, the same way */
+    CHECK_HAS(cf_last_error(), at);
+    cf_model_free(m);
+}
+
+TEST(broadcast_error_and_batch_rules)
+{
+    cf_model *m = cf_model_new();
+    cf_node *x = cf_input(m, "x", CF_SHAPE(3));
+    cf_output(m, cf_add(m, x, cf_param(m, "p", CF_SHAPE(4), CF_ZEROS)));
+    CHECK(cf_bind(m, 3, 0) == NULL);
+    CHECK_HAS(cf_last_error(), "addition shapes do not broadcast: (B, 3) and (4)");
+    cf_model_free(m);
+
+    /* B never stretches to meet a number, even when the batch happens to equal it */
+    m = cf_model_new();
+    x = cf_input(m, "x", CF_SHAPE(3));
+    cf_output(m, cf_add(m, x, cf_param(m, "p", CF_SHAPE(3, 3), CF_ZEROS)));
+    CHECK(cf_bind(m, 3, 0) == NULL);
+    CHECK_HAS(cf_last_error(), "(B, 3) and (3, 3)");
+    cf_model_free(m);
+
+    m = cf_model_new();
+    x = cf_input(m, "x", CF_SHAPE(4, 3));
+    cf_output(m, cf_slice(m, x, 0, 0, 1));
+    CHECK(cf_bind(m, 2, 0) == NULL);
+    CHECK_HAS(cf_last_error(), "slice cannot cut the batch dimension");
+    cf_model_free(m);
+
+    m = cf_model_new();
+    x = cf_input(m, "x", CF_SHAPE(4, 3));
+    cf_output(m, cf_reshape(m, x, CF_SHAPE(5, -1)));
+    CHECK(cf_bind(m, 2, 0) == NULL);
+    CHECK_HAS(cf_last_error(), "reshape cannot change the number of elements: (B, 4, 3) (12 per sample) to (B, 5, -1)");
+    cf_model_free(m);
+}
+
+TEST(build_errors_are_kept_for_bind)
+{
+    cf_model *m = cf_model_new();
+    int line = __LINE__ + 1;
+    cf_node *bad = cf_param(m, "W", CF_SHAPE(3, 0), CF_GLOROT);
+    CHECK(bad == NULL);
+    cf_node *x = cf_input(m, "x", CF_SHAPE(3));
+    cf_node *z = cf_matmul(m, x, bad);   /* NULL in, NULL out */
+    CHECK(z == NULL);
+    CHECK(cf_output(m, z) < 0);
+    CHECK(cf_bind(m, 1, 0) == NULL);
+    char at[128];
+    snprintf(at, sizeof at, "%s:%d", __FILE__, line);
+    CHECK_HAS(cf_last_error(), "parameter 'W': dimension 2 is 0");
+    CHECK_HAS(cf_last_error(), at);
+    cf_model_free(m);
+
+    m = cf_model_new();
+    cf_param(m, "W", CF_SHAPE(2), CF_ZEROS);
+    CHECK(cf_param(m, "W", CF_SHAPE(2), CF_ZEROS) == NULL);
+    CHECK_HAS(cf_last_error(), "already a parameter named 'W'");
+    cf_model_free(m);
+
+    m = cf_model_new();
+    cf_input(m, "x", CF_SHAPE(2));
+    CHECK(cf_bind(m, 1, 0) == NULL);
+    CHECK_HAS(cf_last_error(), "no outputs");
+    CHECK(cf_bind(NULL, 1, 0) == NULL);
+    cf_model_free(m);
+
+    m = small_mlp();
+    CHECK(cf_bind(m, 0, 0) == NULL);
+    CHECK_HAS(cf_last_error(), "batch size 0");
+    cf_exec *e = cf_bind(m, 2, 0);
+    CHECK(e != NULL);
+    CHECK(cf_backward(e) != 0);                 /* not bound for training */
+    CHECK_HAS(cf_last_error(), "without CF_TRAIN");
+    CHECK(cf_param(m, "late", CF_SHAPE(1), CF_ZEROS) == NULL);   /* sealed */
+    CHECK_HAS(cf_last_error(), "sealed");
+    cf_exec_free(e);
+    cf_model_free(m);
+}
+
+TEST(bad_label_is_an_error_not_a_crash)
+{
+    cf_model *m = small_mlp();
+    cf_exec *e = cf_bind(m, 2, CF_TRAIN);
+    float *x = cf_exec_input(e, 0, NULL), *y = cf_exec_input(e, 1, NULL);
+    for (int i = 0; i < 12; i++) x[i] = frand();
+    y[0] = 1;
+    y[1] = 3;   /* 3 classes: 0..2 */
+    CHECK(cf_forward(e, 1) != 0);
+    CHECK_HAS(cf_last_error(), "label 3 of row 1 is not a class index in 0..2");
+    CHECK_HAS(cf_last_error(), "test_exec.c:");
+    y[1] = 0.5f;
+    CHECK(cf_forward(e, 1) != 0);
+    y[1] = NAN;
+    CHECK(cf_forward(e, 1) != 0);
+    y[1] = 2;
+    CHECK(cf_forward(e, 1) == 0);
+    cf_exec_free(e);
+    cf_model_free(m);
+}
+
+TEST(batch_of_64_equals_64_single_calls)
+{
+    cf_model *m = small_mlp();
+    cf_exec *big = cf_bind(m, 64, 0), *one = cf_bind(m, 1, 0);
+    CHECK(big && one);
+    size_t n;
+    float *x = cf_exec_input(big, 0, &n);
+    CHECK(n == 64 * 6);
+    float *y = cf_exec_input(big, 1, NULL);
+    for (size_t i = 0; i < n; i++) x[i] = frand();
+    for (int i = 0; i < 64; i++) y[i] = (float)(i % 3);
+    CHECK(cf_forward(big, 0) == 0);
+    const float *pb = cf_exec_output(big, 0, &n);
+    CHECK(n == 64 * 3);
+    double loss = 0;
+    int bad = 0;
+    for (int s = 0; s < 64; s++) {
+        float *x1 = cf_exec_input(one, 0, NULL);
+        for (int j = 0; j < 6; j++) x1[j] = x[s * 6 + j];
+        cf_exec_input(one, 1, NULL)[0] = (float)(s % 3);
+        CHECK(cf_forward(one, 0) == 0);
+        const float *p1 = cf_exec_output(one, 0, NULL);
+        for (int j = 0; j < 3; j++)
+            if (fabsf(p1[j] - pb[s * 3 + j]) > 1e-6f * fabsf(p1[j]) + 1e-7f) bad++;
+        loss += cf_exec_output(one, 1, NULL)[0];
+    }
+    CHECK(bad == 0);
+    CHECK_NEAR(cf_exec_output(big, 1, NULL)[0], loss / 64, 1e-5);
+    cf_exec_free(big);
+    cf_exec_free(one);
+    cf_model_free(m);
+}
+
+TEST(executors_share_parameters)
+{
+    cf_model *m = small_mlp();
+    cf_exec *a = cf_bind(m, 64, CF_TRAIN), *b = cf_bind(m, 1, 0);
+    float *W = cf_model_param_data(m, 0);
+    /* binding again moved nothing: the parameters are where they were */
+    CHECK(W == cf_model_param_data(m, 0));
+    float *x = cf_exec_input(b, 0, NULL);
+    for (int j = 0; j < 6; j++) x[j] = frand();
+    cf_exec_input(b, 1, NULL)[0] = 0;
+    cf_forward(b, 0);
+    float before = cf_exec_output(b, 1, NULL)[0];
+    /* train on the big executor: the small one sees the new parameters at once */
+    float *xa = cf_exec_input(a, 0, NULL), *ya = cf_exec_input(a, 1, NULL);
+    for (int i = 0; i < 64; i++) {
+        for (int j = 0; j < 6; j++) xa[i * 6 + j] = x[j];
+        ya[i] = 0;
+    }
+    for (int step = 0; step < 20; step++) {
+        cf_forward(a, 1);
+        cf_backward(a);
+        cf_update_sgd(a, 0.5f);
+    }
+    cf_forward(b, 0);
+    float after = cf_exec_output(b, 1, NULL)[0];
+    CHECK(after < before * 0.5f);
+    cf_exec_free(a);
+    cf_exec_free(b);
+    cf_model_free(m);
+}
+
+TEST(grad_requests)
+{
+    /* add: two backward calls give twice the gradient; write: once; none: frozen */
+    float g1[30], g2[30];
+    for (int mode = 0; mode < 3; mode++) {
+        cf_model *m = small_mlp();
+        if (mode == 1) CHECK(cf_model_set_grad_req(m, NULL, CF_GRAD_WRITE) == 0);
+        if (mode == 2) CHECK(cf_model_set_grad_req(m, "1.W", CF_GRAD_NONE) == 0);
+        CHECK(cf_model_set_grad_req(m, "nope", CF_GRAD_NONE) != 0);
+        cf_exec *e = cf_bind(m, 4, CF_TRAIN);
+        srand(5);
+        float *x = cf_exec_input(e, 0, NULL), *y = cf_exec_input(e, 1, NULL);
+        for (int i = 0; i < 24; i++) x[i] = frand();
+        for (int i = 0; i < 4; i++) y[i] = (float)(i % 3);
+        cf_forward(e, 1);
+        cf_backward(e);
+        float *g = cf_model_param_grad(m, 0);
+        if (mode == 0) for (int i = 0; i < 30; i++) g1[i] = g[i];
+        cf_forward(e, 1);
+        cf_backward(e);
+        if (mode == 0) {
+            int bad = 0;
+            for (int i = 0; i < 30; i++) bad += fabsf(g[i] - 2 * g1[i]) > 1e-6f;
+            CHECK(bad == 0);
+            CHECK(cf_set_gemm("builtin") == 0);   /* the other engine agrees */
+            cf_model_zero_grad(m);
+            cf_forward(e, 1);
+            cf_backward(e);
+            for (int i = 0; i < 30; i++) g2[i] = g[i];
+            bad = 0;
+            for (int i = 0; i < 30; i++) bad += fabsf(g2[i] - g1[i]) > 1e-6f;
+            CHECK(bad == 0);
+            cf_set_gemm(getenv("CFLUX_GEMM") ? getenv("CFLUX_GEMM") : "openblas");
+        } else if (mode == 1) {
+            int bad = 0;
+            for (int i = 0; i < 30; i++) bad += fabsf(g[i] - g1[i]) > 1e-6f;
+            CHECK(bad == 0);
+        } else {
+            CHECK(cf_model_param_grad(m, 0) != NULL);
+            float W0 = cf_model_param_data(m, 0)[0], b0 = cf_model_param_data(m, 1)[0];
+            cf_update_sgd(e, 0.1f);
+            CHECK(cf_model_param_data(m, 0)[0] == W0);    /* frozen */
+            CHECK(cf_model_param_data(m, 1)[0] != b0);    /* trained */
+        }
+        cf_exec_free(e);
+        cf_model_free(m);
+    }
+}
+
+TEST(update_zeroes_gradients)
+{
+    cf_model *m = small_mlp();
+    cf_exec *e = cf_bind(m, 2, CF_TRAIN);
+    float *x = cf_exec_input(e, 0, NULL);
+    for (int i = 0; i < 12; i++) x[i] = frand();
+    cf_forward(e, 1);
+    cf_backward(e);
+    float nz = 0;
+    for (int p = 0; p < cf_model_param_count(m); p++) nz += fabsf(cf_model_param_grad(m, p)[0]);
+    CHECK(nz > 0);
+    cf_update_sgd(e, 0.1f);
+    for (int p = 0; p < cf_model_param_count(m); p++) {
+        size_t n = cf_shape_count(cf_model_param_shape(m, p));
+        for (size_t i = 0; i < n; i++) CHECK(cf_model_param_grad(m, p)[i] == 0);
+    }
+    cf_exec_free(e);
+    cf_model_free(m);
+}
+
+TEST(head_gradients_and_input_gradients)
+{
+    /* y = 3 x: with head gradient h, dx = 3 h; a second output of the same node adds */
+    cf_model *m = cf_model_new();
+    cf_node *x = cf_input(m, "x", CF_SHAPE(2));
+    cf_node *y = cf_mul(m, x, cf_scalar(m, 3));
+    CHECK(cf_output(m, y) == 0);
+    CHECK(cf_output(m, y) == 1);
+    cf_exec *e = cf_bind(m, 2, CF_INPUT_GRADS);
+    CHECK(cf_exec_output_grad(e, 0, NULL)[0] == 0);   /* not a scalar: head starts at 0 */
+    float *in = cf_exec_input(e, 0, NULL);
+    for (int i = 0; i < 4; i++) in[i] = (float)i;
+    float *h0 = cf_exec_output_grad(e, 0, NULL), *h1 = cf_exec_output_grad(e, 1, NULL);
+    for (int i = 0; i < 4; i++) h0[i] = (float)(i + 1), h1[i] = 10;
+    CHECK(cf_forward(e, 1) == 0);
+    CHECK(cf_backward(e) == 0);
+    size_t n;
+    const float *gx = cf_exec_input_grad(e, 0, &n);
+    CHECK(n == 4);
+    for (int i = 0; i < 4; i++) CHECK_NEAR(gx[i], 3.0f * (i + 1 + 10), 1e-5);
+    CHECK(cf_exec_output(e, 2, NULL) == NULL);      /* out of range */
+    CHECK(cf_exec_input(e, -1, NULL) == NULL);
+    CHECK(cf_exec_input_index(e, "x") == 0 && cf_exec_input_index(e, "z") == -1);
+    cf_shape s = cf_exec_output_shape(e, 0);
+    CHECK(s.rank == 2 && s.d[0] == 2 && s.d[1] == 2);
+    cf_exec_free(e);
+    cf_model_free(m);
+}
+
+TEST(memory_plan_reuses_buffers)
+{
+    /* a deep chain of wide layers: activations that are dead are reused */
+    cf_model *m = cf_model_new();
+    cf_node *h = cf_input(m, "x", CF_SHAPE(256));
+    for (int i = 0; i < 12; i++) h = cf_tanh(m, cf_relu(m, cf_mul(m, h, cf_scalar(m, 0.5f))));
+    cf_output(m, h);
+    cf_exec *e = cf_bind(m, 32, 0);
+    size_t unplanned, used = cf_exec_arena_bytes(e, &unplanned);
+    CHECK(used * 8 < unplanned);
+    float *x = cf_exec_input(e, 0, NULL);
+    for (int i = 0; i < 32 * 256; i++) x[i] = frand();
+    CHECK(cf_forward(e, 0) == 0);
+    /* the same values through a training bind, which keeps more alive */
+    cf_exec *t = cf_bind(m, 32, CF_INPUT_GRADS);
+    float *xt = cf_exec_input(t, 0, NULL);
+    for (int i = 0; i < 32 * 256; i++) xt[i] = x[i];
+    CHECK(cf_forward(t, 1) == 0);
+    const float *a = cf_exec_output(e, 0, NULL), *b = cf_exec_output(t, 0, NULL);
+    int same = 1;
+    for (int i = 0; i < 32 * 256; i++) same &= a[i] == b[i];
+    CHECK(same);
+    CHECK(cf_backward(t) == 0);
+    cf_exec_free(e);
+    cf_exec_free(t);
+    cf_model_free(m);
+}
+
+TEST(seed_decides_initialisation)
+{
+    cf_model *a = small_mlp(), *b = small_mlp(), *c = small_mlp();
+    cf_model_set_seed(c, 43);
+    cf_model_init_params(a);
+    cf_model_init_params(b);
+    cf_model_init_params(c);
+    size_t n = cf_shape_count(cf_model_param_shape(a, 0));
+    CHECK(memcmp(cf_model_param_data(a, 0), cf_model_param_data(b, 0), n * sizeof(float)) == 0);
+    CHECK(memcmp(cf_model_param_data(a, 0), cf_model_param_data(c, 0), n * sizeof(float)) != 0);
+    /* glorot bound for (6, 5): sqrt(6 / 11) */
+    float lim = sqrtf(6.0f / 11.0f), mx = 0;
+    for (size_t i = 0; i < n; i++) mx = fmaxf(mx, fabsf(cf_model_param_data(a, 0)[i]));
+    CHECK(mx <= lim && mx > 0.5f * lim);
+    CHECK(cf_model_weight_count(a) == 6 * 5 + 5 + 5 * 4 + 4 + 4 * 3 + 3);
+    CHECK(strcmp(cf_model_param_name(a, 2), "3.W") == 0);
+    cf_model_free(a);
+    cf_model_free(b);
+    cf_model_free(c);
+}
+
+int main(void)
+{
+    RUN(shape_error_names_op_shapes_and_line);
+    RUN(broadcast_error_and_batch_rules);
+    RUN(build_errors_are_kept_for_bind);
+    RUN(bad_label_is_an_error_not_a_crash);
+    RUN(batch_of_64_equals_64_single_calls);
+    RUN(executors_share_parameters);
+    RUN(grad_requests);
+    RUN(update_zeroes_gradients);
+    RUN(head_gradients_and_input_gradients);
+    RUN(memory_plan_reuses_buffers);
+    RUN(seed_decides_initialisation);
+    return test_summary("exec");
+}

@@ -1,0 +1,172 @@
+/* test_gemm_builtin.c - the built-in GEMM against a double-precision triple loop,
+ * for all transpose combinations, odd and block-crossing sizes, padded leading
+ * dimensions and alpha/beta combinations, on both the AVX2 and portable kernels. */
+#include "exec/gemm_builtin.h"
+#include "test.h"
+
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+/* xorshift64*: explicit state, reproducible. */
+typedef struct { uint64_t s; } rng_t;
+
+static float rng_uniform(rng_t *r) /* in [-1, 1) */
+{
+    r->s ^= r->s >> 12; r->s ^= r->s << 25; r->s ^= r->s >> 27;
+    return (float)((r->s * 2685821657736338717ULL) >> 40) / (float)(1 << 23) - 1.0f;
+}
+
+/* Largest |got - want| / (1 + |want|) over C, after computing with cf_gemm_builtin;
+   cells outside the M x N window (the ldc padding) must be untouched. Returns the
+   error scaled by K so one tolerance fits every size; -1 if padding was touched. */
+static double run_case(rng_t *r, int ta, int tb, int M, int N, int K, float alpha,
+                       float beta, int pad)
+{
+    int lda = (ta ? M : K) + pad, ldb = (tb ? K : N) + pad, ldc = N + pad;
+    int arows = ta ? K : M, brows = tb ? N : K;
+    float *A = malloc(sizeof(float) * (arows * lda + 1));
+    float *B = malloc(sizeof(float) * (brows * ldb + 1));
+    float *C = malloc(sizeof(float) * (M * ldc + 1));
+    double *want = malloc(sizeof(double) * (M * N + 1));
+    for (int i = 0; i < arows * lda; i++) A[i] = rng_uniform(r);
+    for (int i = 0; i < brows * ldb; i++) B[i] = rng_uniform(r);
+    for (int i = 0; i < M * ldc; i++) C[i] = beta == 0 ? NAN : rng_uniform(r);
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++) {
+            double s = 0;
+            for (int k = 0; k < K; k++) {
+                double a = ta ? A[k * lda + i] : A[i * lda + k];
+                double b = tb ? B[j * ldb + k] : B[k * ldb + j];
+                s += a * b;
+            }
+            want[i * N + j] = alpha * s + (beta == 0 ? 0.0 : beta * (double)C[i * ldc + j]);
+        }
+    for (int i = 0; i < M; i++)
+        for (int j = N; j < ldc; j++) C[i * ldc + j] = 12345.0f; /* must stay */
+    cf_gemm_builtin(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+    double err = 0;
+    for (int i = 0; i < M; i++) {
+        for (int j = 0; j < N; j++) {
+            double e = fabs(C[i * ldc + j] - want[i * N + j]) / (1 + fabs(want[i * N + j]));
+            if (!(e <= err)) err = e; /* NaN propagates as the error */
+        }
+        for (int j = N; j < ldc; j++)
+            if (C[i * ldc + j] != 12345.0f) err = -1;
+    }
+    free(A); free(B); free(C); free(want);
+    return err < 0 ? err : err / (K > 0 ? K : 1);
+}
+
+/* Every transpose combination over a grid of sizes including 1, odd sizes and sizes
+   past each block size (MC 144, KC 256, NC 512), with alpha/beta combinations. */
+static void sweep(void)
+{
+    static const int sizes[][3] = {
+        {1, 1, 1}, {1, 7, 17}, {7, 1, 65}, {17, 65, 1}, {6, 16, 8}, {7, 17, 130},
+        {65, 130, 7}, {130, 65, 300}, {145, 33, 257}, {200, 1030, 40}, {13, 1100, 513},
+        {300, 20, 600}, {33, 40, 256}, {20, 50, 500}, {64, 128, 784}, {64, 784, 128},
+        {784, 128, 64},
+    };
+    static const float ab[][2] = {{1, 0}, {1, 1}, {-0.5f, 0}, {2, -1.5f}, {0.25f, 0.5f}};
+    rng_t r = {0x9e3779b97f4a7c15ULL};
+    int ncase = 0;
+    for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++)
+        for (int t = 0; t < 4; t++) {
+            /* every alpha/beta pair on small sizes; one rotating pair on big ones */
+            int big = sizes[s][0] * sizes[s][1] * sizes[s][2] > 200000;
+            for (int p = 0; p < 5; p++) {
+                if (big && p != (int)((s + t) % 5)) continue;
+                int pad = (p + t) % 3 == 0 ? 0 : 3 + p;
+                double e = run_case(&r, t & 1, t >> 1, sizes[s][0], sizes[s][1],
+                                    sizes[s][2], ab[p][0], ab[p][1], pad);
+                if (!(e >= 0 && e <= 1e-6))
+                    fprintf(stderr, "  ta=%d tb=%d M=%d N=%d K=%d alpha=%g beta=%g pad=%d: err/K %g\n",
+                            t & 1, t >> 1, sizes[s][0], sizes[s][1], sizes[s][2],
+                            ab[p][0], ab[p][1], pad, e);
+                CHECK(e >= 0 && e <= 1e-6);
+                ncase++;
+            }
+        }
+    CHECK(ncase > 100);
+}
+
+TEST(matches_reference) { sweep(); }
+
+TEST(portable_matches_reference)
+{
+    cf_gemm_builtin_force_portable(1);
+    sweep();
+    cf_gemm_builtin_force_portable(0);
+}
+
+/* K == 0 and alpha == 0 give C = beta * C; beta == 0 then clears NaN. M or N == 0
+   touches nothing. */
+TEST(degenerate_sizes)
+{
+    float A[4] = {NAN, NAN, NAN, NAN}, B[4] = {NAN, NAN, NAN, NAN};
+    float C[4] = {1, 2, 3, 4};
+    cf_gemm_builtin(0, 0, 2, 2, 0, 1, A, 1, B, 2, 2, C, 2);
+    CHECK(C[0] == 2 && C[1] == 4 && C[2] == 6 && C[3] == 8);
+    cf_gemm_builtin(0, 1, 2, 2, 2, 0, A, 2, B, 2, 0.5f, C, 2);
+    CHECK(C[0] == 1 && C[1] == 2 && C[2] == 3 && C[3] == 4);
+    float D[4] = {NAN, NAN, NAN, NAN};
+    cf_gemm_builtin(1, 0, 2, 2, 0, 1, A, 2, B, 2, 0, D, 2);
+    CHECK(D[0] == 0 && D[1] == 0 && D[2] == 0 && D[3] == 0);
+    cf_gemm_builtin(0, 0, 0, 2, 2, 1, A, 2, B, 2, 0, D, 2);
+    cf_gemm_builtin(0, 0, 2, 0, 2, 1, A, 2, B, 2, 0, D, 2);
+    CHECK(D[0] == 0 && D[3] == 0);
+}
+
+/* A known product, so a bug shared by the kernel and the reference cannot hide. */
+TEST(known_product)
+{
+    float A[6] = {1, 2, 3, 4, 5, 6};        /* 2 x 3 */
+    float B[6] = {7, 8, 9, 10, 11, 12};     /* 3 x 2 */
+    float C[4];
+    cf_gemm_builtin(0, 0, 2, 2, 3, 1, A, 3, B, 2, 0, C, 2);
+    CHECK(C[0] == 58 && C[1] == 64 && C[2] == 139 && C[3] == 154);
+    float At[6] = {1, 4, 2, 5, 3, 6};       /* A stored 3 x 2 */
+    float Bt[6] = {7, 9, 11, 8, 10, 12};    /* B stored 2 x 3 */
+    cf_gemm_builtin(1, 1, 2, 2, 3, 1, At, 2, Bt, 3, 0, C, 2);
+    CHECK(C[0] == 58 && C[1] == 64 && C[2] == 139 && C[3] == 154);
+}
+
+/* Threads computing disjoint row slices of one C at once (each with its own B) get
+   the single-thread answer bit for bit: the packing buffers are per thread. */
+enum { TM = 96, TN = 300, TK = 270, TSLICES = 4 };
+static float t_a[TM * TK], t_b[TSLICES][TN * TK], t_c[TM * TN], t_want[TM * TN];
+
+static void *slice_worker(void *arg)
+{
+    int s = (int)(intptr_t)arg, rows = TM / TSLICES;
+    for (int rep = 0; rep < 200; rep++)
+        cf_gemm_builtin(0, 1, rows, TN, TK, 1, t_a + s * rows * TK, TK, t_b[s], TK, 0,
+                        t_c + s * rows * TN, TN);
+    return NULL;
+}
+
+TEST(concurrent_slices)
+{
+    rng_t r = {42};
+    for (int i = 0; i < TM * TK; i++) t_a[i] = rng_uniform(&r);
+    for (int i = 0; i < TSLICES * TN * TK; i++) t_b[i / (TN * TK)][i % (TN * TK)] = rng_uniform(&r);
+    for (int s = 0; s < TSLICES; s++)
+        cf_gemm_builtin(0, 1, TM / TSLICES, TN, TK, 1, t_a + s * (TM / TSLICES) * TK, TK,
+                        t_b[s], TK, 0, t_want + s * (TM / TSLICES) * TN, TN);
+    pthread_t th[TSLICES];
+    for (int s = 0; s < TSLICES; s++)
+        CHECK(pthread_create(&th[s], NULL, slice_worker, (void *)(intptr_t)s) == 0);
+    for (int s = 0; s < TSLICES; s++) pthread_join(th[s], NULL);
+    CHECK(memcmp(t_c, t_want, sizeof t_c) == 0);
+}
+
+int main(void)
+{
+    RUN(matches_reference);
+    RUN(portable_matches_reference);
+    RUN(degenerate_sizes);
+    RUN(known_product);
+    RUN(concurrent_slices);
+    return test_summary("gemm_builtin");
+}

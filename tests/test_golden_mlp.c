@@ -1,0 +1,175 @@
+/* test_golden_mlp.c - an MLP 784-128-64-10 built with the C API against PyTorch:
+ * probabilities, loss, every gradient, and the parameters after three SGD steps.
+ * Fixtures: tests/golden/mlp_golden.safetensors, made by tests/golden/gen_mlp.py
+ * (same data generator as golden_gen below). Runs with each matrix-product engine
+ * and with 1 and 2 threads. */
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "cflux.h"
+#include "core/safetensors.h"
+#include "test.h"
+
+#define BATCH 64
+#define GOLDEN "tests/golden/mlp_golden.safetensors"
+
+/* xorshift32; floats from the top 24 bits. Mirrors Gen in gen_mlp.py. */
+static uint32_t golden_state;
+static uint32_t golden_next(void)
+{
+    uint32_t s = golden_state;
+    s ^= s << 13;
+    s ^= s >> 17;
+    s ^= s << 5;
+    return golden_state = s;
+}
+static float golden_uniform(void) { return (float)(golden_next() >> 8) * (1.0f / 16777216.0f); }
+
+static const int sizes[4] = {784, 128, 64, 10};
+static const char *names[3] = {"1", "3", "5"};
+
+/* Chain(Input(784), Affine(128), relu, Affine(64), relu, Affine(10), softmax), by hand. */
+static cf_model *build_mlp(void)
+{
+    cf_model *m = cf_model_new();
+    cf_node *h = cf_input(m, "x", CF_SHAPE(784));
+    cf_node *y = cf_input(m, "y", CF_SCALAR);
+    for (int i = 0; i < 3; i++) {
+        cf_scope_begin(m, "Affine", names[i]);
+        cf_node *W = cf_param(m, "W", CF_SHAPE(sizes[i], sizes[i + 1]), CF_GLOROT);
+        cf_node *b = cf_param(m, "b", CF_SHAPE(1, sizes[i + 1]), CF_ZEROS);
+        h = cf_add(m, cf_matmul(m, h, W), b);
+        cf_scope_end(m);
+        if (i < 2) h = cf_relu(m, h);
+    }
+    cf_node *loss = cf_softmax_xent(m, h, y);
+    cf_output(m, cf_node_input(loss, 0));
+    cf_output(m, loss);
+    return m;
+}
+
+/* |got - want| <= 1e-4 |want| + 1e-6 for every element; returns the mismatches. */
+static int compare(const char *what, const float *got, const cf_st_tensor *want, size_t n)
+{
+    if (!want || want->count != n) {
+        fprintf(stderr, "%s: golden tensor missing or of another size\n", what);
+        return 1;
+    }
+    int bad = 0;
+    for (size_t i = 0; i < n; i++) {
+        double w = want->data[i], g = got[i];
+        if (!(fabs(g - w) <= 1e-4 * fabs(w) + 1e-6)) {
+            if (bad++ < 3) fprintf(stderr, "%s[%zu]: cflux %.9g, pytorch %.9g\n", what, i, g, w);
+        }
+    }
+    if (bad) fprintf(stderr, "%s: %d of %zu elements differ\n", what, bad, n);
+    return bad;
+}
+
+static void run_golden(const char *engine, int threads)
+{
+    cf_st_file *gold = cf_st_read(GOLDEN);
+    CHECK(gold != NULL);
+    if (!gold) {
+        fprintf(stderr, "%s\n", cf_last_error());
+        return;
+    }
+    CHECK(cf_set_gemm(engine) == 0);
+    cf_set_threads(threads);
+    cf_model *m = build_mlp();
+    CHECK(cf_model_init_params(m) == 0);
+    CHECK(cf_model_param_count(m) == 6);
+
+    /* parameters from the shared generator, in the script's order */
+    golden_state = 20261129;
+    for (int i = 0; i < 3; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "%s.W", names[i]);
+        float *W = cf_model_param_data(m, cf_model_param_index(m, name));
+        float a = (float)sqrt(6.0 / (sizes[i] + sizes[i + 1]));
+        for (int j = 0; j < sizes[i] * sizes[i + 1]; j++) W[j] = (golden_uniform() * 2.0f - 1.0f) * a;
+        snprintf(name, sizeof name, "%s.b", names[i]);
+        float *b = cf_model_param_data(m, cf_model_param_index(m, name));
+        for (int j = 0; j < sizes[i + 1]; j++) b[j] = (golden_uniform() * 2.0f - 1.0f) * 0.1f;
+    }
+
+    cf_exec *e = cf_bind(m, BATCH, CF_TRAIN);
+    CHECK(e != NULL);
+    if (!e) {
+        fprintf(stderr, "%s\n", cf_last_error());
+        goto out;
+    }
+    const cf_st_tensor *losses = cf_st_find(gold, "loss");
+    CHECK(losses && losses->count == 3);
+    for (int step = 0; step < 3; step++) {
+        float *x = cf_exec_input(e, 0, NULL), *y = cf_exec_input(e, 1, NULL);
+        for (int j = 0; j < BATCH * 784; j++) x[j] = golden_uniform();
+        for (int j = 0; j < BATCH; j++) y[j] = (float)(golden_next() % 10);
+        CHECK(cf_forward(e, 1) == 0);
+        size_t np, nl;
+        const float *probs = cf_exec_output(e, 0, &np), *loss = cf_exec_output(e, 1, &nl);
+        CHECK(nl == 1);
+        if (losses) CHECK(compare("loss", loss, &(cf_st_tensor){.data = losses->data + step, .count = 1}, 1) == 0);
+        if (step == 0) CHECK(compare("probs0", probs, cf_st_find(gold, "probs0"), np) == 0);
+        CHECK(cf_backward(e) == 0);
+        if (step == 0)
+            for (int p = 0; p < 6; p++) {
+                char name[32];
+                snprintf(name, sizeof name, "grad.%s", cf_model_param_name(m, p));
+                CHECK(compare(name, cf_model_param_grad(m, p), cf_st_find(gold, name),
+                              cf_shape_count(cf_model_param_shape(m, p))) == 0);
+            }
+        CHECK(cf_update_sgd(e, 0.1f) == 0);
+    }
+    for (int p = 0; p < 6; p++) {
+        char name[32];
+        snprintf(name, sizeof name, "final.%s", cf_model_param_name(m, p));
+        CHECK(compare(name, cf_model_param_data(m, p), cf_st_find(gold, name),
+                      cf_shape_count(cf_model_param_shape(m, p))) == 0);
+    }
+    cf_exec_free(e);
+out:
+    cf_model_free(m);
+    cf_st_free(gold);
+    cf_set_threads(0);
+}
+
+TEST(golden_openblas_1_thread) { run_golden("openblas", 1); }
+TEST(golden_openblas_2_threads) { run_golden("openblas", 2); }
+TEST(golden_builtin_1_thread) { run_golden("builtin", 1); }
+TEST(golden_builtin_2_threads) { run_golden("builtin", 2); }
+
+/* The comparison itself must be able to fail: a planted error in one weight of the
+ * final parameters is reported. */
+TEST(golden_compare_fails_on_a_wrong_value)
+{
+    cf_st_file *gold = cf_st_read(GOLDEN);
+    CHECK(gold != NULL);
+    if (!gold) return;
+    const cf_st_tensor *t = cf_st_find(gold, "final.3.W");
+    CHECK(t != NULL);
+    if (!t) goto out;
+    float *copy = malloc(t->count * sizeof *copy);
+    for (size_t i = 0; i < t->count; i++) copy[i] = t->data[i];
+    CHECK(compare("unchanged", copy, t, t->count) == 0);
+    copy[100] *= 1.001f;
+    CHECK(compare("planted", copy, t, t->count) == 1);
+    free(copy);
+out:
+    cf_st_free(gold);
+}
+
+int main(void)
+{
+    if (cf_set_gemm("openblas") == 0) {
+        RUN(golden_openblas_1_thread);
+        RUN(golden_openblas_2_threads);
+    } else {
+        printf("golden: this build has no OpenBLAS: only the built-in engine is tested\n");
+    }
+    RUN(golden_builtin_1_thread);
+    RUN(golden_builtin_2_threads);
+    RUN(golden_compare_fails_on_a_wrong_value);
+    return test_summary("golden_mlp");
+}

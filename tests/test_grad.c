@@ -1,0 +1,224 @@
+/* test_grad.c - every op's backward against central differences, through the whole
+ * engine (bind, forward, backward), and the checker's own test: a planted wrong
+ * backward must be caught. */
+#include <stdlib.h>
+
+#include "gradcheck.h"
+#include "ops/op.h"
+#include "test.h"
+
+/* Fill every input with uniform values in [lo, hi], away from 0 by `gap`. */
+static void fill_inputs(cf_exec *e, float lo, float hi, float gap, unsigned seed)
+{
+    srand(seed);
+    for (int i = 0; i < cf_exec_input_count(e); i++) {
+        size_t n;
+        float *x = cf_exec_input(e, i, &n);
+        for (size_t j = 0; j < n; j++) {
+            float v;
+            do v = lo + (hi - lo) * (float)rand() / (float)RAND_MAX;
+            while (v > -gap && v < gap);
+            x[j] = v;
+        }
+    }
+}
+
+/* Bind for batch 3, fill, check; returns mismatches. Frees the model. */
+static int check_model(cf_model *m, float lo, float hi, float gap)
+{
+    cf_exec *e = cf_bind(m, 3, CF_INPUT_GRADS);
+    if (!e) {
+        fprintf(stderr, "bind: %s\n", cf_last_error());
+        cf_model_free(m);
+        return -1;
+    }
+    fill_inputs(e, lo, hi, gap, 7);
+    /* parameters too: glorot values are fine, but keep them off the kinks */
+    int bad = gradcheck_exec(e, m, 11, NULL);
+    cf_exec_free(e);
+    cf_model_free(m);
+    return bad;
+}
+
+/* y = f(x .* p) for a unary op f: the parameter puts a gradient on both sides. */
+static int check_unary(cf_opcode op, float a, float lo, float hi, float gap)
+{
+    cf_model *m = cf_model_new();
+    cf_node *x = cf_input(m, "x", CF_SHAPE(2, 4));
+    cf_node *p = cf_param(m, "p", CF_SHAPE(4), CF_UNIFORM(1.0f));
+    cf_output(m, cf_unary_at(m, op, cf_mul(m, x, cf_add(m, p, cf_scalar(m, 1.5f))), a, __FILE__, __LINE__, 0));
+    return check_model(m, lo, hi, gap);
+}
+
+TEST(unary_ops)
+{
+    CHECK(check_unary(CF_OP_NEG, 0, -2, 2, 0) == 0);
+    CHECK(check_unary(CF_OP_SIGMOID, 0, -2, 2, 0) == 0);
+    CHECK(check_unary(CF_OP_TANH, 0, -2, 2, 0) == 0);
+    CHECK(check_unary(CF_OP_RELU, 0, -2, 2, 0.2f) == 0);
+    CHECK(check_unary(CF_OP_LEAKYRELU, 0.1f, -2, 2, 0.2f) == 0);
+    CHECK(check_unary(CF_OP_EXP, 0, -1, 1, 0) == 0);
+    CHECK(check_unary(CF_OP_LOG, 0, 0.5f, 2, 0) == 0);
+    CHECK(check_unary(CF_OP_SOFTMAX, 0, -2, 2, 0) == 0);
+    CHECK(check_unary(CF_OP_LOGSOFTMAX, 0, -2, 2, 0) == 0);
+    CHECK(check_unary(CF_OP_SUM, 0, -2, 2, 0) == 0);
+    CHECK(check_unary(CF_OP_MEAN, 0, -2, 2, 0) == 0);
+    CHECK(check_unary(CF_OP_FLATTEN, 0, -2, 2, 0) == 0);
+}
+
+/* a OP b for inputs of the given per-sample shapes and a parameter of shape ps. */
+static int check_binary(cf_opcode op, cf_shape as, cf_shape ps, float lo, float hi)
+{
+    cf_model *m = cf_model_new();
+    cf_node *x = cf_input(m, "x", as);
+    cf_node *p = cf_param(m, "p", ps, CF_UNIFORM(1.0f));
+    if (op == CF_OP_DIV) p = cf_add(m, cf_relu(m, p), cf_scalar(m, 1.0f)); /* away from 0 */
+    cf_output(m, cf_binary_at(m, op, x, p, __FILE__, __LINE__, 0));
+    cf_output(m, cf_binary_at(m, op, p, x, __FILE__, __LINE__, 0));
+    return check_model(m, lo, hi, 0.3f);
+}
+
+TEST(arithmetic_broadcasting)
+{
+    cf_opcode ops[] = {CF_OP_ADD, CF_OP_SUB, CF_OP_MUL, CF_OP_DIV};
+    for (int i = 0; i < 4; i++) {
+        cf_opcode op = ops[i];
+        float lo = op == CF_OP_DIV ? 0.5f : -2, hi = 2;
+        CHECK(check_binary(op, CF_SHAPE(2, 3), CF_SHAPE(2, 3), lo, hi) == 0);   /* per-sample equal */
+        CHECK(check_binary(op, CF_SHAPE(2, 3), CF_SHAPE(3), lo, hi) == 0);      /* row vector */
+        CHECK(check_binary(op, CF_SHAPE(2, 3), CF_SHAPE(1, 3), lo, hi) == 0);
+        CHECK(check_binary(op, CF_SHAPE(2, 3), CF_SHAPE(2, 1), lo, hi) == 0);   /* column */
+        CHECK(check_binary(op, CF_SHAPE(4), CF_SHAPE(1), lo, hi) == 0);         /* scalar-like */
+        CHECK(check_binary(op, CF_SHAPE(2, 1, 3), CF_SHAPE(4, 1), lo, hi) == 0); /* both stretch */
+    }
+    /* a value meeting itself: d(x .* x) = 2x, d(x - x) = 0 */
+    cf_model *m = cf_model_new();
+    cf_node *x = cf_input(m, "x", CF_SHAPE(3));
+    cf_output(m, cf_mul(m, x, x));
+    cf_output(m, cf_sub(m, x, x));
+    CHECK(check_model(m, -2, 2, 0) == 0);
+}
+
+TEST(matmul_shapes)
+{
+    /* (B, 4) * (4, 5) */
+    cf_model *m = cf_model_new();
+    cf_node *x = cf_input(m, "x", CF_SHAPE(4));
+    cf_output(m, cf_matmul(m, x, cf_param(m, "W", CF_SHAPE(4, 5), CF_GLOROT)));
+    CHECK(check_model(m, -1, 1, 0) == 0);
+    /* (B, 2, 4) * (4, 3): leading dims fold */
+    m = cf_model_new();
+    x = cf_input(m, "x", CF_SHAPE(2, 4));
+    cf_output(m, cf_matmul(m, x, cf_param(m, "W", CF_SHAPE(4, 3), CF_GLOROT)));
+    CHECK(check_model(m, -1, 1, 0) == 0);
+    /* (B, 2, 4) * (B, 4, 3): batched */
+    m = cf_model_new();
+    x = cf_input(m, "x", CF_SHAPE(2, 4));
+    cf_node *y = cf_input(m, "y", CF_SHAPE(4, 3));
+    cf_output(m, cf_matmul(m, x, y));
+    CHECK(check_model(m, -1, 1, 0) == 0);
+    /* (3, 2) * (B, 2, 4): a parameter broadcast over the batch */
+    m = cf_model_new();
+    y = cf_input(m, "y", CF_SHAPE(2, 4));
+    cf_output(m, cf_matmul(m, cf_param(m, "W", CF_SHAPE(3, 2), CF_GLOROT), y));
+    CHECK(check_model(m, -1, 1, 0) == 0);
+}
+
+TEST(layout_ops)
+{
+    cf_model *m = cf_model_new();
+    cf_node *x = cf_input(m, "x", CF_SHAPE(2, 3));
+    cf_node *p = cf_param(m, "p", CF_SHAPE(6), CF_UNIFORM(1));
+    cf_node *r = cf_reshape(m, x, CF_SHAPE(3, -1));                      /* (B, 3, 2) */
+    cf_node *f = cf_mul(m, cf_flatten(m, r), p);                           /* (B, 6) */
+    cf_node *parts[3] = {f, cf_slice(m, f, 1, 2, 3), x};
+    cf_output(m, cf_concat(m, -1, 2, parts));                              /* (B, 9) */
+    cf_output(m, cf_concat(m, 1, 1, parts + 2));                           /* (B, 2, 3) */
+    cf_node *two[2] = {x, cf_tanh(m, x)};
+    cf_output(m, cf_concat(m, 1, 2, two));                                 /* (B, 4, 3) */
+    cf_output(m, cf_slice(m, x, -1, 1, 2));                                /* (B, 2, 2) */
+    CHECK(check_model(m, -1, 1, 0) == 0);
+}
+
+TEST(losses)
+{
+    /* fused softmax + cross-entropy with class indices */
+    cf_model *m = cf_model_new();
+    cf_node *x = cf_input(m, "x", CF_SHAPE(4));
+    cf_node *y = cf_input(m, "y", CF_SCALAR);
+    cf_node *z = cf_matmul(m, x, cf_param(m, "W", CF_SHAPE(4, 5), CF_GLOROT));
+    cf_output(m, cf_softmax_xent(m, z, y));
+    cf_exec *e = cf_bind(m, 3, CF_INPUT_GRADS);
+    CHECK(e != NULL);
+    fill_inputs(e, -1, 1, 0, 3);
+    float *lab = cf_exec_input(e, 1, NULL);
+    lab[0] = 0, lab[1] = 4, lab[2] = 2;
+    CHECK(cf_exec_input_grad(e, 1, NULL) == NULL);   /* labels have no gradient */
+    CHECK(gradcheck_exec(e, m, 5, NULL) == 0);
+    cf_exec_free(e);
+    cf_model_free(m);
+
+    /* soft targets, fused; and the same loss unfused (a softmax the loss cannot see
+     * through because the probabilities are squared first... no: through logsoftmax) */
+    m = cf_model_new();
+    x = cf_input(m, "x", CF_SHAPE(2, 4));
+    cf_node *t = cf_input(m, "t", CF_SHAPE(2, 4));
+    cf_node *p = cf_softmax(m, cf_mul(m, x, cf_param(m, "w", CF_SHAPE(4), CF_UNIFORM(1))));
+    cf_output(m, cf_cross_entropy(m, p, cf_softmax(m, t)));                /* fused, soft */
+    cf_output(m, cf_cross_entropy(m, cf_exp(m, cf_logsoftmax(m, x)), cf_softmax(m, t))); /* unfused */
+    cf_output(m, p);                                                        /* p used twice */
+    CHECK(check_model(m, -1, 1, 0) == 0);
+
+    /* unfused with indices, and mean squared error */
+    m = cf_model_new();
+    x = cf_input(m, "x", CF_SHAPE(3));
+    cf_node *q = cf_param(m, "q", CF_SHAPE(3), CF_UNIFORM(1));
+    cf_output(m, cf_mse(m, x, cf_tanh(m, cf_add(m, x, q))));
+    cf_output(m, cf_mse(m, cf_mul(m, x, q), x));
+    CHECK(check_model(m, -1, 1, 0) == 0);
+}
+
+TEST(reduce_over_batch)
+{
+    /* sum of a (B) value reduces the batch: mean(sum(x .* p)) */
+    cf_model *m = cf_model_new();
+    cf_node *x = cf_input(m, "x", CF_SHAPE(3));
+    cf_node *p = cf_param(m, "p", CF_SHAPE(3), CF_UNIFORM(1));
+    cf_node *s = cf_mean(m, cf_sum(m, cf_mul(m, x, p)));
+    cf_output(m, s);
+    CHECK(check_model(m, -1, 1, 0) == 0);
+}
+
+/* A sigmoid whose backward forgets the factor (1 - y). */
+static void wrong_sigmoid_backward(const cf_inst *k)
+{
+    size_t n = cf_shape_count_b(k->ys, 1);
+    for (size_t i = 0; i < n; i++) {
+        float g = k->dy[i] * k->y[i];
+        k->dx[0][i] = k->acc[0] ? k->dx[0][i] + g : g;
+    }
+}
+
+TEST(checker_catches_wrong_backward)
+{
+    const cf_opdef *good = cf_ops[CF_OP_SIGMOID];
+    cf_opdef planted = *good;
+    planted.backward = wrong_sigmoid_backward;
+    cf_ops[CF_OP_SIGMOID] = &planted;
+    int bad = check_unary(CF_OP_SIGMOID, 0, -2, 2, 0);
+    cf_ops[CF_OP_SIGMOID] = good;
+    CHECK(bad > 0);
+    CHECK(check_unary(CF_OP_SIGMOID, 0, -2, 2, 0) == 0);
+}
+
+int main(void)
+{
+    RUN(unary_ops);
+    RUN(arithmetic_broadcasting);
+    RUN(matmul_shapes);
+    RUN(layout_ops);
+    RUN(losses);
+    RUN(reduce_over_batch);
+    RUN(checker_catches_wrong_backward);
+    return test_summary("grad");
+}

@@ -1,0 +1,34 @@
+#!/bin/sh
+# bootstrap.sh - make sure the Debian packages that cflux needs are installed.
+#
+#   tools/bootstrap.sh build   what building and testing need
+#   tools/bootstrap.sh demo    the same, plus the Fashion-MNIST data set
+#
+# As root, a missing package is installed with apt-get; otherwise this prints the
+# exact command to run and fails, changing nothing.
+set -eu
+
+need="cmake gcc make pkg-config libopenblas-dev libcjson-dev"
+case "${1:-build}" in
+  demo) need="$need" ;;
+  build) ;;
+  *) echo "usage: $0 [build|demo]" >&2; exit 2 ;;
+esac
+
+missing=""
+for p in $need; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
+done
+[ -z "$missing" ] && exit 0
+
+if [ "$(id -u)" -eq 0 ]; then
+  echo "bootstrap: installing:$missing"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  # shellcheck disable=SC2086
+  apt-get install -y -qq --no-install-recommends $missing
+else
+  echo "bootstrap: missing Debian packages:$missing" >&2
+  echo "bootstrap: run:  sudo apt-get install -y$missing" >&2
+  exit 1
+fi

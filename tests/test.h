@@ -12,8 +12,8 @@
 #include <stdio.h>
 #include <string.h>
 
-static int test_failed_checks, test_passed, test_failed;
-static const char *test_current = "";
+static int test_failed_checks __attribute__((unused)), test_passed __attribute__((unused)), test_failed __attribute__((unused));
+static const char *test_current __attribute__((unused)) = "";
 
 #define TEST(name) static void name(void)
 

@@ -414,6 +414,8 @@ TEST(rejects_bad_shapes)
     CHECK(rejects("{" T("w", "[1,1,1,1,1,1,1]") "\"data_offsets\":[0,4]}}", 4,
                   "tensor 'w' has 7 dimensions; cflux handles at most 6"));
     CHECK(rejects("{" T("w", "[1e300]") "\"data_offsets\":[0,4]}}", 4, "shape[0] is too large"));
+    CHECK(rejects("{" T("w", "[9007199254740993,0]") "\"data_offsets\":[0,0]}}", 0,
+                  "shape[0] is too large")); /* 2^53 + 1, which a double cannot hold */
     CHECK(rejects("{" T("w", "[4294967296,4294967296,4294967296]") "\"data_offsets\":[0,0]}}", 0,
                   "tensor 'w': shape [4294967296, 4294967296, 4294967296] has too many elements (overflow)"));
     CHECK(rejects("{" T("w", "[2147483648,2147483648,2]") "\"data_offsets\":[0,0]}}", 0,

@@ -2,8 +2,8 @@
  *
  * Reading goes in stages, and nothing is allocated for tensor data until every
  * stage has passed: the length field; a byte scan of the header (UTF-8, control
- * characters, \u0000); cJSON; each entry on its own (dtype, shape, offsets, byte
- * length); then the entries together (duplicate names, truncation, holes and
+ * characters, number syntax, \u0000: what cJSON lets through but the reference
+ * does not); cJSON; each entry on its own (dtype, shape, offsets, byte length); then the entries together (duplicate names, truncation, holes and
  * overlaps, trailing bytes); then one block for all values, converted to float32.
  *
  * Writing checks every argument, builds the header in memory (by hand, so the
@@ -257,8 +257,9 @@ static int scan_header(const unsigned char *s, size_t n, const char *what)
     return 0;
 }
 
-/* A JSON number that is a non-negative integer no larger than 2^53 (beyond which a
- * double, which cJSON keeps, is no longer exact). */
+/* A JSON number that is a non-negative integer below 2^53 (from there on, the double
+ * that cJSON keeps may be a rounded value). By value: "4", "4.0" and "4e0" are all 4
+ * (the reference takes only "4"; the value read is the same). */
 static int get_uint(const cJSON *v, uint64_t *out, const char *what, const char *tname,
                     const char *field, int i)
 {
@@ -271,7 +272,7 @@ static int get_uint(const cJSON *v, uint64_t *out, const char *what, const char 
         return cf_seterr("error: %s: tensor '%s': %s[%d] is negative (%g)", what, tname, field, i, d);
     if (d != floor(d))
         return cf_seterr("error: %s: tensor '%s': %s[%d] is not an integer (%g)", what, tname, field, i, d);
-    if (d > 9007199254740992.0)
+    if (d >= 9007199254740992.0)
         return cf_seterr("error: %s: tensor '%s': %s[%d] is too large (%g)", what, tname, field, i, d);
     *out = (uint64_t)d;
     return 0;

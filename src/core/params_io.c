@@ -1,0 +1,128 @@
+/* params_io.c - a model's parameters to and from safetensors files, by name.
+ *
+ * The file's metadata says what wrote it: format "cflux-params", format_version 1.
+ * Files without that metadata (from PyTorch, say) load too, as long as names and
+ * shapes fit; a file of a newer format version is refused with both versions named. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "core/graph.h"
+#include "core/safetensors.h"
+
+#define PARAMS_FORMAT "cflux-params"
+#define PARAMS_VERSION 1
+
+int cf_model_save_params(cf_model *m, const char *path)
+{
+    if (!m || !path) return cf_seterr("error: cf_model_save_params: no model or no path");
+    if (cf_model_init_params(m)) return -1;
+    cf_st_tensor *t = calloc((size_t)m->nparams + 1, sizeof *t);
+    if (!t) return cf_oom((size_t)m->nparams * sizeof *t);
+    for (int i = 0; i < m->nparams; i++) {
+        const cf_node *p = m->params[i];
+        t[i].name = p->name;
+        t[i].rank = p->shape.rank;
+        for (int d = 0; d < p->shape.rank; d++) t[i].shape[d] = p->shape.d[d];
+        t[i].count = cf_shape_count(p->shape);
+        t[i].data = m->pdata + m->poff[i];
+    }
+    char version[16];
+    snprintf(version, sizeof version, "%d", PARAMS_VERSION);
+    const char *keys[] = {"format", "format_version", "cflux_version"};
+    const char *vals[] = {PARAMS_FORMAT, version, cf_version()};
+    int rc = cf_st_write(path, m->nparams, t, 3, keys, vals);
+    free(t);
+    return rc;
+}
+
+static int same_shape(cf_shape s, const cf_st_tensor *t)
+{
+    if (s.rank != t->rank) return 0;
+    for (int i = 0; i < s.rank; i++)
+        if ((long long)s.d[i] != t->shape[i]) return 0;
+    return 1;
+}
+
+static void st_shape_str(const cf_st_tensor *t, char *buf, size_t size)
+{
+    size_t k = (size_t)snprintf(buf, size, "(");
+    for (int i = 0; i < t->rank && k < size; i++)
+        k += (size_t)snprintf(buf + k, size - k, "%s%lld", i ? ", " : "", t->shape[i]);
+    if (k < size) snprintf(buf + k, size - k, ")");
+}
+
+/* Append name to a ", "-separated list in buf, or "..." once it is full. */
+static void list_add(char *buf, size_t size, const char *name)
+{
+    size_t len = strlen(buf);
+    if (len + strlen(name) + 8 >= size) {
+        if (len + 5 < size && (len < 4 || strcmp(buf + len - 3, "...") != 0)) strcat(buf, ", ...");
+        return;
+    }
+    if (len) strcat(buf, ", ");
+    strcat(buf, name);
+}
+
+int cf_model_load_params_ex(cf_model *m, const char *path, unsigned flags)
+{
+    if (!m || !path) return cf_seterr("error: cf_model_load_params: no model or no path");
+    if (cf_model_init_params(m)) return -1;
+    cf_st_file *f = cf_st_read(path);
+    if (!f) return -1;
+    const char *format = cf_st_meta(f, "format"), *ver = cf_st_meta(f, "format_version");
+    if (format && strcmp(format, PARAMS_FORMAT) == 0 && ver && atoi(ver) > PARAMS_VERSION) {
+        cf_st_free(f);
+        return cf_seterr("error: %s: written by parameter format %s; this build reads 1 to %d", path, ver,
+                         PARAMS_VERSION);
+    }
+    /* check everything before changing anything */
+    char missing[512] = "", unexpected[512] = "";
+    int nmissing = 0, nunexpected = 0;
+    for (int i = 0; i < m->nparams; i++) {
+        const cf_node *p = m->params[i];
+        const cf_st_tensor *t = cf_st_find(f, p->name);
+        if (!t) {
+            nmissing++;
+            list_add(missing, sizeof missing, p->name);
+            continue;
+        }
+        if (!same_shape(p->shape, t)) {
+            char want[96], have[96];
+            cf_shape_str(p->shape, want, sizeof want);
+            st_shape_str(t, have, sizeof have);
+            cf_st_free(f);
+            return cf_seterr("error: %s: parameter '%s' is %s in the model but %s in the file", path, p->name,
+                             want, have);
+        }
+    }
+    for (int i = 0; i < cf_st_count(f); i++) {
+        const cf_st_tensor *t = cf_st_get(f, i);
+        if (cf_model_param_index(m, t->name) < 0) {
+            nunexpected++;
+            list_add(unexpected, sizeof unexpected, t->name);
+        }
+    }
+    if (!(flags & CF_LOAD_PARTIAL) && (nmissing || nunexpected)) {
+        cf_seterr("error: %s: the parameters do not match the model", path);
+        if (nmissing) cf_adderr("\n  missing from the file (%d): %s", nmissing, missing);
+        if (nunexpected) cf_adderr("\n  not in the model (%d): %s", nunexpected, unexpected);
+        cf_st_free(f);
+        return -1;
+    }
+    for (int i = 0; i < m->nparams; i++) {
+        const cf_st_tensor *t = cf_st_find(f, m->params[i]->name);
+        if (t) memcpy(m->pdata + m->poff[i], t->data, t->count * sizeof(float));
+    }
+    cf_clearerr();
+    if (nmissing || nunexpected) {
+        cf_seterr("note: %s: loaded %d of %d parameters", path, m->nparams - nmissing, m->nparams);
+        if (nmissing) cf_adderr("\n  missing from the file (%d): %s", nmissing, missing);
+        if (nunexpected) cf_adderr("\n  not in the model (%d): %s", nunexpected, unexpected);
+    }
+    cf_st_free(f);
+    return 0;
+}
+
+int cf_model_load_params(cf_model *m, const char *path) { return cf_model_load_params_ex(m, path, 0); }

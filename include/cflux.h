@@ -17,13 +17,15 @@
  * A worked example: train a 784-128-10 classifier.
  *
  *     cf_model *m = cf_model_new();
- *     cf_node *x  = cf_input(m, "x", CF_SHAPE(784));       // (B, 784)
- *     cf_node *y  = cf_input(m, "y", CF_SCALAR);           // (B) class indices
- *     cf_node *h  = cf_relu(m, cf_add(m, cf_matmul(m, x, cf_param(m, "1.W", CF_SHAPE(784, 128), CF_GLOROT)),
- *                                        cf_param(m, "1.b", CF_SHAPE(1, 128), CF_ZEROS)));
- *     cf_node *z  = cf_add(m, cf_matmul(m, h, cf_param(m, "2.W", CF_SHAPE(128, 10), CF_GLOROT)),
- *                             cf_param(m, "2.b", CF_SHAPE(1, 10), CF_ZEROS));
- *     cf_node *loss = cf_softmax_xent(m, z, y);             // mean over the batch
+ *     cf_node *x  = cf_input(m, "x", CF_SHAPE(784));              // (B, 784)
+ *     cf_node *y  = cf_input(m, "y", CF_SCALAR);                  // (B) class indices
+ *     cf_node *W1 = cf_param(m, "1.W", CF_SHAPE(784, 128), CF_GLOROT);
+ *     cf_node *b1 = cf_param(m, "1.b", CF_SHAPE(1, 128), CF_ZEROS);
+ *     cf_node *W2 = cf_param(m, "2.W", CF_SHAPE(128, 10), CF_GLOROT);
+ *     cf_node *b2 = cf_param(m, "2.b", CF_SHAPE(1, 10), CF_ZEROS);
+ *     cf_node *h  = cf_relu(m, cf_add(m, cf_matmul(m, x, W1), b1));  // (B, 128)
+ *     cf_node *z  = cf_add(m, cf_matmul(m, h, W2), b2);             // (B, 10)
+ *     cf_node *loss = cf_softmax_xent(m, z, y);                    // mean over the batch
  *     cf_output(m, cf_node_input(loss, 0));                 // output 0: probabilities (B, 10)
  *     cf_output(m, loss);                                   // output 1: the loss ()
  *
@@ -187,7 +189,9 @@ CF_API void cf_scope_end(cf_model *m);
 /* A model input of per-sample shape s: the bound value is (B, s...). Inputs are
  * numbered in the order they are made. */
 #define cf_input(m, name, s) cf_input_at(m, name, s, __FILE__, __LINE__, 0)
-/* A trainable parameter of shape s (no batch dimension). */
+/* A trainable parameter of shape s (no batch dimension). Parameters are numbered in
+ * the order they are made: make them in statements of their own, since C leaves the
+ * order in which a call's arguments are evaluated open. */
 #define cf_param(m, name, s, init) cf_param_at(m, name, s, init, __FILE__, __LINE__, 0)
 /* A constant number (shape ()), broadcast where it is used. */
 #define cf_scalar(m, v) cf_scalar_at(m, v, __FILE__, __LINE__, 0)

@@ -363,6 +363,31 @@ TEST(seed_decides_initialisation)
     cf_model_free(c);
 }
 
+TEST(nan_trap_names_the_op)
+{
+    setenv("CFLUX_NANTRAP", "1", 1);
+    cf_model *m = cf_model_new();
+    cf_node *x = cf_input(m, "x", CF_SHAPE(2));
+    cf_node *h = cf_exp(m, x);
+    int line = __LINE__ + 1;
+    cf_node *l = cf_log(m, cf_sub(m, h, cf_scalar(m, 1)));
+    cf_output(m, cf_tanh(m, l));
+    cf_exec *e = cf_bind(m, 1, 0);
+    unsetenv("CFLUX_NANTRAP");
+    float *in = cf_exec_input(e, 0, NULL);
+    in[0] = 1, in[1] = 2;
+    CHECK(cf_forward(e, 0) == 0);
+    in[1] = -1;   /* log of a negative number */
+    CHECK(cf_forward(e, 0) != 0);
+    CHECK_HAS(cf_last_error(), "log made a non-finite value (");
+    CHECK_HAS(cf_last_error(), "nan at element 1)");
+    char at[128];
+    snprintf(at, sizeof at, "%s:%d", __FILE__, line);
+    CHECK_HAS(cf_last_error(), at);
+    cf_exec_free(e);
+    cf_model_free(m);
+}
+
 int main(void)
 {
     RUN(shape_error_names_op_shapes_and_line);
@@ -376,5 +401,6 @@ int main(void)
     RUN(head_gradients_and_input_gradients);
     RUN(memory_plan_reuses_buffers);
     RUN(seed_decides_initialisation);
+    RUN(nan_trap_names_the_op);
     return test_summary("exec");
 }

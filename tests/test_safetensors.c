@@ -9,10 +9,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cflux.h"
 #include "core/safetensors.h"
 #include "test.h"
-
-const char *cf_last_error(void);
 
 static char dir[64]; /* a fresh directory for this run's files */
 

@@ -8,3 +8,9 @@ foreach(src ${CFLUX_TESTS_SRC})
   target_link_libraries(${name} PRIVATE cflux_static)
   add_test(NAME ${name} COMMAND ${name} WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
 endforeach()
+
+add_test(NAME exports COMMAND sh ${PROJECT_SOURCE_DIR}/tests/check_exports.sh
+         $<TARGET_FILE:cflux_shared> ${PROJECT_SOURCE_DIR}/include/cflux.h)
+if(NOT CFLUX_SANITIZE)
+  add_test(NAME install COMMAND sh ${PROJECT_SOURCE_DIR}/tests/check_install.sh ${PROJECT_BINARY_DIR} ${PROJECT_SOURCE_DIR})
+endif()

@@ -3,8 +3,9 @@
  * Reading goes in stages, and nothing is allocated for tensor data until every
  * stage has passed: the length field; a byte scan of the header (UTF-8, control
  * characters, number syntax, \u0000: what cJSON lets through but the reference
- * does not); cJSON; each entry on its own (dtype, shape, offsets, byte length); then the entries together (duplicate names, truncation, holes and
- * overlaps, trailing bytes); then one block for all values, converted to float32.
+ * does not); cJSON; each entry on its own (dtype, shape, offsets, byte length);
+ * then the entries together (duplicate names, truncation, holes and overlaps,
+ * trailing bytes); then one block for all values, converted to float32.
  *
  * Writing checks every argument, builds the header in memory (by hand, so the
  * numbers are always plain integers), and writes it with the data to a temporary
@@ -112,10 +113,15 @@ static size_t utf8_seq(const unsigned char *s, size_t n)
     unsigned c = s[0], cp, min;
     size_t len, k;
     if (c < 0x80) return 1;
-    if (c >= 0xc2 && c <= 0xdf) len = 2, cp = c & 0x1f, min = 0x80;
-    else if (c >= 0xe0 && c <= 0xef) len = 3, cp = c & 0x0f, min = 0x800;
-    else if (c >= 0xf0 && c <= 0xf4) len = 4, cp = c & 0x07, min = 0x10000;
-    else return 0;
+    if (c >= 0xc2 && c <= 0xdf) {
+        len = 2, cp = c & 0x1f, min = 0x80;
+    } else if (c >= 0xe0 && c <= 0xef) {
+        len = 3, cp = c & 0x0f, min = 0x800;
+    } else if (c >= 0xf0 && c <= 0xf4) {
+        len = 4, cp = c & 0x07, min = 0x10000;
+    } else {
+        return 0;
+    }
     if (len > n) return 0;
     for (k = 1; k < len; k++) {
         if ((s[k] & 0xc0) != 0x80) return 0;
@@ -449,7 +455,10 @@ static cf_st_file *build(entry *const *bypos, int n, const cJSON *meta, const un
     char *s;
 
     if (!f) { cf_oom(sizeof *f); return NULL; }
-    for (i = 0; i < n; i++) nstr += strlen(bypos[i]->name) + 1, nval += bypos[i]->count;
+    for (i = 0; i < n; i++) {
+        nstr += strlen(bypos[i]->name) + 1;
+        nval += bypos[i]->count;
+    }
     for (c = nmeta ? meta->child : NULL; c; c = c->next)
         nstr += strlen(c->string) + strlen(c->valuestring) + 2;
     f->n = n;
@@ -913,7 +922,10 @@ int cf_st_write(const char *path, int n, const cf_st_tensor *tensors,
     for (i = 0; ok && i < n; i++) ok = !write_floats(fp, tensors[i].data, tensors[i].count);
     ok = ok && fflush(fp) == 0 && fsync(fileno(fp)) == 0;
     if (!ok) e = errno;
-    if (fclose(fp) != 0 && ok) ok = 0, e = errno;
+    if (fclose(fp) != 0 && ok) {
+        ok = 0;
+        e = errno;
+    }
     if (!ok) goto fail_write;
 
     if (rename(tmp, path) != 0) {

@@ -13,6 +13,8 @@
 #ifndef CF_EXEC_POOL_H
 #define CF_EXEC_POOL_H
 
+#include "cflux.h"   /* cf_threads and cf_set_threads are public: keep their visibility */
+
 /* Most threads a pool will use, calling thread included. */
 #define CF_POOL_MAX 64
 

@@ -11,9 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cflux.h"
 #include "core/safetensors.h"
-
-const char *cf_last_error(void);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

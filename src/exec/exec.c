@@ -340,10 +340,11 @@ typedef struct {
 
 static void sgd_range(void *ctx, size_t b, size_t end)
 {
-    sgd_job *j = ctx;
+    const sgd_job *j = ctx;
+    float *restrict p = j->p, *restrict g = j->g, lr = j->lr;
     for (size_t i = b; i < end; i++) {
-        j->p[i] -= j->lr * j->g[i];
-        j->g[i] = 0;
+        p[i] -= lr * g[i];
+        g[i] = 0;
     }
 }
 

@@ -34,10 +34,11 @@ static void forward_range(void *p, size_t b, size_t e)
 }
 
 /* The derivative at element i, from x or y as the op's flags promise. */
-#define GRAD_LOOP(EXPR)                                                       \
-    do {                                                                      \
-        if (acc) for (size_t i = b; i < e; i++) dx[i] += (EXPR);              \
-        else for (size_t i = b; i < e; i++) dx[i] = (EXPR);                   \
+/* g is dy[i], loaded before any condition so that the loops vectorise. */
+#define GRAD_LOOP(EXPR)                                                                \
+    do {                                                                               \
+        if (acc) for (size_t i = b; i < e; i++) { float g = dy[i]; dx[i] += (EXPR); }  \
+        else for (size_t i = b; i < e; i++) { float g = dy[i]; dx[i] = (EXPR); }       \
     } while (0)
 
 static void backward_range(void *p, size_t b, size_t e)
@@ -48,13 +49,13 @@ static void backward_range(void *p, size_t b, size_t e)
     float a = k->node->fa;
     int acc = k->acc[0];
     switch (k->node->op) {
-    case CF_OP_NEG:     GRAD_LOOP(-dy[i]); break;
-    case CF_OP_SIGMOID: GRAD_LOOP(dy[i] * y[i] * (1.0f - y[i])); break;
-    case CF_OP_TANH:    GRAD_LOOP(dy[i] * (1.0f - y[i] * y[i])); break;
-    case CF_OP_RELU:    GRAD_LOOP(y[i] > 0 ? dy[i] : 0.0f); break;
-    case CF_OP_LEAKYRELU: GRAD_LOOP(x[i] > 0 ? dy[i] : a * dy[i]); break;
-    case CF_OP_EXP:     GRAD_LOOP(dy[i] * y[i]); break;
-    case CF_OP_LOG:     GRAD_LOOP(dy[i] / x[i]); break;
+    case CF_OP_NEG:     GRAD_LOOP(-g); break;
+    case CF_OP_SIGMOID: GRAD_LOOP(g * y[i] * (1.0f - y[i])); break;
+    case CF_OP_TANH:    GRAD_LOOP(g * (1.0f - y[i] * y[i])); break;
+    case CF_OP_RELU:    GRAD_LOOP(y[i] > 0 ? g : 0.0f); break;
+    case CF_OP_LEAKYRELU: GRAD_LOOP(x[i] > 0 ? g : a * g); break;
+    case CF_OP_EXP:     GRAD_LOOP(g * y[i]); break;
+    case CF_OP_LOG:     GRAD_LOOP(g / x[i]); break;
     default: break;
     }
 }

@@ -73,9 +73,9 @@ int cf_model_load_params_ex(cf_model *m, const char *path, unsigned flags)
     if (!f) return -1;
     const char *format = cf_st_meta(f, "format"), *ver = cf_st_meta(f, "format_version");
     if (format && strcmp(format, PARAMS_FORMAT) == 0 && ver && atoi(ver) > PARAMS_VERSION) {
+        cf_seterr("error: %s: written by parameter format %s; this build reads 1 to %d", path, ver, PARAMS_VERSION);
         cf_st_free(f);
-        return cf_seterr("error: %s: written by parameter format %s; this build reads 1 to %d", path, ver,
-                         PARAMS_VERSION);
+        return -1;
     }
     /* check everything before changing anything */
     char missing[512] = "", unexpected[512] = "";

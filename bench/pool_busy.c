@@ -1,10 +1,11 @@
 /* pool_busy.c - what a busy neighbour costs the thread pool (a benchmark, not a test).
  *
- *   gcc -std=gnu11 -O2 -Isrc src/exec/pool.c bench/pool_busy.c -o /tmp/pool_busy -lpthread
- *   /tmp/pool_busy [calls=1000] [reps=9] [work_us=40]
+ *   gcc -std=gnu11 -O2 -Iinclude -Isrc src/exec/pool.c bench/pool_busy.c -o /tmp/pool_busy -lpthread
+ *   /tmp/pool_busy [calls=1000] [reps=9] [work_us=40] [spinners=1]
  *
  * A loop of `calls` parallel regions, each ~work_us of arithmetic split into 2 tasks,
- * is timed (a) alone and (b) while a forked child spins on one core, for three ways
+ * is timed (a) alone and (b) while a forked child spins on one core (or `spinners`
+ * children each on one), for three ways
  * of running it:
  *   cflux   cf_parallel_for with 2 threads (bounded spin, then futex)
  *   naive   a pool whose worker and caller always spin, tasks assigned statically
@@ -111,22 +112,24 @@ static double run(int mode, int calls)
     return t;
 }
 
-/* A child that spins on one core until killed. */
-static pid_t spinner_start(void)
+/* n children that spin until killed (each holds a core). */
+static void spinners_start(pid_t *pid, int n)
 {
-    pid_t pid = fork();
-    if (pid == 0) {
-        volatile unsigned long x = 0;
-        for (;;) x++;
-    }
-    usleep(20000);                                      /* let it get going */
-    return pid;
+    for (int k = 0; k < n; k++)
+        if ((pid[k] = fork()) == 0) {
+            volatile unsigned long x = 0;
+            for (;;) x++;
+        }
+    usleep(20000);                                      /* let them get going */
 }
 
-static void spinner_stop(pid_t pid)
+static void spinners_stop(pid_t *pid, int n)
 {
-    kill(pid, SIGKILL);
-    waitpid(pid, NULL, 0);
+    for (int k = 0; k < n; k++)
+        if (pid[k] > 0) {
+            kill(pid[k], SIGKILL);
+            waitpid(pid[k], NULL, 0);
+        }
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -148,8 +151,9 @@ int main(int argc, char **argv)
     int calls = argc > 1 ? atoi(argv[1]) : 1000;
     int reps = argc > 2 ? atoi(argv[2]) : 9;
     double work_us = argc > 3 ? atof(argv[3]) : 40;
-    if (calls < 1 || reps < 1 || reps > 100 || work_us <= 0) {
-        fprintf(stderr, "usage: pool_busy [calls] [reps] [work_us]\n");
+    int nspin = argc > 4 ? atoi(argv[4]) : 1;
+    if (calls < 1 || reps < 1 || reps > 100 || work_us <= 0 || nspin < 1 || nspin > 16) {
+        fprintf(stderr, "usage: pool_busy [calls] [reps] [work_us] [spinners]\n");
         return 2;
     }
     cf_set_threads(2);
@@ -165,8 +169,9 @@ int main(int argc, char **argv)
     job.iters = (long)(work_us / 2 / (best / 1e6));
     double load[1] = {-1};
     getloadavg(load, 1);
-    printf("work: %.1f us per call in 2 tasks of %ld iterations; %d calls, %d reps; "
-           "load average before: %.2f\n", work_us, job.iters, calls, reps, load[0]);
+    printf("work: %.1f us per call in 2 tasks of %ld iterations; %d calls, %d reps, "
+           "%d spinner(s); load average before: %.2f\n", work_us, job.iters, calls, reps, nspin,
+           load[0]);
 
     /* Overhead of a warm, empty 2-task call. */
     double over[100];
@@ -181,13 +186,14 @@ int main(int argc, char **argv)
     static double t[NMODES][2][100];
     for (int r = 0; r < reps; r++)
         for (int busy = 0; busy < 2; busy++) {
-            pid_t pid = busy ? spinner_start() : 0;
+            pid_t pid[16];
+            if (busy) spinners_start(pid, nspin);
             for (int m = 0; m < NMODES; m++) {
                 int mode = (m + r) % NMODES;            /* rotate the order */
                 run(mode, calls / 10 + 1);              /* warm up */
                 t[mode][busy][r] = run(mode, calls);
             }
-            if (busy) spinner_stop(pid);
+            if (busy) spinners_stop(pid, nspin);
         }
 
     printf("%-7s %12s %12s %9s\n", "mode", "alone us", "busy us", "slowdown");

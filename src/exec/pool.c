@@ -21,7 +21,7 @@
  * task of this one has been counted. (Generations wrap after 2^32 jobs; a worker would
  * have to sleep through exactly that many between two of its own loads to be fooled.)
  *
- * Waiting. Idle workers and a caller waiting for stragglers spin for about SPIN_NS
+ * Waiting. Idle workers and a caller waiting for stragglers spin for CF_POOL_SPIN_NS
  * (pause instructions, counted in iterations calibrated at start-up), then sleep on a
  * futex. A sleeper first announces itself (`sleepers`, `caller_sleeps`) and then
  * re-reads the word; the waker changes the word and then reads the announcement. Both
@@ -43,11 +43,14 @@
 
 #include "exec/pool.h"
 
-/* How long an idle thread spins before it sleeps. Long enough to catch the next call
- * of a loop of back-to-back parallel regions, short enough that a core another
- * process wants is given up within a few microseconds. */
+/* How long an idle thread spins before it sleeps: about one futex wake-up, the
+ * classic bound (spinning costs at most what sleeping would). A wake-up takes ~5 us
+ * on bare metal and ~40 us on the 2-vCPU KVM machine this was tuned on, where a 5 us
+ * spin let caller and worker fall out of step (+30% on back-to-back 40 us regions,
+ * bench/pool_busy.c) and 20 us did not, while a core another process wants is still
+ * given up within 20 us. */
 #ifndef CF_POOL_SPIN_NS
-#define CF_POOL_SPIN_NS 5000
+#define CF_POOL_SPIN_NS 20000
 #endif
 
 #define CLOSED 0xffffffffu

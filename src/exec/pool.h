@@ -6,7 +6,7 @@
  * One process-wide pool, started on first use. Its size is CFLUX_THREADS when that
  * is a positive integer, else the CPUs this process may run on, at most 64; with one
  * thread there are no workers and everything runs on the caller. Idle workers spin
- * for a few microseconds, then sleep, so a pool never holds a core that another
+ * for about 20 microseconds, then sleep, so a pool never holds a core that another
  * process wants. Tasks are handed out one at a time from a shared counter: which
  * thread runs which index varies from call to call, so tasks must write disjoint
  * outputs for results to be deterministic. cf_parallel_for allocates nothing. */

@@ -46,6 +46,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -79,6 +80,9 @@ typedef struct cf_shape {
 
 /* Elements in a shape (a CF_BATCH dimension counts as 1). */
 CF_API size_t cf_shape_count(cf_shape s);
+
+/* Write a shape as "(B, 784)" (CF_BATCH in front as B); returns buf. */
+CF_API char *cf_shape_format(cf_shape s, char *buf, size_t size);
 
 /* ---- Errors and the library ------------------------------------------------------ */
 
@@ -125,6 +129,14 @@ CF_API float      *cf_model_param_data(cf_model *m, int i);  /* NULL before seal
 CF_API float      *cf_model_param_grad(cf_model *m, int i);  /* NULL until a CF_TRAIN bind */
 CF_API size_t      cf_model_weight_count(const cf_model *m);  /* scalars in all parameters */
 
+/* Inputs and outputs, with shapes that mark the batch dimension with CF_BATCH (known
+ * once the model's shapes are inferred: after cf_model_load, or a first bind). */
+CF_API int         cf_model_input_count(const cf_model *m);
+CF_API int         cf_model_output_count(const cf_model *m);
+CF_API const char *cf_model_input_name(const cf_model *m, int i);
+CF_API cf_shape    cf_model_input_shape(const cf_model *m, int i);
+CF_API cf_shape    cf_model_output_shape(const cf_model *m, int i);
+
 /* Seal the graph and initialise its parameters from the seed; no node can be added
  * afterwards. cf_bind does this for you. 0 or -1. */
 CF_API int cf_model_init_params(cf_model *m);
@@ -153,6 +165,22 @@ CF_API int cf_model_load_params_ex(cf_model *m, const char *path, unsigned flags
 
 /* Write the graph in Graphviz DOT to path ("-" for stdout). 0 or -1. */
 CF_API int cf_model_dump_dot(cf_model *m, const char *path);
+
+/* ---- The notation ------------------------------------------------------------------
+ *
+ * A model written in cflux's notation (a .flux file; see docs/notation.md) compiles to
+ * the same graph as the C calls below would build. Errors point into the model's
+ * source: "model.flux:3:14: error: expected ')' but found '='", or, for a shape that
+ * does not fit, the message and one "in NAME at FILE:LINE:COL" line per enclosing
+ * call. Inputs are numbered in the order of the forward function's arguments, outputs
+ * in the order of its result. */
+CF_API cf_model *cf_model_parse(const char *src, const char *filename);  /* text */
+CF_API cf_model *cf_model_load(const char *path);                        /* a file */
+
+/* Print a model file's forward function as a listing with the shape of every value
+ * (batch > 0 writes the batch size for B), marking the step where shapes stop
+ * fitting. 0, or -1 with the error (the listing up to that point printed first). */
+CF_API int cf_model_print_shapes(const char *path, int batch, FILE *out);
 
 /* ---- Building graphs in C ----------------------------------------------------------
  *

@@ -181,7 +181,7 @@ void cf_scope_begin_at(cf_model *m, const char *frame, const char *path,
         cf_frame *f = cf_arena_alloc(&m->arena, sizeof *f);
         if (f) {
             f->name = cf_arena_strdup(&m->arena, frame);
-            f->call = (cf_srcloc){file ? cf_arena_strdup(&m->arena, file) : "?", line, col};
+            f->call = (cf_srcloc){file ? cf_arena_strdup(&m->arena, file) : NULL, line, col};
             f->parent = m->frame;
             m->frame = f;
             m->framed[m->depth] = 1;
@@ -362,6 +362,7 @@ void cf_adderr_trace(const cf_node *n)
         else cf_adderr("\n  in %s at %s:%d", f->name, at.file, at.line);
         at = f->call;
     }
+    if (!at.file) return;   /* the outermost frame was not called from anywhere (a model file's top) */
     if (at.col > 0) cf_adderr("\n  at %s:%d:%d", at.file, at.line, at.col);
     else cf_adderr("\n  at %s:%d", at.file, at.line);
 }
@@ -387,30 +388,53 @@ size_t cf_shape_count_b(cf_shape s, int batch)
 
 size_t cf_shape_count(cf_shape s) { return cf_shape_count_b(s, 1); }
 
+char *cf_shape_format(cf_shape s, char *buf, size_t size) { return cf_shape_str(s, buf, size); }
+
+int cf_model_input_count(const cf_model *m) { return m ? m->ninputs : 0; }
+int cf_model_output_count(const cf_model *m) { return m ? m->noutputs : 0; }
+
+const char *cf_model_input_name(const cf_model *m, int i)
+{
+    return m && i >= 0 && i < m->ninputs ? m->inputs[i]->name : NULL;
+}
+
+cf_shape cf_model_input_shape(const cf_model *m, int i)
+{
+    return m && i >= 0 && i < m->ninputs ? m->inputs[i]->shape : (cf_shape){0, {0}};
+}
+
+cf_shape cf_model_output_shape(const cf_model *m, int i)
+{
+    return m && i >= 0 && i < m->noutputs ? m->outputs[i]->shape : (cf_shape){0, {0}};
+}
+
+int cf_node_infer(cf_node *n)
+{
+    const cf_opdef *op = cf_ops[n->op];
+    if (!op->infer) return 0;            /* leaves: shape set when made */
+    if (op->infer(n)) {
+        cf_adderr_trace(n);
+        return -1;
+    }
+    /* the batch dimension can only stay in front */
+    for (int d = 1; d < n->shape.rank; d++)
+        if (n->shape.d[d] == CF_BATCH) {
+            char s[96];
+            cf_seterr("error: %s would move the batch dimension: %s", op->what, cf_shape_str(n->shape, s, sizeof s));
+            cf_adderr_trace(n);
+            return -1;
+        }
+    n->batched = n->shape.rank > 0 && n->shape.d[0] == CF_BATCH;
+    return 0;
+}
+
 int cf_model_infer_shapes(cf_model *m)
 {
     if (m->builderr) return cf_seterr("%s", m->builderr);
     if (m->shaped) return 0;
     if (m->noutputs == 0) return cf_seterr("error: the model has no outputs (call cf_output)");
-    for (int i = 0; i < m->nnodes; i++) {
-        cf_node *n = m->nodes[i];
-        const cf_opdef *op = cf_ops[n->op];
-        if (!op->infer) continue;            /* leaves: shape set when made */
-        if (op->infer(n)) {
-            cf_adderr_trace(n);
-            return -1;
-        }
-        /* the batch dimension can only stay in front */
-        for (int d = 1; d < n->shape.rank; d++)
-            if (n->shape.d[d] == CF_BATCH) {
-                char s[96];
-                cf_seterr("error: %s would move the batch dimension: %s", op->what,
-                          cf_shape_str(n->shape, s, sizeof s));
-                cf_adderr_trace(n);
-                return -1;
-            }
-        n->batched = n->shape.rank > 0 && n->shape.d[0] == CF_BATCH;
-    }
+    for (int i = 0; i < m->nnodes; i++)
+        if (cf_node_infer(m->nodes[i])) return -1;
     m->shaped = 1;
     return 0;
 }

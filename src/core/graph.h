@@ -96,6 +96,10 @@ cf_node *cf_build_fail(cf_model *m, cf_srcloc loc, const char *fmt, ...)
  * and the failing node's trace. */
 int cf_model_infer_shapes(cf_model *m);
 
+/* Infer one node's shape from its inputs' (already inferred). 0, or -1 with the
+ * message and the node's trace. */
+int cf_node_infer(cf_node *n);
+
 /* Append the trace of a node ("  in F at file:line:col" lines) to the error message. */
 void cf_adderr_trace(const cf_node *n);
 

@@ -1,0 +1,18 @@
+# embed.cmake - write the standard library's .flux files into a C source as strings.
+#   cmake -DOUT=file.c -DDIR=src/lang/stdlib -P embed.cmake
+file(GLOB files ${DIR}/*.flux)
+list(SORT files)
+set(body "/* Generated from src/lang/stdlib by cmake/embed.cmake: do not edit. */\n#include \"lang/compile.h\"\n\n")
+set(table "")
+set(i 0)
+foreach(f ${files})
+  get_filename_component(name ${f} NAME)
+  file(READ ${f} hex HEX)
+  string(REGEX REPLACE "([0-9a-f][0-9a-f])" "0x\\1," hex "${hex}")
+  string(APPEND body "static const char f${i}[] = {${hex}0};\n")
+  string(APPEND table "    {\"<stdlib>/${name}\", f${i}},\n")
+  math(EXPR i "${i} + 1")
+endforeach()
+string(APPEND body "\nconst cf_stdlib_file cf_stdlib_files[] = {\n${table}    {0, 0}\n};\nconst int cf_stdlib_count = ${i};\n")
+file(WRITE ${OUT}.tmp "${body}")
+execute_process(COMMAND ${CMAKE_COMMAND} -E copy_if_different ${OUT}.tmp ${OUT})

@@ -1,0 +1,1227 @@
+/* compile.c - the notation's meaning: evaluate a parsed file into a model's graph.
+ *
+ * Values at compile time are numbers, tensors (graph nodes, only while a forward
+ * function runs), tuples, templates (nets), models (instances: a template's forward
+ * function with its environment, a Chain, an Input, a lambda), built-in functions,
+ * initialisers, parameters (declared in a net body, made into graph nodes when a
+ * forward function first reads them, with their final names) and partial
+ * instantiations (a template given all but its `in`, waiting inside a Chain).
+ *
+ * Two traces are kept as evaluation goes: the compiler's own frame stack, for errors
+ * found while evaluating, and the model's scopes (cf_scope_begin_at), which every
+ * graph node records, for shape errors. Both read like
+ *     error: matrix product shapes do not match: (B, 20) * (21, 15)
+ *       in Affine at <stdlib>/affine.flux:4:8
+ *       in TLP at model.flux:5:14
+ *       in model at model.flux:9:9 */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "core/graph.h"
+#include "lang/compile.h"
+#include "ops/op.h"
+
+#define MAX_INSTANTIATION_DEPTH 64
+#define MAX_NODES 2000000
+#define MAX_ARGS 64
+
+typedef struct value value;
+typedef struct env env;
+typedef struct inst inst;
+typedef struct param param;
+typedef struct partial partial;
+
+typedef enum vkind {
+    V_NONE, V_NUM, V_TENSOR, V_TUPLE, V_TEMPLATE, V_MODEL, V_BUILTIN, V_INIT, V_PARAM, V_PARTIAL
+} vkind;
+
+struct value {
+    vkind kind;
+    double num;          /* V_NUM */
+    cf_node *node;       /* V_TENSOR */
+    value *items;        /* V_TUPLE */
+    int n;
+    const ast *net;      /* V_TEMPLATE: the net, and where it was defined */
+    env *defenv;
+    inst *model;         /* V_MODEL */
+    int fn;              /* V_BUILTIN */
+    cf_init init;        /* V_INIT */
+    param *param;        /* V_PARAM */
+    partial *partial;    /* V_PARTIAL */
+};
+
+struct env {
+    env *parent;
+    const char *file;    /* the source that code evaluated here comes from */
+    const char **names;
+    value *vals;
+    const ast **where;   /* the binding, for "bound twice" */
+    int n, cap;
+};
+
+typedef enum ikind { I_NET, I_LAMBDA, I_CHAIN, I_INPUT } ikind;
+
+struct inst {
+    ikind kind;
+    const char *tname;        /* in traces: "Affine", "Chain", "Input", "lambda" */
+    const ast *lambda;        /* I_NET, I_LAMBDA */
+    env *env;
+    value *items;             /* I_CHAIN */
+    const ast **item_ast;
+    int n;
+    cf_shape shape;           /* I_INPUT, per sample */
+    inst *parent;             /* placement: the first place that names it */
+    const char *local;
+    int placed;
+};
+
+struct param {
+    cf_shape shape;
+    cf_init init;
+    inst *owner;
+    const char *local;
+    cf_node *node;
+    const char *file;
+    int line, col;
+};
+
+struct partial {
+    value tmpl;
+    value args[MAX_ARGS];
+    const char *kwnames[MAX_ARGS];
+    value kwvals[MAX_ARGS];
+    int nargs, nkw;
+    const char *file;
+    int line, col;
+};
+
+typedef struct frame {
+    const char *name;
+    const char *file;   /* where this frame was entered from (NULL for a top binding) */
+    int line, col;
+} frame;
+
+typedef struct cc {
+    cf_model *m;
+    cf_arena arena;
+    frame frames[MAX_INSTANTIATION_DEPTH * 4 + 8];
+    int nframes, depth;
+    int in_forward;
+    inst *building;
+    cf_node *unresolved[MAX_ARGS];
+    int nunresolved;
+    int shape_failed;   /* the last node made did not fit */
+} cc;
+
+/* ---- built-ins ---- */
+
+enum {
+    B_SIGMOID, B_TANH, B_RELU, B_LEAKYRELU, B_EXP, B_LOG, B_SOFTMAX, B_LOGSOFTMAX, B_SUM, B_MEAN,
+    B_FLATTEN, B_RESHAPE, B_HCAT, B_PARAM, B_STATE, B_NORMAL, B_UNIFORM, B_INPUT, B_CHAIN, B_UNROLL,
+    B_CONV2D, B_MAXPOOL, B_AVGPOOL, B_DROPOUT, B_BATCHNORM
+};
+
+static const struct builtin {
+    const char *name;
+    int id;
+    cf_opcode op;     /* for functions of one tensor */
+    int unary;        /* usable as a Chain element / a model of one input */
+} builtins[] = {
+    {"σ", B_SIGMOID, CF_OP_SIGMOID, 1},       {"sigmoid", B_SIGMOID, CF_OP_SIGMOID, 1},
+    {"tanh", B_TANH, CF_OP_TANH, 1},          {"relu", B_RELU, CF_OP_RELU, 1},
+    {"leakyrelu", B_LEAKYRELU, CF_OP_LEAKYRELU, 1}, {"exp", B_EXP, CF_OP_EXP, 1},
+    {"log", B_LOG, CF_OP_LOG, 1},             {"softmax", B_SOFTMAX, CF_OP_SOFTMAX, 1},
+    {"logsoftmax", B_LOGSOFTMAX, CF_OP_LOGSOFTMAX, 1}, {"sum", B_SUM, CF_OP_SUM, 1},
+    {"mean", B_MEAN, CF_OP_MEAN, 1},          {"flatten", B_FLATTEN, CF_OP_FLATTEN, 1},
+    {"reshape", B_RESHAPE, CF_OP_RESHAPE, 0}, {"hcat", B_HCAT, CF_OP_CONCAT, 0},
+    {"param", B_PARAM, 0, 0},                 {"state", B_STATE, 0, 0},
+    {"normal", B_NORMAL, 0, 0},               {"uniform", B_UNIFORM, 0, 0},
+    {"Input", B_INPUT, 0, 0},                 {"Chain", B_CHAIN, 0, 0},
+    {"unroll", B_UNROLL, 0, 0},               {"conv2d", B_CONV2D, 0, 0},
+    {"maxpool", B_MAXPOOL, 0, 0},             {"avgpool", B_AVGPOOL, 0, 0},
+    {"dropout", B_DROPOUT, 0, 0},             {"batchnorm", B_BATCHNORM, 0, 0},
+};
+#define NBUILTINS ((int)(sizeof builtins / sizeof builtins[0]))
+
+static const struct { const char *name; cf_init init; } inits[] = {
+    {"glorot", {CF_INIT_GLOROT, 0}}, {"zeros", {CF_INIT_ZEROS, 0}}, {"ones", {CF_INIT_ONES, 0}},
+};
+
+/* ---- errors ---- */
+
+/* "error: MSG" and a trace line per frame, innermost first, starting at file:line:col. */
+static int cerr(cc *c, const char *file, int line, int col, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+static int cerr(cc *c, const char *file, int line, int col, const char *fmt, ...)
+{
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    if (c->nframes == 0) return cf_seterr("%s:%d:%d: error: %s", file, line, col, msg);
+    cf_seterr("error: %s", msg);
+    for (int i = c->nframes - 1; i >= 0 && file; i--) {
+        cf_adderr("\n  in %s at %s:%d:%d", c->frames[i].name, file, line, col);
+        file = c->frames[i].file;
+        line = c->frames[i].line;
+        col = c->frames[i].col;
+    }
+    return -1;
+}
+
+#define ERR(c, en, e, ...) cerr(c, (en)->file, (e)->line, (e)->col, __VA_ARGS__)
+
+/* A frame in both traces: the compiler's and the graph's. */
+static int enter(cc *c, const char *name, const char *file, int line, int col)
+{
+    if (c->nframes >= (int)(sizeof c->frames / sizeof c->frames[0]))
+        return cerr(c, file, line, col, "calls nested deeper than %d (does a net use itself?)",
+                    (int)(sizeof c->frames / sizeof c->frames[0]));
+    c->frames[c->nframes++] = (frame){name, file, line, col};
+    cf_scope_begin_at(c->m, name, NULL, file, line, col);
+    return 0;
+}
+
+static void leave(cc *c)
+{
+    c->nframes--;
+    cf_scope_end(c->m);
+}
+
+/* The edit distance of two short strings (bytes), for "did you mean". */
+static int distance(const char *a, const char *b)
+{
+    int la = (int)strlen(a), lb = (int)strlen(b);
+    if (la > 40 || lb > 40) return 99;
+    int d[41][41];
+    for (int i = 0; i <= la; i++) d[i][0] = i;
+    for (int j = 0; j <= lb; j++) d[0][j] = j;
+    for (int i = 1; i <= la; i++)
+        for (int j = 1; j <= lb; j++) {
+            int best = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
+            if (d[i - 1][j] + 1 < best) best = d[i - 1][j] + 1;
+            if (d[i][j - 1] + 1 < best) best = d[i][j - 1] + 1;
+            d[i][j] = best;
+        }
+    return d[la][lb];
+}
+
+static void consider(const char *name, const char *cand, const char **best, int *bestd)
+{
+    int d = distance(name, cand);
+    if (d < *bestd) {
+        *bestd = d;
+        *best = cand;
+    }
+}
+
+static const char *suggest(const env *en, const char *name)
+{
+    const char *best = NULL;
+    int bestd = 99;
+    for (; en; en = en->parent)
+        for (int i = 0; i < en->n; i++) consider(name, en->names[i], &best, &bestd);
+    for (int i = 0; i < NBUILTINS; i++) consider(name, builtins[i].name, &best, &bestd);
+    for (int i = 0; i < 3; i++) consider(name, inits[i].name, &best, &bestd);
+    int len = (int)strlen(name);
+    return best && bestd <= (len < 4 ? 1 : len / 3 + 1) ? best : NULL;
+}
+
+/* ---- environments ---- */
+
+static env *env_new(cc *c, env *parent, const char *file)
+{
+    env *en = cf_arena_alloc(&c->arena, sizeof *en);
+    if (en) {
+        en->parent = parent;
+        en->file = file ? file : parent ? parent->file : "?";
+    }
+    return en;
+}
+
+static int bind(cc *c, env *en, const char *name, value v, const ast *where)
+{
+    if (en->n == en->cap) {
+        int cap = en->cap ? en->cap * 2 : 8;
+        const char **names = cf_arena_alloc(&c->arena, (size_t)cap * sizeof *names);
+        value *vals = cf_arena_alloc(&c->arena, (size_t)cap * sizeof *vals);
+        const ast **wh = cf_arena_alloc(&c->arena, (size_t)cap * sizeof *wh);
+        if (!names || !vals || !wh) return cf_oom((size_t)cap * sizeof *vals);
+        if (en->n) {
+            memcpy(names, en->names, (size_t)en->n * sizeof *names);
+            memcpy(vals, en->vals, (size_t)en->n * sizeof *vals);
+            memcpy(wh, en->where, (size_t)en->n * sizeof *wh);
+        }
+        en->names = names;
+        en->vals = vals;
+        en->where = wh;
+        en->cap = cap;
+    }
+    en->names[en->n] = name;
+    en->vals[en->n] = v;
+    en->where[en->n] = where;
+    en->n++;
+    return 0;
+}
+
+/* The binding of name in en itself (not its parents), or -1. */
+static int local_index(const env *en, const char *name)
+{
+    for (int i = en->n - 1; i >= 0; i--)
+        if (strcmp(en->names[i], name) == 0) return i;
+    return -1;
+}
+
+static const value *lookup(const env *en, const char *name)
+{
+    for (; en; en = en->parent) {
+        int i = local_index(en, name);
+        if (i >= 0) return &en->vals[i];
+    }
+    return NULL;
+}
+
+/* ---- values ---- */
+
+static value num_value(double x) { return (value){.kind = V_NUM, .num = x}; }
+static value tensor_value(cf_node *n) { return (value){.kind = V_TENSOR, .node = n}; }
+static value model_value(inst *i) { return (value){.kind = V_MODEL, .model = i}; }
+
+static const char *kind_name(const value *v)
+{
+    switch (v->kind) {
+    case V_NUM: return "a number";
+    case V_TENSOR: return "a value";
+    case V_TUPLE: return "a tuple";
+    case V_TEMPLATE: return "a net";
+    case V_MODEL: return "a model";
+    case V_BUILTIN: return "a built-in function";
+    case V_INIT: return "an initialiser";
+    case V_PARAM: return "a parameter";
+    case V_PARTIAL: return "a net waiting for its input size (only a Chain can give it)";
+    default: return "nothing";
+    }
+}
+
+static inst *inst_new(cc *c, ikind kind, const char *tname)
+{
+    inst *i = cf_arena_alloc(&c->arena, sizeof *i);
+    if (!i) {
+        cf_oom(sizeof *i);
+        return NULL;
+    }
+    i->kind = kind;
+    i->tname = tname;
+    return i;
+}
+
+/* Name a model by where it is first put: a binding in a net body, a net's argument,
+ * a position in a Chain. Later places do not rename it. */
+static void place(inst *i, inst *parent, const char *local)
+{
+    if (!i || i->placed || i == parent) return;
+    i->placed = 1;
+    i->parent = parent;
+    i->local = local;
+}
+
+/* A number that must be a positive integer dimension. */
+static int dim_of(cc *c, env *en, const ast *e, const value *v, const char *what, int *out)
+{
+    if (v->kind != V_NUM)
+        return ERR(c, en, e, "%s must be a number, not %s", what, kind_name(v));
+    if (!(v->num >= 1 && v->num <= 1e9) || v->num != (double)(long)v->num)
+        return ERR(c, en, e, "%s must be a positive whole number, not %g", what, v->num);
+    *out = (int)v->num;
+    return 0;
+}
+
+/* ---- graph building ---- */
+
+static int count_nodes(cc *c, const env *en, const ast *e)
+{
+    if (c->m->nnodes > MAX_NODES)
+        return ERR(c, en, e, "the model has more than %d operations", MAX_NODES);
+    return 0;
+}
+
+/* Check a freshly made node: NULL from the builder, or a shape that does not fit. */
+static int made(cc *c, const env *en, const ast *e, cf_node *n)
+{
+    if (!n) return -1;   /* the builder set the message */
+    if (cf_node_infer(n)) {
+        c->shape_failed = 1;
+        return -1;
+    }
+    return count_nodes(c, en, e);
+}
+
+static int is_unresolved(cc *c, const cf_node *n)
+{
+    for (int i = 0; i < c->nunresolved; i++)
+        if (c->unresolved[i] == n) return 1;
+    return 0;
+}
+
+/* Give an input of unknown shape the per-sample shape s. */
+static void resolve(cc *c, cf_node *n, cf_shape s)
+{
+    n->shape.rank = s.rank + 1;
+    n->shape.d[0] = CF_BATCH;
+    for (int i = 0; i < s.rank; i++) n->shape.d[i + 1] = s.d[i];
+    n->batched = 1;
+    for (int i = 0; i < c->nunresolved; i++)
+        if (c->unresolved[i] == n) c->unresolved[i] = c->unresolved[--c->nunresolved];
+}
+
+static int unresolved_error(cc *c, const env *en, const ast *e, const cf_node *n, const char *what)
+{
+    return ERR(c, en, e, "cannot tell the shape of the input '%s' from %s: begin the model with Input(...)",
+               n->name, what);
+}
+
+/* Before a two-input op: an input of unknown shape takes its shape from the other
+ * operand (x * W: (B, rows of W); x + b: b's per-sample shape). */
+static int resolve_pair(cc *c, const env *en, const ast *e, cf_opcode op, cf_node *a, cf_node *b)
+{
+    int ua = is_unresolved(c, a), ub = is_unresolved(c, b);
+    if (!ua && !ub) return 0;
+    if (ua && ub) return unresolved_error(c, en, e, a, "an operation on two inputs");
+    cf_node *u = ua ? a : b, *k = ua ? b : a;
+    cf_shape s = k->shape;
+    if (op == CF_OP_MATMUL) {
+        if (!ua || k->shape.rank != 2 || k->batched) return unresolved_error(c, en, e, u, "this product");
+        resolve(c, u, (cf_shape){1, {k->shape.d[0]}});
+        return 0;
+    }
+    if (k->batched) {   /* drop the batch dimension */
+        s.rank--;
+        memmove(s.d, s.d + 1, (size_t)s.rank * sizeof s.d[0]);
+    } else if (s.rank >= 1) {
+        s = (cf_shape){1, {s.d[s.rank - 1]}};
+    } else {
+        return unresolved_error(c, en, e, u, "an operation with a number");
+    }
+    resolve(c, u, s);
+    return 0;
+}
+
+/* A number as a graph constant. */
+static cf_node *as_node(cc *c, env *en, const ast *e, const value *v)
+{
+    if (v->kind == V_TENSOR) return v->node;
+    cf_node *n = cf_scalar_at(c->m, (float)v->num, en->file, e->line, e->col);
+    return made(c, en, e, n) ? NULL : n;
+}
+
+static int unary_node(cc *c, env *en, const ast *e, cf_opcode op, const value *x, float a, value *out)
+{
+    if (x->kind != V_TENSOR)
+        return ERR(c, en, e, "%s needs a value, not %s", cf_ops[op]->name, kind_name(x));
+    if (is_unresolved(c, x->node)) return unresolved_error(c, en, e, x->node, cf_ops[op]->name);
+    cf_node *n = cf_unary_at(c->m, op, x->node, a, en->file, e->line, e->col);
+    if (made(c, en, e, n)) return -1;
+    *out = tensor_value(n);
+    return 0;
+}
+
+/* ---- evaluation ---- */
+
+static int eval(cc *c, env *en, const ast *e, value *out);
+static int call_model(cc *c, inst *mdl, value *args, int nargs, const char *file, int line, int col, value *out);
+static int instantiate(cc *c, const value *tmpl, value *args, int nargs, const char **kwn, value *kwv, int nkw,
+                       const char *file, int line, int col, value *out);
+
+static int param_node(cc *c, param *p, value *out)
+{
+    if (!p->node) {
+        char name[512] = "", tmp[512];
+        snprintf(name, sizeof name, "%s", p->local ? p->local : "param");
+        for (inst *i = p->owner; i && i->local; i = i->parent) {
+            snprintf(tmp, sizeof tmp, "%s.%s", i->local, name);
+            memcpy(name, tmp, sizeof name);
+        }
+        p->node = cf_param_at(c->m, name, p->shape, p->init, p->file, p->line, p->col);
+        if (!p->node) return -1;
+    }
+    *out = tensor_value(p->node);
+    return 0;
+}
+
+static int eval_name(cc *c, env *en, const ast *e, value *out)
+{
+    const value *v = lookup(en, e->name);
+    if (v) {
+        if (v->kind == V_PARAM && c->in_forward) return param_node(c, v->param, out);
+        *out = *v;
+        return 0;
+    }
+    for (int i = 0; i < NBUILTINS; i++)
+        if (strcmp(builtins[i].name, e->name) == 0) {
+            *out = (value){.kind = V_BUILTIN, .fn = i};
+            return 0;
+        }
+    for (int i = 0; i < 3; i++)
+        if (strcmp(inits[i].name, e->name) == 0) {
+            *out = (value){.kind = V_INIT, .init = inits[i].init};
+            return 0;
+        }
+    const char *s = suggest(en, e->name);
+    if (s) return ERR(c, en, e, "unknown name '%s' (did you mean '%s'?)", e->name, s);
+    return ERR(c, en, e, "unknown name '%s'", e->name);
+}
+
+static int eval_binop(cc *c, env *en, const ast *e, value *out)
+{
+    value a, b;
+    if (eval(c, en, e->a, &a) || eval(c, en, e->b, &b)) return -1;
+    static const char *sym[] = {"+", "-", "*", ".*", "./", ".+", ".-", "/"};
+    const char *op = sym[e->op];
+    if (a.kind == V_NUM && b.kind == V_NUM) {
+        double x = a.num, y = b.num;
+        switch (e->op) {
+        case OP_ADD: case OP_EADD: *out = num_value(x + y); break;
+        case OP_SUB: case OP_ESUB: *out = num_value(x - y); break;
+        case OP_MATMUL: case OP_EMUL: *out = num_value(x * y); break;
+        default:
+            if (y == 0) return ERR(c, en, e, "division by zero");
+            *out = num_value(x / y);
+        }
+        return 0;
+    }
+    if ((a.kind != V_NUM && a.kind != V_TENSOR) || (b.kind != V_NUM && b.kind != V_TENSOR))
+        return ERR(c, en, e, "'%s' needs numbers or values, but got %s and %s%s", op, kind_name(&a), kind_name(&b),
+                   (a.kind == V_MODEL || b.kind == V_MODEL) ? " (call a model on a value: m(x))" : "");
+    cf_opcode code;
+    switch (e->op) {
+    case OP_ADD: case OP_EADD: code = CF_OP_ADD; break;
+    case OP_SUB: case OP_ESUB: code = CF_OP_SUB; break;
+    case OP_EMUL: code = CF_OP_MUL; break;
+    case OP_EDIV: code = CF_OP_DIV; break;
+    case OP_MATMUL: code = (a.kind == V_NUM || b.kind == V_NUM) ? CF_OP_MUL : CF_OP_MATMUL; break;
+    default:
+        if (b.kind != V_NUM) return ERR(c, en, e, "'/' divides by a number; for values use './'");
+        code = CF_OP_DIV;
+    }
+    cf_node *na = as_node(c, en, e, &a), *nb = na ? as_node(c, en, e, &b) : NULL;
+    if (!nb) return -1;
+    if (resolve_pair(c, en, e, code, na, nb)) return -1;
+    cf_node *n = cf_binary_at(c->m, code, na, nb, en->file, e->line, e->col);
+    if (made(c, en, e, n)) return -1;
+    *out = tensor_value(n);
+    return 0;
+}
+
+static int eval_block(cc *c, env *en, const ast *e, value *out)
+{
+    env *inner = env_new(c, en, NULL);
+    if (!inner) return cf_oom(sizeof *inner);
+    for (int i = 0; i < e->n; i++) {
+        const ast *s = e->items[i];
+        if (s->kind == AST_ASSIGN) {
+            value v;
+            if (eval(c, inner, s->a, &v)) return -1;
+            if (bind(c, inner, s->name, v, s)) return -1;
+            if (i == e->n - 1) *out = v;
+        } else if (eval(c, inner, s, out)) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* Evaluate call arguments: positional into args, keyword into kwn/kwv. */
+static int eval_args(cc *c, env *en, const ast *e, value *args, int *nargs, const char **kwn, value *kwv, int *nkw,
+                     int allow_partial)
+{
+    *nargs = *nkw = 0;
+    if (e->n > MAX_ARGS) return ERR(c, en, e, "more than %d arguments", MAX_ARGS);
+    for (int i = 0; i < e->n; i++) {
+        const ast *a = e->items[i];
+        if (a->kind == AST_KWARG) {
+            for (int k = 0; k < *nkw; k++)
+                if (strcmp(kwn[k], a->name) == 0) return ERR(c, en, a, "the argument '%s' is given twice", a->name);
+            kwn[*nkw] = a->name;
+            if (eval(c, en, a->a, &kwv[(*nkw)++])) return -1;
+            continue;
+        }
+        if (*nkw) return ERR(c, en, a, "a positional argument after keyword arguments");
+        const ast *x = a;
+        value *v = &args[(*nargs)++];
+        /* Chain(Affine(128)): a template one argument short of its `in` waits for it */
+        if (allow_partial && x->kind == AST_CALL) {
+            value callee;
+            if (eval(c, en, x->a, &callee)) return -1;
+            if (callee.kind == V_TEMPLATE && callee.net->n > 0) {
+                const ast *first = callee.net->items[0];
+                int required = 0, given = 0;
+                for (int k = 0; k < callee.net->n; k++) required += callee.net->items[k]->kind == AST_NAME;
+                for (int k = 0; k < x->n; k++) given += x->items[k]->kind != AST_KWARG;
+                if (first->kind == AST_NAME && strcmp(first->name, "in") == 0 && given == required - 1) {
+                    partial *p = cf_arena_alloc(&c->arena, sizeof *p);
+                    if (!p) return cf_oom(sizeof *p);
+                    p->tmpl = callee;
+                    if (eval_args(c, en, x, p->args, &p->nargs, p->kwnames, p->kwvals, &p->nkw, 0)) return -1;
+                    p->file = en->file;
+                    p->line = x->line;
+                    p->col = x->col;
+                    *v = (value){.kind = V_PARTIAL, .partial = p};
+                    continue;
+                }
+            }
+        }
+        if (eval(c, en, x, v)) return -1;
+    }
+    return 0;
+}
+
+/* Dimensions d... from positional numbers. */
+static int dims_of(cc *c, env *en, const ast *e, value *args, int nargs, int from, cf_shape *s, const char *what)
+{
+    if (nargs - from > CF_MAX_DIMS) return ERR(c, en, e, "%s takes at most %d dimensions", what, CF_MAX_DIMS);
+    s->rank = nargs - from;
+    for (int i = from; i < nargs; i++) {
+        char w[64];
+        snprintf(w, sizeof w, "dimension %d of %s", i - from + 1, what);
+        if (dim_of(c, en, e->items[i], &args[i], w, &s->d[i - from])) return -1;
+    }
+    return 0;
+}
+
+static int no_keywords(cc *c, env *en, const ast *e, const char *fname, int nkw, const char **kwn)
+{
+    if (nkw) return ERR(c, en, e, "%s has no argument named '%s'", fname, kwn[0]);
+    return 0;
+}
+
+static int not_yet(cc *c, env *en, const ast *e, const char *what)
+{
+    return ERR(c, en, e, "%s is not supported yet by this version of cflux", what);
+}
+
+static int call_builtin(cc *c, env *en, const ast *e, int fi, value *args, int nargs, const char **kwn, value *kwv,
+                        int nkw, value *out)
+{
+    const struct builtin *b = &builtins[fi];
+    switch (b->id) {
+    case B_PARAM: {
+        if (!c->building || c->in_forward)
+            return ERR(c, en, e, "param(...) belongs in a net body, before the forward function");
+        param *p = cf_arena_alloc(&c->arena, sizeof *p);
+        if (!p) return cf_oom(sizeof *p);
+        if (nargs == 0) return ERR(c, en, e, "param needs its dimensions: param(in, out)");
+        if (dims_of(c, en, e, args, nargs, 0, &p->shape, "param")) return -1;
+        p->init = (cf_init){CF_INIT_GLOROT, 0};
+        for (int k = 0; k < nkw; k++) {
+            if (strcmp(kwn[k], "init") != 0) {
+                const char *s = distance(kwn[k], "init") <= 2 ? " (did you mean 'init'?)" : "";
+                return ERR(c, en, e, "param has no argument named '%s'%s", kwn[k], s);
+            }
+            if (kwv[k].kind != V_INIT)
+                return ERR(c, en, e, "init must be an initialiser (glorot, zeros, ones, normal(std), uniform(a)), not %s",
+                           kind_name(&kwv[k]));
+            p->init = kwv[k].init;
+        }
+        p->owner = c->building;
+        p->file = en->file;
+        p->line = e->line;
+        p->col = e->col;
+        *out = (value){.kind = V_PARAM, .param = p};
+        return 0;
+    }
+    case B_NORMAL:
+    case B_UNIFORM: {
+        if (no_keywords(c, en, e, b->name, nkw, kwn)) return -1;
+        if (nargs != 1 || args[0].kind != V_NUM || !(args[0].num > 0))
+            return ERR(c, en, e, "%s takes one positive number: %s(%s)", b->name, b->name,
+                       b->id == B_NORMAL ? "std" : "a");
+        *out = (value){.kind = V_INIT, .init = {b->id == B_NORMAL ? CF_INIT_NORMAL : CF_INIT_UNIFORM, (float)args[0].num}};
+        return 0;
+    }
+    case B_INPUT: {
+        if (no_keywords(c, en, e, "Input", nkw, kwn)) return -1;
+        if (nargs == 0) return ERR(c, en, e, "Input needs the shape of one sample: Input(784)");
+        inst *i = inst_new(c, I_INPUT, "Input");
+        if (!i || dims_of(c, en, e, args, nargs, 0, &i->shape, "Input")) return -1;
+        if (i->shape.rank == CF_MAX_DIMS)
+            return ERR(c, en, e, "Input takes at most %d dimensions (the batch is the other one)", CF_MAX_DIMS - 1);
+        *out = model_value(i);
+        return 0;
+    }
+    case B_CHAIN: {
+        if (no_keywords(c, en, e, "Chain", nkw, kwn)) return -1;
+        if (nargs == 0) return ERR(c, en, e, "Chain needs at least one model");
+        inst *i = inst_new(c, I_CHAIN, "Chain");
+        if (!i) return -1;
+        i->env = en;   /* where its elements were written */
+        i->items = cf_arena_alloc(&c->arena, (size_t)nargs * sizeof *i->items);
+        i->item_ast = cf_arena_alloc(&c->arena, (size_t)nargs * sizeof *i->item_ast);
+        if (!i->items || !i->item_ast) return cf_oom((size_t)nargs * sizeof *i->items);
+        i->n = nargs;
+        for (int k = 0; k < nargs; k++) {
+            value *v = &args[k];
+            const ast *a = e->items[k];
+            int ok = v->kind == V_MODEL || v->kind == V_PARTIAL || (v->kind == V_BUILTIN && builtins[v->fn].unary);
+            if (!ok)
+                return ERR(c, en, a, "a Chain element must be a model or a function like relu, not %s%s", kind_name(v),
+                           v->kind == V_TEMPLATE ? " (give its arguments: Affine(10))" : "");
+            if (v->kind == V_MODEL && v->model->kind == I_INPUT && k > 0)
+                return ERR(c, en, a, "Input must come first in a Chain");
+            i->items[k] = *v;
+            i->item_ast[k] = a;
+            if (v->kind == V_MODEL) {
+                char *local = cf_arena_alloc(&c->arena, 12);
+                if (!local) return cf_oom(12);
+                snprintf(local, 12, "%d", k);
+                place(v->model, i, local);
+            }
+        }
+        *out = model_value(i);
+        return 0;
+    }
+    case B_STATE: return not_yet(c, en, e, "state (recurrence)");
+    case B_UNROLL: return not_yet(c, en, e, "unroll (recurrence)");
+    case B_CONV2D: return not_yet(c, en, e, "conv2d");
+    case B_MAXPOOL: return not_yet(c, en, e, "maxpool");
+    case B_AVGPOOL: return not_yet(c, en, e, "avgpool");
+    case B_DROPOUT: return not_yet(c, en, e, "dropout");
+    case B_BATCHNORM: return not_yet(c, en, e, "batchnorm");
+    default: break;
+    }
+
+    /* functions of values */
+    if (no_keywords(c, en, e, b->name, nkw, kwn)) return -1;
+    if (!c->in_forward)
+        return ERR(c, en, e, "%s(...) works on values inside a forward function; in a Chain write just %s",
+                   b->name, b->name);
+    if (b->id == B_HCAT) {
+        cf_node *xs[MAX_ARGS];
+        if (nargs < 1) return ERR(c, en, e, "hcat needs values to join");
+        for (int k = 0; k < nargs; k++) {
+            if (args[k].kind != V_TENSOR) return ERR(c, en, e->items[k], "hcat joins values, not %s", kind_name(&args[k]));
+            if (is_unresolved(c, args[k].node)) return unresolved_error(c, en, e, args[k].node, "hcat");
+            xs[k] = args[k].node;
+        }
+        cf_node *n = cf_concat_at(c->m, -1, nargs, xs, en->file, e->line, e->col);
+        if (made(c, en, e, n)) return -1;
+        *out = tensor_value(n);
+        return 0;
+    }
+    if (nargs < 1 || args[0].kind != V_TENSOR)
+        return ERR(c, en, e, "%s needs a value as its first argument%s", b->name,
+                   nargs ? "" : ": nothing was given");
+    if (b->id == B_RESHAPE) {
+        cf_shape s;
+        if (nargs < 2) return ERR(c, en, e, "reshape needs the new shape: reshape(x, 28, 28)");
+        if (nargs - 1 > CF_MAX_DIMS) return ERR(c, en, e, "reshape takes at most %d dimensions", CF_MAX_DIMS);
+        s.rank = nargs - 1;
+        for (int k = 1; k < nargs; k++) {
+            if (args[k].kind == V_NUM && args[k].num == -1) {
+                s.d[k - 1] = -1;
+                continue;
+            }
+            if (dim_of(c, en, e->items[k], &args[k], "a reshape dimension", &s.d[k - 1])) return -1;
+        }
+        if (is_unresolved(c, args[0].node)) return unresolved_error(c, en, e, args[0].node, "reshape");
+        cf_node *n = cf_reshape_at(c->m, args[0].node, s, en->file, e->line, e->col);
+        if (made(c, en, e, n)) return -1;
+        *out = tensor_value(n);
+        return 0;
+    }
+    float a = 0;
+    if (b->id == B_LEAKYRELU) {
+        a = 0.01f;
+        if (nargs > 2) return ERR(c, en, e, "leakyrelu takes a value and a slope: leakyrelu(x, 0.01)");
+        if (nargs == 2) {
+            if (args[1].kind != V_NUM) return ERR(c, en, e, "the slope of leakyrelu must be a number");
+            a = (float)args[1].num;
+        }
+    } else if (nargs != 1) {
+        return ERR(c, en, e, "%s takes one value but was given %d arguments", b->name, nargs);
+    }
+    return unary_node(c, en, e, b->op, &args[0], a, out);
+}
+
+static int eval_call(cc *c, env *en, const ast *e, value *out)
+{
+    value callee;
+    if (eval(c, en, e->a, &callee)) return -1;
+    value args[MAX_ARGS], kwv[MAX_ARGS];
+    const char *kwn[MAX_ARGS];
+    int nargs, nkw;
+    int chain = callee.kind == V_BUILTIN && builtins[callee.fn].id == B_CHAIN;
+    if (eval_args(c, en, e, args, &nargs, kwn, kwv, &nkw, chain)) return -1;
+    switch (callee.kind) {
+    case V_BUILTIN: return call_builtin(c, en, e, callee.fn, args, nargs, kwn, kwv, nkw, out);
+    case V_TEMPLATE:
+        if (c->in_forward)
+            return ERR(c, en, e, "%s(...) makes new parameters: make it in the net body (name = %s(...)), "
+                       "not in the forward function", callee.net->name, callee.net->name);
+        return instantiate(c, &callee, args, nargs, kwn, kwv, nkw, en->file, e->line, e->col, out);
+    case V_MODEL:
+        if (!c->in_forward)
+            return ERR(c, en, e, "a model is applied to values inside a forward function (x -> m(x))");
+        if (nkw) return ERR(c, en, e, "a model takes no keyword arguments");
+        return call_model(c, callee.model, args, nargs, en->file, e->line, e->col, out);
+    default:
+        return ERR(c, en, e, "%s cannot be called", kind_name(&callee));
+    }
+}
+
+static int eval(cc *c, env *en, const ast *e, value *out)
+{
+    *out = (value){V_NONE};
+    switch (e->kind) {
+    case AST_NUM: *out = num_value(e->num); return 0;
+    case AST_NAME: return eval_name(c, en, e, out);
+    case AST_BINOP: return eval_binop(c, en, e, out);
+    case AST_NEG: {
+        value x;
+        if (eval(c, en, e->a, &x)) return -1;
+        if (x.kind == V_NUM) {
+            *out = num_value(-x.num);
+            return 0;
+        }
+        return unary_node(c, en, e, CF_OP_NEG, &x, 0, out);
+    }
+    case AST_TUPLE: {
+        value *items = cf_arena_alloc(&c->arena, (size_t)e->n * sizeof *items);
+        if (!items) return cf_oom((size_t)e->n * sizeof *items);
+        for (int i = 0; i < e->n; i++)
+            if (eval(c, en, e->items[i], &items[i])) return -1;
+        *out = (value){.kind = V_TUPLE, .items = items, .n = e->n};
+        return 0;
+    }
+    case AST_LAMBDA: {
+        inst *i = inst_new(c, I_LAMBDA, "lambda");
+        if (!i) return -1;
+        i->lambda = e;
+        i->env = en;
+        *out = model_value(i);
+        return 0;
+    }
+    case AST_BLOCK: return eval_block(c, en, e, out);
+    case AST_CALL: return eval_call(c, en, e, out);
+    case AST_PREV: return not_yet(c, en, e, "reading a state's previous step (y{-1})");
+    case AST_ASSIGN: return ERR(c, en, e, "an assignment is not a value");
+    default: return ERR(c, en, e, "this is not an expression");
+    }
+}
+
+/* ---- nets and models ---- */
+
+static int instantiate(cc *c, const value *tmpl, value *args, int nargs, const char **kwn, value *kwv, int nkw,
+                       const char *file, int line, int col, value *out)
+{
+    const ast *net = tmpl->net;
+    env *body = env_new(c, tmpl->defenv, NULL);
+    if (!body) return cf_oom(sizeof *body);
+    if (c->depth >= MAX_INSTANTIATION_DEPTH)
+        return cerr(c, file, line, col, "nets nested deeper than %d (does %s make itself?)", MAX_INSTANTIATION_DEPTH,
+                    net->name);
+    inst *self = inst_new(c, I_NET, net->name);
+    if (!self) return -1;
+
+    /* arguments to parameters */
+    int np = net->n;
+    if (nargs > np) {
+        char list[256] = "";
+        for (int k = 0; k < np; k++) {
+            size_t len = strlen(list);
+            snprintf(list + len, sizeof list - len, "%s%s", k ? ", " : "", net->items[k]->name);
+        }
+        return cerr(c, file, line, col, "%s takes %d argument%s (%s) but was given %d", net->name, np,
+                    np == 1 ? "" : "s", list, nargs);
+    }
+    for (int k = 0; k < nkw; k++) {
+        int found = 0;
+        for (int p = 0; p < np; p++) found |= strcmp(net->items[p]->name, kwn[k]) == 0;
+        if (!found) {
+            const char *best = NULL;
+            int bestd = 99;
+            for (int p = 0; p < np; p++) consider(kwn[k], net->items[p]->name, &best, &bestd);
+            if (best && bestd <= 2)
+                return cerr(c, file, line, col, "%s has no parameter '%s' (did you mean '%s'?)", net->name, kwn[k], best);
+            return cerr(c, file, line, col, "%s has no parameter '%s'", net->name, kwn[k]);
+        }
+    }
+    if (enter(c, net->name, file, line, col)) return -1;
+    c->depth++;
+    int rc = -1;
+    inst *outer = c->building;
+    int was_forward = c->in_forward;
+    c->building = self;
+    c->in_forward = 0;
+    for (int p = 0; p < np; p++) {
+        const ast *par = net->items[p];
+        value v;
+        int k = -1;
+        for (int q = 0; q < nkw; q++)
+            if (strcmp(kwn[q], par->name) == 0) k = q;
+        if (p < nargs && k >= 0) {
+            cerr(c, file, line, col, "%s: the argument '%s' is given twice", net->name, par->name);
+            goto done;
+        }
+        if (p < nargs) v = args[p];
+        else if (k >= 0) v = kwv[k];
+        else if (par->kind == AST_KWARG) {
+            if (eval(c, body, par->a, &v)) goto done;
+        } else {
+            cerr(c, file, line, col, "%s is missing the argument '%s'", net->name, par->name);
+            goto done;
+        }
+        if (v.kind == V_MODEL) place(v.model, self, par->name);
+        if (bind(c, body, par->name, v, par)) goto done;
+    }
+    /* the body's bindings, then its forward function */
+    const ast *blk = net->a;
+    for (int i = 0; i < blk->n - 1; i++) {
+        const ast *s = blk->items[i];
+        value v;
+        if (s->kind != AST_ASSIGN) {
+            ERR(c, body, s, "a net body holds bindings (name = ...) and ends with its forward function");
+            goto done;
+        }
+        if (local_index(body, s->name) >= 0) {
+            int j = local_index(body, s->name);
+            const ast *w = body->where[j];
+            ERR(c, body, s, "'%s' is bound twice in %s (first at %d:%d)", s->name, net->name, w->line, w->col);
+            goto done;
+        }
+        if (eval(c, body, s->a, &v)) goto done;
+        if (v.kind == V_PARAM && !v.param->local && v.param->owner == self) v.param->local = s->name;
+        if (v.kind == V_MODEL) place(v.model, self, s->name);
+        if (bind(c, body, s->name, v, s)) goto done;
+    }
+    self->lambda = blk->items[blk->n - 1];
+    self->env = body;
+    *out = model_value(self);
+    rc = 0;
+done:
+    c->building = outer;
+    c->in_forward = was_forward;
+    c->depth--;
+    leave(c);
+    return rc;
+}
+
+/* The size a Chain passes to a template's `in`: the channels of an image
+ * (B, C, H, W), else the last dimension. */
+static int feature_size(const cf_node *x)
+{
+    if (x->batched && x->shape.rank == 4) return x->shape.d[1];
+    return x->shape.rank ? x->shape.d[x->shape.rank - 1] : 1;
+}
+
+static int apply(cc *c, const value *f, value *x, int nx, const char *file, const ast *where, value *out, inst *chain,
+                 int pos)
+{
+    if (f->kind == V_MODEL) return call_model(c, f->model, x, nx, file, where->line, where->col, out);
+    if (f->kind == V_BUILTIN) {
+        env tmp = {.file = file};
+        if (nx != 1) return cerr(c, file, where->line, where->col, "%s takes one value", builtins[f->fn].name);
+        float a = builtins[f->fn].id == B_LEAKYRELU ? 0.01f : 0;
+        return unary_node(c, &tmp, where, builtins[f->fn].op, &x[0], a, out);
+    }
+    /* a partial: give it the size of what flows in, once */
+    partial *p = f->partial;
+    if (nx != 1 || x[0].kind != V_TENSOR)
+        return cerr(c, file, where->line, where->col, "%s(...) in a Chain needs one value flowing in",
+                    p->tmpl.net->name);
+    if (is_unresolved(c, x[0].node))
+        return cerr(c, file, where->line, where->col,
+                    "cannot tell the input size for %s: begin the Chain with Input(...)", p->tmpl.net->name);
+    value args[MAX_ARGS + 1], made_model;
+    args[0] = num_value(feature_size(x[0].node));
+    for (int k = 0; k < p->nargs; k++) args[k + 1] = p->args[k];
+    int was = c->in_forward;
+    c->in_forward = 0;
+    int rc = instantiate(c, &p->tmpl, args, p->nargs + 1, p->kwnames, p->kwvals, p->nkw, p->file, p->line, p->col,
+                         &made_model);
+    c->in_forward = was;
+    if (rc) return -1;
+    char *local = cf_arena_alloc(&c->arena, 12);
+    if (!local) return cf_oom(12);
+    snprintf(local, 12, "%d", pos);
+    place(made_model.model, chain, local);
+    chain->items[pos] = made_model;   /* made once: a second call reuses it */
+    return call_model(c, made_model.model, x, nx, file, where->line, where->col, out);
+}
+
+static int call_model(cc *c, inst *mdl, value *args, int nargs, const char *file, int line, int col, value *out)
+{
+    for (int k = 0; k < nargs; k++)
+        if (args[k].kind != V_TENSOR && args[k].kind != V_TUPLE)
+            return cerr(c, file, line, col, "%s is applied to values, not to %s", mdl->tname, kind_name(&args[k]));
+    if (enter(c, mdl->tname, file, line, col)) return -1;
+    int rc = -1, was = c->in_forward;
+    c->in_forward = 1;
+    switch (mdl->kind) {
+    case I_NET:
+    case I_LAMBDA: {
+        const ast *lam = mdl->lambda;
+        env *en = env_new(c, mdl->env, NULL);
+        if (!en) break;
+        if (nargs == 1 && args[0].kind == V_TUPLE && lam->n > 1) {   /* a tuple flowing into (x, h) -> ... */
+            nargs = args[0].n;
+            args = args[0].items;
+        }
+        if (nargs != lam->n) {
+            cerr(c, en->file, lam->line, lam->col, "the forward function of %s takes %d input%s but was given %d",
+                 mdl->tname, lam->n, lam->n == 1 ? "" : "s", nargs);
+            break;
+        }
+        int ok = 1;
+        for (int k = 0; k < lam->n && ok; k++) ok = bind(c, en, lam->items[k]->name, args[k], lam->items[k]) == 0;
+        if (ok) rc = eval(c, en, lam->a, out);
+        break;
+    }
+    case I_CHAIN: {
+        value cur[MAX_ARGS];
+        int ncur = nargs;
+        memcpy(cur, args, (size_t)nargs * sizeof *cur);
+        rc = 0;
+        for (int k = 0; k < mdl->n && rc == 0; k++) {
+            value next;
+            /* the element's own file: where the Chain was written */
+            const ast *where = mdl->item_ast[k];
+            rc = apply(c, &mdl->items[k], cur, ncur, mdl->env ? mdl->env->file : file, where, &next, mdl, k);
+            if (rc) break;
+            if (next.kind == V_TUPLE) {
+                ncur = next.n < MAX_ARGS ? next.n : MAX_ARGS;
+                memcpy(cur, next.items, (size_t)ncur * sizeof *cur);
+            } else {
+                ncur = 1;
+                cur[0] = next;
+            }
+            *out = next;
+        }
+        break;
+    }
+    case I_INPUT: {
+        if (nargs != 1 || args[0].kind != V_TENSOR) {
+            cerr(c, file, line, col, "Input takes one value");
+            break;
+        }
+        cf_node *x = args[0].node;
+        if (is_unresolved(c, x)) {
+            resolve(c, x, mdl->shape);
+            *out = args[0];
+            rc = 0;
+            break;
+        }
+        size_t want = cf_shape_count(mdl->shape), have = cf_shape_count_b(x->shape, 1);
+        if (!x->batched || want != have) {
+            char s1[96], s2[96];
+            cf_shape ws = {mdl->shape.rank + 1, {CF_BATCH}};
+            for (int k = 0; k < mdl->shape.rank; k++) ws.d[k + 1] = mdl->shape.d[k];
+            cerr(c, file, line, col, "Input%s does not fit the value flowing in: %s", cf_shape_str(ws, s1, sizeof s1) + 0,
+                 cf_shape_str(x->shape, s2, sizeof s2));
+            break;
+        }
+        cf_node *n = cf_reshape_at(c->m, x, mdl->shape, file, line, col);
+        env tmp = {.file = file};
+        ast where = {.line = line, .col = col};
+        if (made(c, &tmp, &where, n)) break;
+        *out = tensor_value(n);
+        rc = 0;
+        break;
+    }
+    }
+    c->in_forward = was;
+    leave(c);
+    return rc;
+}
+
+/* ---- files ---- */
+
+/* Bind every net of a file in en; "defined twice" is an error. */
+static int hoist_nets(cc *c, env *en, const ast *root)
+{
+    for (int i = 0; i < root->n; i++) {
+        const ast *s = root->items[i];
+        if (s->kind != AST_NET) continue;
+        int j = local_index(en, s->name);
+        if (j >= 0) {
+            const ast *w = en->where[j];
+            return cerr(c, en->file, s->line, s->col, "the net '%s' is defined twice (first at %d:%d)", s->name,
+                        w->line, w->col);
+        }
+        value v = {.kind = V_TEMPLATE, .net = s, .defenv = en};
+        if (bind(c, en, s->name, v, s)) return -1;
+    }
+    return 0;
+}
+
+static int eval_top(cc *c, env *en, const ast *root)
+{
+    for (int i = 0; i < root->n; i++) {
+        const ast *s = root->items[i];
+        if (s->kind == AST_NET) continue;
+        if (s->kind != AST_ASSIGN)
+            return cerr(c, en->file, s->line, s->col, "expected a binding 'name = ...' or a net at the top level");
+        int j = local_index(en, s->name);
+        if (j >= 0) {
+            const ast *w = en->where[j];
+            return cerr(c, en->file, s->line, s->col, "'%s' is bound twice (first at %d:%d)", s->name, w->line, w->col);
+        }
+        value v;
+        c->frames[c->nframes++] = (frame){s->name, NULL, 0, 0};
+        int rc = eval(c, en, s->a, &v);
+        c->nframes--;
+        if (rc || bind(c, en, s->name, v, s->a)) return -1;
+    }
+    return 0;
+}
+
+static int add_outputs(cc *c, const value *v, const char *file, const ast *where)
+{
+    if (v->kind == V_TUPLE) {
+        for (int i = 0; i < v->n; i++)
+            if (add_outputs(c, &v->items[i], file, where)) return -1;
+        return 0;
+    }
+    if (v->kind != V_TENSOR)
+        return cerr(c, file, where->line, where->col, "the model's forward function returns %s, not a value",
+                    kind_name(v));
+    return cf_output(c->m, v->node) < 0 ? -1 : 0;
+}
+
+/* Build the graph: call model's forward function on fresh inputs. */
+static int build_model(cc *c, env *top, const char *file)
+{
+    int j = local_index(top, "model");
+    if (j < 0) {
+        c->nframes = 0;
+        return cerr(c, file, 1, 1, "the file does not bind 'model' (the model to build: model = ...)");
+    }
+    value root = top->vals[j];
+    const ast *where = top->where[j];
+    c->frames[c->nframes++] = (frame){"model", NULL, 0, 0};
+    cf_scope_begin_at(c->m, "model", NULL, NULL, 0, 0);
+    if (root.kind == V_TEMPLATE) {
+        if (instantiate(c, &root, NULL, 0, NULL, NULL, 0, file, where->line, where->col, &root)) return -1;
+    }
+    if (root.kind != V_MODEL)
+        return cerr(c, file, where->line, where->col, "model must be a model, such as Chain(...), not %s",
+                    kind_name(&root));
+    inst *r = root.model;
+    int nin = 1;
+    const char *names[MAX_ARGS] = {"x"};
+    if (r->kind == I_NET || r->kind == I_LAMBDA) {
+        nin = r->lambda->n;
+        for (int k = 0; k < nin && k < MAX_ARGS; k++) names[k] = r->lambda->items[k]->name;
+    }
+    if (nin > MAX_ARGS) return cerr(c, file, where->line, where->col, "a model takes at most %d inputs", MAX_ARGS);
+    value args[MAX_ARGS];
+    for (int k = 0; k < nin; k++) {
+        cf_node *x = cf_input_at(c->m, names[k], CF_SCALAR, file, where->line, where->col);
+        if (!x) return -1;
+        args[k] = tensor_value(x);
+        c->unresolved[c->nunresolved++] = x;
+    }
+    value out;
+    if (call_model(c, r, args, nin, file, where->line, where->col, &out)) return -1;
+    if (c->nunresolved)
+        return cerr(c, file, where->line, where->col,
+                    "cannot tell the shape of the input '%s': begin the model with Input(...)", c->unresolved[0]->name);
+    if (add_outputs(c, &out, file, where)) return -1;
+    cf_scope_end(c->m);
+    c->nframes--;
+    return 0;
+}
+
+/* Compile text; on failure NULL, unless keep is set and the failure came after the
+ * graph began (a shape that does not fit): then the model is returned as far as it
+ * got, *failed set, for listings. */
+static cf_model *compile(const char *text, size_t len, const char *file, int keep, int *failed)
+{
+    cc c = {0};
+    cf_ast *user = NULL, *libs[8] = {0};
+    cf_model *m = cf_model_new();
+    if (!m) return NULL;
+    c.m = m;
+    /* The standard library: each file's nets see their own file (for locations) and,
+     * through the parent, every other library net. */
+    env *std = env_new(&c, NULL, "<stdlib>");
+    int rc = std ? 0 : -1;
+    for (int i = 0; i < cf_stdlib_count && i < 8 && rc == 0; i++) {
+        const cf_stdlib_file *sf = &cf_stdlib_files[i];
+        env *fe = env_new(&c, std, sf->name);
+        libs[i] = cf_parse(sf->text, strlen(sf->text), sf->name);
+        if (!fe || !libs[i] || hoist_nets(&c, fe, cf_ast_root(libs[i]))) rc = -1;
+        for (int k = 0; rc == 0 && k < fe->n; k++)
+            if (bind(&c, std, fe->names[k], fe->vals[k], fe->where[k])) rc = -1;
+    }
+    if (rc == 0) {
+        user = cf_parse(text, len, file);
+        if (!user) rc = -1;
+    }
+    env *top = rc == 0 ? env_new(&c, std, file) : NULL;
+    if (rc == 0 && !top) rc = -1;
+    if (rc == 0) rc = hoist_nets(&c, top, cf_ast_root(user));
+    if (rc == 0) rc = eval_top(&c, top, cf_ast_root(user));
+    if (rc == 0) rc = build_model(&c, top, file);
+    if (rc == 0) rc = cf_model_infer_shapes(m);
+    for (int i = 0; i < 8; i++) cf_ast_free(libs[i]);
+    cf_ast_free(user);
+    cf_arena_free(&c.arena);
+    if (failed) *failed = rc != 0;
+    if (rc && !(keep && c.shape_failed && !m->builderr)) {
+        char msg[CF_ERRMAX];
+        snprintf(msg, sizeof msg, "%s", cf_last_error());
+        cf_model_free(m);
+        cf_seterr("%s", msg);
+        return NULL;
+    }
+    return m;
+}
+
+cf_model *cf_lang_compile(const char *text, size_t len, const char *file, int keep, int *failed)
+{
+    return compile(text, len, file, keep, failed);
+}
+
+cf_model *cf_model_parse(const char *src, const char *filename)
+{
+    if (!src) return cf_seterr("error: cf_model_parse: no text"), NULL;
+    return compile(src, strlen(src), filename ? filename : "<model>", 0, NULL);
+}
+
+/* The text of a model file, NUL-terminated (malloc'd), or NULL with the error. */
+char *cf_lang_read_file(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return cf_seterr("error: %s: cannot open: %s", path, strerror(errno)), NULL;
+    char *buf = malloc(CF_PARSE_MAX_BYTES + 2);
+    if (!buf) {
+        fclose(f);
+        return cf_oom(CF_PARSE_MAX_BYTES), NULL;
+    }
+    size_t n = fread(buf, 1, CF_PARSE_MAX_BYTES + 1, f);
+    int bad = ferror(f);
+    fclose(f);
+    if (bad) {
+        free(buf);
+        return cf_seterr("error: %s: cannot read", path), NULL;
+    }
+    buf[n] = 0;
+    *len = n;
+    return buf;
+}
+
+cf_model *cf_model_load(const char *path)
+{
+    if (!path) return cf_seterr("error: cf_model_load: no path"), NULL;
+    size_t n;
+    char *text = cf_lang_read_file(path, &n);
+    if (!text) return NULL;
+    cf_model *m = compile(text, n, path, 0, NULL);
+    free(text);
+    return m;
+}

@@ -1,0 +1,646 @@
+/* parser.c - recursive descent from .flux text to the tree of ast.h.
+ *
+ * Grammar (loosest first; newlines and ';' separate statements, see lexer.h):
+ *
+ *   file     := { NAME '=' expr | 'net' NAME '(' params ')' block }
+ *   params   := [ param { ',' param } [','] ]      param := NAME | NAME '=' expr
+ *   block    := '{' { NAME '=' expr | expr } '}'
+ *   expr     := additive [ '->' ( block | expr ) ]  (the left side: a name or a tuple of names)
+ *   additive := term { ('+' | '-' | '.+' | '.-') term }
+ *   term     := unary { ('*' | '/' | '.*' | './') unary }
+ *   unary    := '-' unary | postfix                  (-NUMBER folds into the number)
+ *   postfix  := primary { '(' args ')' | '{' '-' INTEGER '}' }   ({-k} right after a name)
+ *   args     := [ arg { ',' arg } [','] ]          arg := NAME '=' expr | expr
+ *   primary  := NUMBER | NAME | '(' expr { ',' expr } ')'
+ *
+ * Every recursion that the input can deepen goes through enter(), which refuses
+ * more than CF_PARSE_MAX_DEPTH levels; left-associative chains are loops. All
+ * nodes live in one arena, so an error anywhere frees everything at once. */
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "lang/ast.h"
+#include "lang/lexer.h"
+
+/* ---- Arena ---------------------------------------------------------------------- */
+
+typedef struct ablock {
+    struct ablock *next;
+    size_t cap, used;
+    _Alignas(16) unsigned char data[];
+} ablock;
+
+typedef struct arena {
+    ablock *head;
+} arena;
+
+#define ARENA_CHUNK ((size_t)64 << 10)
+
+/* n zeroed bytes aligned to 16, or NULL (with the out-of-memory message set). */
+static void *arena_alloc(arena *a, size_t n)
+{
+    ablock *b = a->head;
+    void *p;
+
+    if (n > SIZE_MAX / 2) {
+        cf_oom(n);
+        return NULL;
+    }
+    n = (n + 15) & ~(size_t)15;
+    if (!b || b->cap - b->used < n) {
+        size_t cap = n > ARENA_CHUNK ? n : ARENA_CHUNK;
+        if (!(b = malloc(sizeof *b + cap))) {
+            cf_oom(sizeof *b + cap);
+            return NULL;
+        }
+        b->cap = cap;
+        b->used = 0;
+        if (a->head && n > ARENA_CHUNK) {   /* a big one-off: keep filling the current */
+            b->next = a->head->next;
+            a->head->next = b;
+        } else {
+            b->next = a->head;
+            a->head = b;
+        }
+    }
+    p = b->data + b->used;
+    b->used += n;
+    memset(p, 0, n);
+    return p;
+}
+
+static void arena_free(arena *a)
+{
+    ablock *b = a->head, *next;
+    for (; b; b = next) {
+        next = b->next;
+        free(b);
+    }
+    a->head = NULL;
+}
+
+struct cf_ast {
+    arena ar;
+    char *text;
+    ast *root;
+};
+
+/* ---- Parser state --------------------------------------------------------------- */
+
+typedef struct parser {
+    lexer lx;
+    token tok;          /* the current token */
+    token next;         /* one token of lookahead, when have_next */
+    int have_next;
+    tok_kind last;      /* the kind of the token consumed last */
+    const char *file;
+    arena *ar;
+    int depth;
+    int failed;
+} parser;
+
+/* A growing list of nodes, kept in the arena (the old copies are simply dropped). */
+typedef struct nodes {
+    ast **v;
+    int n, cap;
+} nodes;
+
+static void advance(parser *p)
+{
+    if (p->tok.kind == T_ERROR) return;
+    p->last = p->tok.kind;
+    if (p->have_next) {
+        p->tok = p->next;
+        p->have_next = 0;
+    } else p->tok = lex_next(&p->lx);
+}
+
+static const token *peek(parser *p)
+{
+    if (!p->have_next) {
+        p->next = p->tok.kind == T_ERROR ? p->tok : lex_next(&p->lx);
+        p->have_next = 1;
+    }
+    return &p->next;
+}
+
+/* ---- Errors --------------------------------------------------------------------- */
+
+/* Report MESSAGE at line:col, unless an error was already reported. Returns NULL. */
+static void *fail_at(parser *p, int line, int col, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void *fail_at(parser *p, int line, int col, const char *fmt, ...)
+{
+    char msg[512];
+    va_list ap;
+
+    if (p->failed) return NULL;
+    p->failed = 1;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    cf_seterr("%s:%d:%d: error: %s", p->file, line, col, msg);
+    return NULL;
+}
+
+/* The lexer's error, if the current token is one. */
+static void *fail_lex(parser *p)
+{
+    return fail_at(p, p->tok.line, p->tok.col, "%s", p->lx.err);
+}
+
+/* "expected WHAT but found TOKEN" at the current token (or its lexical error). */
+static void *expected(parser *p, const char *what)
+{
+    char found[64];
+    if (p->tok.kind == T_ERROR) return fail_lex(p);
+    return fail_at(p, p->tok.line, p->tok.col, "expected %s but found %s", what,
+                   tok_describe(&p->tok, found, sizeof found));
+}
+
+/* A message of our own at the current token (or its lexical error). */
+static void *fail_here(parser *p, const char *msg)
+{
+    if (p->tok.kind == T_ERROR) return fail_lex(p);
+    return fail_at(p, p->tok.line, p->tok.col, "%s", msg);
+}
+
+/* One more level of nesting at the current token; 0 (and an error) past the limit. */
+static int enter(parser *p)
+{
+    if (p->depth >= CF_PARSE_MAX_DEPTH) {
+        fail_at(p, p->tok.line, p->tok.col, "nesting deeper than %d", CF_PARSE_MAX_DEPTH);
+        return 0;
+    }
+    p->depth++;
+    return 1;
+}
+
+static void leave(parser *p) { p->depth--; }
+
+/* ---- Nodes ---------------------------------------------------------------------- */
+
+static ast *node(parser *p, ast_kind kind, int line, int col)
+{
+    ast *e = arena_alloc(p->ar, sizeof *e);
+    if (!e) {
+        p->failed = 1;
+        return NULL;
+    }
+    e->kind = kind;
+    e->line = line;
+    e->col = col;
+    return e;
+}
+
+static ast *node_at(parser *p, ast_kind kind, const token *t)
+{
+    return node(p, kind, t->line, t->col);
+}
+
+static char *copy_name(parser *p, const token *t)
+{
+    char *s = arena_alloc(p->ar, t->len + 1);
+    if (!s) {
+        p->failed = 1;
+        return NULL;
+    }
+    memcpy(s, t->s, t->len);
+    s[t->len] = 0;
+    return s;
+}
+
+/* A name node from the current T_NAME token, consuming it. */
+static ast *name_node(parser *p, ast_kind kind)
+{
+    ast *e = node_at(p, kind, &p->tok);
+    if (!e || !(e->name = copy_name(p, &p->tok))) return NULL;
+    advance(p);
+    return e;
+}
+
+static int push(parser *p, nodes *l, ast *e)
+{
+    if (l->n == l->cap) {
+        int cap = l->cap ? l->cap * 2 : 4;
+        ast **v = arena_alloc(p->ar, (size_t)cap * sizeof *v);
+        if (!v) {
+            p->failed = 1;
+            return 0;
+        }
+        if (l->n) memcpy(v, l->v, (size_t)l->n * sizeof *v);
+        l->v = v;
+        l->cap = cap;
+    }
+    l->v[l->n++] = e;
+    return 1;
+}
+
+static void set_items(ast *e, const nodes *l)
+{
+    e->items = l->v;
+    e->n = l->n;
+}
+
+static int is_sep(const token *t) { return t->kind == T_NEWLINE || t->kind == T_SEMI; }
+
+/* ---- Expressions ---------------------------------------------------------------- */
+
+static ast *parse_expr(parser *p);
+static ast *parse_block(parser *p, int netbody);
+
+/* '(' args ')' after the callee f, which starts the call. */
+static ast *parse_call(parser *p, ast *f)
+{
+    ast *call = node(p, AST_CALL, f->line, f->col);
+    nodes args = {0};
+    int keywords = 0;
+
+    if (!call || !enter(p)) return NULL;
+    call->a = f;
+    advance(p); /* ( */
+    while (p->tok.kind != T_RPAREN) {
+        ast *arg;
+        if (p->tok.kind == T_NAME && peek(p)->kind == T_EQ) {
+            if (!(arg = name_node(p, AST_KWARG))) return NULL;
+            advance(p); /* = */
+            if (!(arg->a = parse_expr(p))) return NULL;
+            keywords = 1;
+        } else {
+            int line = p->tok.line, col = p->tok.col;
+            if (!(arg = parse_expr(p))) return NULL;
+            if (keywords)
+                return fail_at(p, line, col,
+                               "a positional argument cannot follow a keyword argument");
+        }
+        if (!push(p, &args, arg)) return NULL;
+        if (p->tok.kind == T_COMMA) advance(p);
+        else if (p->tok.kind != T_RPAREN) return expected(p, "')'");
+    }
+    advance(p); /* ) */
+    leave(p);
+    set_items(call, &args);
+    return call;
+}
+
+/* '{' '-' INTEGER '}' right after the name e: the state's value that many steps ago. */
+static ast *parse_prev(parser *p, ast *e)
+{
+    static const char *what = "a negative step like {-1}";
+    double k = 0;
+    size_t i;
+
+    advance(p); /* { */
+    if (p->tok.kind != T_MINUS) return expected(p, what);
+    advance(p);
+    if (p->tok.kind != T_NUM || p->tok.len > 9) return expected(p, what);
+    for (i = 0; i < p->tok.len; i++) {
+        if (p->tok.s[i] < '0' || p->tok.s[i] > '9') return expected(p, what);
+        k = k * 10 + (p->tok.s[i] - '0');
+    }
+    if (k < 1) return expected(p, what);
+    advance(p);
+    if (p->tok.kind != T_RBRACE) return expected(p, "'}'");
+    advance(p);
+    e->kind = AST_PREV;
+    e->num = -k;
+    return e;
+}
+
+static ast *parse_primary(parser *p)
+{
+    token t = p->tok;
+    ast *e;
+
+    switch (t.kind) {
+    case T_NUM:
+        if (!(e = node_at(p, AST_NUM, &t))) return NULL;
+        e->num = t.num;
+        advance(p);
+        return e;
+    case T_NAME:
+        return name_node(p, AST_NAME);
+    case T_LPAREN: {
+        nodes items = {0};
+        if (!enter(p)) return NULL;
+        advance(p);
+        if (p->tok.kind == T_RPAREN) {
+            if (peek(p)->kind == T_ARROW)
+                return fail_at(p, t.line, t.col,
+                               "a forward function needs at least one parameter");
+            return expected(p, "an expression");
+        }
+        if (!(e = parse_expr(p))) return NULL;
+        if (p->tok.kind == T_COMMA) {
+            ast *tuple = node_at(p, AST_TUPLE, &t);
+            if (!tuple || !push(p, &items, e)) return NULL;
+            while (p->tok.kind == T_COMMA) {
+                advance(p);
+                if (!(e = parse_expr(p)) || !push(p, &items, e)) return NULL;
+            }
+            set_items(tuple, &items);
+            e = tuple;
+        }
+        if (p->tok.kind != T_RPAREN) return expected(p, "')'");
+        advance(p);
+        leave(p);
+        return e;
+    }
+    case T_LBRACE:
+        return fail_here(p, "a block { ... } can only be the body of a forward function "
+                            "(x -> { ... })");
+    default:
+        return expected(p, "an expression");
+    }
+}
+
+static ast *parse_postfix(parser *p)
+{
+    ast *e = parse_primary(p);
+
+    while (e) {
+        if (p->tok.kind == T_LPAREN) e = parse_call(p, e);
+        else if (p->tok.kind == T_LBRACE && !p->tok.space_before && p->last == T_NAME &&
+                 e->kind == AST_NAME)
+            e = parse_prev(p, e);
+        else break;
+    }
+    return e;
+}
+
+static ast *parse_unary(parser *p)
+{
+    token minus = p->tok;
+    ast *e, *neg;
+
+    if (minus.kind != T_MINUS) return parse_postfix(p);
+    if (!enter(p)) return NULL;
+    advance(p);
+    if (!(e = parse_unary(p))) return NULL;
+    leave(p);
+    if (e->kind == AST_NUM) {   /* -3 is the number -3 */
+        e->num = -e->num;
+        e->line = minus.line;
+        e->col = minus.col;
+        return e;
+    }
+    if (!(neg = node_at(p, AST_NEG, &minus))) return NULL;
+    neg->a = e;
+    return neg;
+}
+
+static int mul_op(tok_kind k, ast_op *op)
+{
+    switch (k) {
+    case T_STAR: *op = OP_MATMUL; return 1;
+    case T_SLASH: *op = OP_DIV; return 1;
+    case T_DOTSTAR: *op = OP_EMUL; return 1;
+    case T_DOTSLASH: *op = OP_EDIV; return 1;
+    default: return 0;
+    }
+}
+
+static int add_op(tok_kind k, ast_op *op)
+{
+    switch (k) {
+    case T_PLUS: *op = OP_ADD; return 1;
+    case T_MINUS: *op = OP_SUB; return 1;
+    case T_DOTPLUS: *op = OP_EADD; return 1;
+    case T_DOTMINUS: *op = OP_ESUB; return 1;
+    default: return 0;
+    }
+}
+
+/* A left-associative chain of operands joined by the operators `is_op` accepts. */
+static ast *parse_chain(parser *p, ast *(*operand)(parser *), int (*is_op)(tok_kind, ast_op *))
+{
+    ast *e = operand(p);
+    ast_op op;
+
+    while (e && is_op(p->tok.kind, &op)) {
+        ast *bin = node(p, AST_BINOP, e->line, e->col);
+        if (!bin) return NULL;
+        advance(p);
+        bin->op = op;
+        bin->a = e;
+        if (!(bin->b = operand(p))) return NULL;
+        e = bin;
+    }
+    return e;
+}
+
+static ast *parse_term(parser *p) { return parse_chain(p, parse_unary, mul_op); }
+
+static ast *parse_additive(parser *p) { return parse_chain(p, parse_term, add_op); }
+
+/* An expression, possibly a forward function `params -> body`. */
+static ast *parse_expr(parser *p)
+{
+    token start = p->tok;
+    ast *e = parse_additive(p), *fn;
+    nodes params = {0};
+    int i;
+
+    if (!e || p->tok.kind != T_ARROW) return e;
+    if (e->kind == AST_NAME) {
+        if (!push(p, &params, e)) return NULL;
+    } else if (e->kind == AST_TUPLE) {
+        for (i = 0; i < e->n; i++) {
+            if (e->items[i]->kind != AST_NAME)
+                return fail_at(p, e->items[i]->line, e->items[i]->col,
+                               "the parameters of a forward function must be names");
+            if (!push(p, &params, e->items[i])) return NULL;
+        }
+    } else
+        return fail_at(p, e->line, e->col,
+                       "the parameters of a forward function must be names");
+    if (!(fn = node_at(p, AST_LAMBDA, &start))) return NULL;
+    set_items(fn, &params);
+    if (!enter(p)) return NULL;
+    advance(p); /* -> */
+    fn->a = p->tok.kind == T_LBRACE ? parse_block(p, 0) : parse_expr(p);
+    if (!fn->a) return NULL;
+    leave(p);
+    return fn;
+}
+
+/* ---- Statements ----------------------------------------------------------------- */
+
+/* NAME '=' expr (an AST_ASSIGN) or, in a block, an expression. */
+static ast *parse_stmt(parser *p)
+{
+    int line = p->tok.line, col = p->tok.col;
+    ast *e;
+
+    if (p->tok.kind == T_NAME && peek(p)->kind == T_EQ) {
+        if (!(e = name_node(p, AST_ASSIGN))) return NULL;
+        advance(p); /* = */
+        if (!(e->a = parse_expr(p))) return NULL;
+        return e;
+    }
+    if (!(e = parse_expr(p))) return NULL;
+    if (p->tok.kind == T_EQ)
+        return fail_at(p, line, col, "the left side of '=' must be a plain name");
+    return e;
+}
+
+/* '{' statements '}': a forward function's body, or (netbody) a template's body,
+ * whose statements are bindings ending with the forward function. */
+static ast *parse_block(parser *p, int netbody)
+{
+    static const char *need_fn = "a net body must end with its forward function (x -> ...)";
+    ast *blk = node_at(p, AST_BLOCK, &p->tok), *last = NULL;
+    nodes items = {0};
+
+    if (!blk || !enter(p)) return NULL;
+    advance(p); /* { */
+    for (;;) {
+        ast *s;
+        while (is_sep(&p->tok)) advance(p);
+        if (p->tok.kind == T_RBRACE) break;
+        if (!(s = parse_stmt(p))) return NULL;
+        if (netbody) {
+            if (last && last->kind == AST_LAMBDA)
+                return fail_at(p, s->line, s->col,
+                               "the forward function must come last in a net body");
+            if (s->kind != AST_ASSIGN && s->kind != AST_LAMBDA)
+                return fail_at(p, s->line, s->col, "%s", need_fn);
+        }
+        if (!push(p, &items, s)) return NULL;
+        last = s;
+        if (is_sep(&p->tok)) continue;
+        if (p->tok.kind != T_RBRACE) return expected(p, "end of line or '}'");
+    }
+    if (netbody && (!last || last->kind != AST_LAMBDA)) return fail_here(p, need_fn);
+    if (!last) return fail_here(p, "a block must end with an expression");
+    if (last->kind == AST_ASSIGN) {
+        /* `y = f(...)` last in a block (LANGUAGE.md's Recurrent) sets y and gives its
+         * value: the block reads as `y = f(...); y`. */
+        ast *val = node(p, AST_NAME, last->line, last->col);
+        if (!val || !push(p, &items, val)) return NULL;
+        val->name = last->name;
+    }
+    advance(p); /* } */
+    leave(p);
+    set_items(blk, &items);
+    return blk;
+}
+
+/* net NAME '(' params ')' '{' body '}', at the 'net' keyword. */
+static ast *parse_net(parser *p)
+{
+    ast *net = node_at(p, AST_NET, &p->tok);
+    nodes params = {0};
+    int defaults = 0;
+
+    if (!net) return NULL;
+    advance(p); /* net */
+    if (p->tok.kind != T_NAME) return expected(p, "a name");
+    if (!(net->name = copy_name(p, &p->tok))) return NULL;
+    advance(p);
+    if (p->tok.kind != T_LPAREN) return expected(p, "'('");
+    if (!enter(p)) return NULL;
+    advance(p);
+    while (p->tok.kind != T_RPAREN) {
+        ast *param;
+        if (p->tok.kind != T_NAME) return expected(p, "a parameter name");
+        if (peek(p)->kind == T_EQ) {
+            if (!(param = name_node(p, AST_KWARG))) return NULL;
+            advance(p); /* = */
+            if (!(param->a = parse_expr(p))) return NULL;
+            defaults = 1;
+        } else {
+            if (defaults)
+                return fail_here(p, "a parameter without a default cannot follow one "
+                                    "with a default");
+            if (!(param = name_node(p, AST_NAME))) return NULL;
+        }
+        if (!push(p, &params, param)) return NULL;
+        if (p->tok.kind == T_COMMA) advance(p);
+        else if (p->tok.kind != T_RPAREN) return expected(p, "')'");
+    }
+    advance(p); /* ) */
+    leave(p);
+    set_items(net, &params);
+    if (p->tok.kind != T_LBRACE) return expected(p, "'{'");
+    if (!(net->a = parse_block(p, 1))) return NULL;
+    return net;
+}
+
+static ast *parse_top(parser *p)
+{
+    static const char *binding = "expected a binding 'name = ...' or 'net' at top level";
+    ast *root = node(p, AST_BLOCK, 1, 1);
+    nodes items = {0};
+
+    if (!root) return NULL;
+    for (;;) {
+        ast *s;
+        while (is_sep(&p->tok)) advance(p);
+        if (p->tok.kind == T_EOF) break;
+        if (p->tok.kind != T_NAME) return fail_here(p, binding);
+        if (peek(p)->kind == T_EQ) s = parse_stmt(p);
+        else if (p->tok.len == 3 && !memcmp(p->tok.s, "net", 3)) s = parse_net(p);
+        else return fail_here(p, binding);
+        if (!s || !push(p, &items, s)) return NULL;
+        if (is_sep(&p->tok)) continue;
+        if (p->tok.kind != T_EOF) return expected(p, "end of line");
+    }
+    set_items(root, &items);
+    return root;
+}
+
+/* ---- Public --------------------------------------------------------------------- */
+
+cf_ast *cf_parse(const char *text, size_t len, const char *file)
+{
+    cf_ast *t;
+    arena ar = {0};
+    parser *p;
+
+    if (!file) file = "<input>";
+    if (len > CF_PARSE_MAX_BYTES) {
+        cf_seterr("%s:1:1: error: the model file is larger than 4 MiB", file);
+        return NULL;
+    }
+    if (!text && len) {
+        cf_seterr("%s:1:1: error: no text to parse", file);
+        return NULL;
+    }
+    if (!(t = arena_alloc(&ar, sizeof *t))) goto fail;
+    if (!(t->text = arena_alloc(&ar, len + 1))) goto fail;
+    if (len) memcpy(t->text, text, len);
+    if (!(p = malloc(sizeof *p))) {
+        cf_oom(sizeof *p);
+        goto fail;
+    }
+    memset(p, 0, sizeof *p);
+    p->file = file;
+    p->ar = &ar;
+    lex_init(&p->lx, t->text, len);
+    p->tok = lex_next(&p->lx);
+    t->root = parse_top(p);
+    free(p);
+    if (!t->root) goto fail;
+    t->ar = ar;
+    return t;
+fail:
+    arena_free(&ar);
+    return NULL;
+}
+
+const ast *cf_ast_root(const cf_ast *t) { return t ? t->root : NULL; }
+
+const char *cf_ast_text(const cf_ast *t) { return t ? t->text : NULL; }
+
+void cf_ast_free(cf_ast *t)
+{
+    arena ar;
+    if (!t) return;
+    ar = t->ar;  /* t lives in its own arena */
+    arena_free(&ar);
+}

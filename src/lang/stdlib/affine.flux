@@ -1,0 +1,5 @@
+net Affine(in, out) {               # y = x W + b: x (B, in), W (in, out), b (1, out)
+  W = param(in, out)                # glorot uniform
+  b = param(1, out, init = zeros)
+  x -> x * W + b
+}

@@ -1,0 +1,261 @@
+/* test_notation.c - the model notation compiled to graphs: meaning, parameter names,
+ * traces, and the same numbers as the same model built in C. */
+#include <math.h>
+#include <stdlib.h>
+
+#include "cflux.h"
+#include "test.h"
+
+static const char *tlp_src =
+    "# Two layers, a template that takes other models (LANGUAGE.md's example).\n"
+    "net TLP(first, second) {\n"
+    "  x -> {\n"
+    "    l1 = σ(first(x))\n"
+    "    softmax(second(l1))\n"
+    "  }\n"
+    "}\n"
+    "\n"
+    "model = TLP(Affine(10, 20), Affine(21, 15))\n";
+
+TEST(tlp_trace_points_into_the_source)
+{
+    CHECK(cf_model_parse(tlp_src, "model.flux") == NULL);
+    const char *want =
+        "error: matrix product shapes do not match: (B, 20) * (21, 15)\n"
+        "  in Affine at <stdlib>/affine.flux:4:8\n"
+        "  in TLP at model.flux:5:13\n"
+        "  in model at model.flux:9:9";
+    CHECK(strcmp(cf_last_error(), want) == 0);
+    if (strcmp(cf_last_error(), want) != 0) fprintf(stderr, "got:\n%s\n", cf_last_error());
+}
+
+static int param_names_are(cf_model *m, const char *const *names, int n)
+{
+    if (!m || cf_model_param_count(m) != n) return 0;
+    for (int i = 0; i < n; i++)
+        if (strcmp(cf_model_param_name(m, i), names[i]) != 0) {
+            fprintf(stderr, "parameter %d is '%s', not '%s'\n", i, cf_model_param_name(m, i), names[i]);
+            return 0;
+        }
+    return 1;
+}
+
+TEST(parameter_names)
+{
+    cf_model *m = cf_model_load("models/mlp.flux");
+    CHECK(m != NULL);
+    const char *mlp[] = {"1.W", "1.b", "3.W", "3.b", "5.W", "5.b"};
+    CHECK(param_names_are(m, mlp, 6));
+    cf_model_free(m);
+
+    m = cf_model_load("models/tlp.flux");
+    const char *tlp[] = {"first.W", "first.b", "second.W", "second.b"};
+    CHECK(param_names_are(m, tlp, 4));
+    cf_model_free(m);
+
+    m = cf_model_parse("model = Chain(Input(4), Affine(5), relu, Affine(3), softmax)", "c.flux");
+    const char *chain[] = {"1.W", "1.b", "3.W", "3.b"};
+    CHECK(param_names_are(m, chain, 4));
+    cf_model_free(m);
+
+    /* names bound in a body; a model used twice keeps its first name; defaults */
+    m = cf_model_parse("net Enc(in, hidden = 8) {\n"
+                       "  l1 = Affine(in, hidden)\n"
+                       "  l2 = Affine(hidden, in)\n"
+                       "  x -> l2(relu(l1(x)))\n"
+                       "}\n"
+                       "net Twice(inner) {\n"
+                       "  x -> inner(inner(x))\n"
+                       "}\n"
+                       "shared = Enc(4)\n"
+                       "model = Chain(Input(4), Twice(shared), shared)\n",
+                       "n.flux");
+    CHECK(m != NULL);
+    if (!m) fprintf(stderr, "%s\n", cf_last_error());
+    const char *nested[] = {"1.inner.l1.W", "1.inner.l1.b", "1.inner.l2.W", "1.inner.l2.b"};
+    CHECK(param_names_are(m, nested, 4));
+    cf_model_free(m);
+}
+
+TEST(templates_arguments_and_arithmetic)
+{
+    /* keyword arguments, defaults, arithmetic on arguments, numbers broadcast */
+    const char *src = "net Inner(a, b) {\n"
+                      "  W = param(a, b, init = normal(0.1))\n"
+                      "  x -> x * W\n"
+                      "}\n"
+                      "net Outer(a, b = 3, scale = 0.5) {\n"
+                      "  i = Inner(b + 1, a)\n"
+                      "  j = Inner(a, b + 1)\n"
+                      "  x -> (1 .- σ(i(j(x)))) .* scale\n"
+                      "}\n"
+                      "model = Chain(Input(6), Outer(6, scale = 2))\n";
+    cf_model *m = cf_model_parse(src, "t.flux");
+    CHECK(m != NULL);
+    if (!m) {
+        fprintf(stderr, "%s\n", cf_last_error());
+        return;
+    }
+    cf_shape s = cf_model_param_shape(m, cf_model_param_index(m, "1.i.W"));
+    CHECK(s.rank == 2 && s.d[0] == 4 && s.d[1] == 6);
+    s = cf_model_param_shape(m, cf_model_param_index(m, "1.j.W"));
+    CHECK(s.rank == 2 && s.d[0] == 6 && s.d[1] == 4);
+    /* run it: y = (1 - σ(x W_j W_i)) * 2 */
+    cf_exec *e = cf_bind(m, 2, 0);
+    float *x = cf_exec_input(e, 0, NULL);
+    for (int i = 0; i < 12; i++) x[i] = (float)(i % 5) * 0.1f;
+    CHECK(cf_forward(e, 0) == 0);
+    const float *Wj = cf_model_param_data(m, cf_model_param_index(m, "1.j.W"));
+    const float *Wi = cf_model_param_data(m, cf_model_param_index(m, "1.i.W"));
+    const float *y = cf_exec_output(e, 0, NULL);
+    for (int r = 0; r < 2; r++)
+        for (int o = 0; o < 6; o++) {
+            double acc = 0;
+            for (int k = 0; k < 4; k++) {
+                double h = 0;
+                for (int c = 0; c < 6; c++) h += x[r * 6 + c] * Wj[c * 4 + k];
+                acc += h * Wi[k * 6 + o];
+            }
+            CHECK_NEAR(y[r * 6 + o], (1 - 1 / (1 + exp(-acc))) * 2, 1e-5);
+        }
+    cf_exec_free(e);
+    cf_model_free(m);
+}
+
+TEST(several_inputs_and_outputs)
+{
+    const char *src = "net Two(n) {\n"
+                      "  A = param(n, n)\n"
+                      "  (x, h) -> (x * A + h, hcat(x, h), mean(sum(x .* h)))\n"
+                      "}\n"
+                      "model = Two(3)\n";
+    cf_model *m = cf_model_parse(src, "two.flux");
+    CHECK(m != NULL);
+    if (!m) {
+        fprintf(stderr, "%s\n", cf_last_error());
+        return;
+    }
+    CHECK(cf_model_input_count(m) == 2 && cf_model_output_count(m) == 3);
+    CHECK(strcmp(cf_model_input_name(m, 1), "h") == 0);
+    char buf[64];
+    CHECK(strcmp(cf_shape_format(cf_model_output_shape(m, 1), buf, sizeof buf), "(B, 6)") == 0);
+    CHECK(strcmp(cf_shape_format(cf_model_output_shape(m, 2), buf, sizeof buf), "()") == 0);
+    cf_model_free(m);
+}
+
+TEST(lambdas_functions_and_reshape_in_chains)
+{
+    const char *src = "model = Chain(Input(28, 28), flatten, Affine(16), x -> leakyrelu(x, 0.2) .* 2,\n"
+                      "              x -> reshape(x, 4, 4), x -> sum(x), softmax)\n";
+    cf_model *m = cf_model_parse(src, "l.flux");
+    CHECK(m != NULL);
+    if (!m) {
+        fprintf(stderr, "%s\n", cf_last_error());
+        return;
+    }
+    char buf[64];
+    CHECK(strcmp(cf_shape_format(cf_model_input_shape(m, 0), buf, sizeof buf), "(B, 28, 28)") == 0);
+    CHECK(strcmp(cf_shape_format(cf_model_output_shape(m, 0), buf, sizeof buf), "(B, 4)") == 0);
+    cf_model_free(m);
+    /* Input(784) accepts a value of 784 elements in another shape */
+    m = cf_model_parse("net F() { x -> g(reshape(x, 28, 28)) }\ng = Chain(Input(784), Affine(784, 2))\n"
+                       "model = Chain(Input(784), F())\n", "r.flux");
+    CHECK(m != NULL);   /* g is bound after net F, and visible when F's forward runs */
+    if (!m) fprintf(stderr, "%s\n", cf_last_error());
+    CHECK(m && strcmp(cf_shape_format(cf_model_output_shape(m, 0), buf, sizeof buf), "(B, 2)") == 0);
+    cf_model_free(m);
+}
+
+/* The same MLP from the notation and from C calls: the same parameters (same names,
+ * same seed), and bitwise the same outputs and gradients. */
+static cf_model *mlp_in_c(void)
+{
+    cf_model *m = cf_model_new();
+    cf_node *h = cf_input(m, "x", CF_SHAPE(784));
+    int sz[] = {784, 128, 64, 10};
+    for (int i = 0; i < 3; i++) {
+        char path[4] = {(char)('1' + 2 * i), 0};
+        cf_scope_begin(m, "Affine", path);
+        cf_node *W = cf_param(m, "W", CF_SHAPE(sz[i], sz[i + 1]), CF_GLOROT);
+        cf_node *b = cf_param(m, "b", CF_SHAPE(1, sz[i + 1]), CF_ZEROS);
+        h = cf_add(m, cf_matmul(m, h, W), b);
+        cf_scope_end(m);
+        h = i < 2 ? cf_relu(m, h) : cf_softmax(m, h);
+    }
+    cf_output(m, h);
+    return m;
+}
+
+TEST(notation_mlp_equals_c_mlp)
+{
+    cf_model *a = cf_model_load("models/mlp.flux"), *b = mlp_in_c();
+    CHECK(a != NULL);
+    if (!a) return;
+    cf_model_set_seed(a, 3);
+    cf_model_set_seed(b, 3);
+    cf_exec *ea = cf_bind(a, 8, CF_INPUT_GRADS), *eb = cf_bind(b, 8, CF_INPUT_GRADS);
+    CHECK(ea && eb);
+    for (int p = 0; p < 6; p++) {
+        size_t n = cf_shape_count(cf_model_param_shape(a, p));
+        CHECK(strcmp(cf_model_param_name(a, p), cf_model_param_name(b, p)) == 0);
+        CHECK(memcmp(cf_model_param_data(a, p), cf_model_param_data(b, p), n * sizeof(float)) == 0);
+    }
+    float *xa = cf_exec_input(ea, 0, NULL), *xb = cf_exec_input(eb, 0, NULL);
+    float *ha = cf_exec_output_grad(ea, 0, NULL), *hb = cf_exec_output_grad(eb, 0, NULL);
+    srand(9);
+    for (int i = 0; i < 8 * 784; i++) xa[i] = xb[i] = (float)rand() / RAND_MAX;
+    for (int i = 0; i < 80; i++) ha[i] = hb[i] = (float)rand() / RAND_MAX - 0.5f;
+    CHECK(cf_forward(ea, 1) == 0 && cf_forward(eb, 1) == 0);
+    CHECK(cf_backward(ea) == 0 && cf_backward(eb) == 0);
+    CHECK(memcmp(cf_exec_output(ea, 0, NULL), cf_exec_output(eb, 0, NULL), 80 * sizeof(float)) == 0);
+    for (int p = 0; p < 6; p++) {
+        size_t n = cf_shape_count(cf_model_param_shape(a, p));
+        CHECK(memcmp(cf_model_param_grad(a, p), cf_model_param_grad(b, p), n * sizeof(float)) == 0);
+    }
+    CHECK(memcmp(cf_exec_input_grad(ea, 0, NULL), cf_exec_input_grad(eb, 0, NULL), 8 * 784 * sizeof(float)) == 0);
+    cf_exec_free(ea);
+    cf_exec_free(eb);
+    cf_model_free(a);
+    cf_model_free(b);
+}
+
+TEST(shapes_listing)
+{
+    FILE *f = tmpfile();
+    CHECK(cf_model_print_shapes("models/mlp.flux", 5, f) == 0);
+    char buf[8192];
+    rewind(f);
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    buf[n] = 0;
+    fclose(f);
+    CHECK_HAS(buf, "(5, 784) * (784, 128) -> (5, 128)");
+    CHECK_HAS(buf, "Affine  (called at models/mlp.flux:4:3)");
+    CHECK_HAS(buf, "| Affine(64), relu,");
+    CHECK_HAS(buf, "output 0");
+
+    FILE *src = fopen("/tmp/cflux-tlp-bad.flux", "w");
+    fputs(tlp_src, src);
+    fclose(src);
+    f = tmpfile();
+    CHECK(cf_model_print_shapes("/tmp/cflux-tlp-bad.flux", 0, f) != 0);
+    CHECK_HAS(cf_last_error(), "in TLP at /tmp/cflux-tlp-bad.flux:5:13");
+    rewind(f);
+    n = fread(buf, 1, sizeof buf - 1, f);
+    buf[n] = 0;
+    fclose(f);
+    remove("/tmp/cflux-tlp-bad.flux");
+    CHECK_HAS(buf, "(B, 20) * (21, 15)");
+    CHECK_HAS(buf, "^ shapes stop fitting here: matrix product shapes do not match");
+}
+
+int main(void)
+{
+    RUN(tlp_trace_points_into_the_source);
+    RUN(parameter_names);
+    RUN(templates_arguments_and_arithmetic);
+    RUN(several_inputs_and_outputs);
+    RUN(lambdas_functions_and_reshape_in_chains);
+    RUN(notation_mlp_equals_c_mlp);
+    RUN(shapes_listing);
+    return test_summary("notation");
+}

@@ -1,0 +1,1 @@
+σ′ = Δ₀(xᵢ) # comment with ünïcödé

@@ -3,7 +3,9 @@
 #   make demo      build, then train a model and print how it does (the main job)
 #   make test      build and run every test: a release build (OpenBLAS), then a
 #                  build with AddressSanitizer and UndefinedBehaviorSanitizer that
-#                  uses the built-in matrix product
+#                  uses the built-in matrix product, then 30 s of fuzzing of the
+#                  notation's compiler (when clang's libFuzzer is installed)
+#   make fuzz FUZZ_SECONDS=600   a longer fuzzing run
 #   make install PREFIX=/usr/local
 #
 # Missing Debian packages are installed first when run as root (tools/bootstrap.sh).
@@ -12,7 +14,9 @@ PREFIX ?= /usr/local
 JOBS   ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE  ?= cmake
 
-.PHONY: all build deps demo test test-release test-asan install clean
+FUZZ_SECONDS ?= 30
+
+.PHONY: all build deps demo test test-release test-asan test-fuzz fuzz install clean
 
 all: build
 
@@ -26,7 +30,7 @@ build: deps
 demo: build
 	@./build/example_train_mlp
 
-test: test-release test-asan
+test: test-release test-asan test-fuzz
 
 test-release: build
 	@cd build && ctest --output-on-failure -j $(JOBS)
@@ -37,8 +41,25 @@ test-asan: deps
 	@cd build-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	  ctest --output-on-failure -j $(JOBS)
 
+# Fuzzing needs clang with its libFuzzer runtime (Debian: clang, libclang-rt-dev).
+HAVE_LIBFUZZER = $(shell printf 'int LLVMFuzzerTestOneInput(const char *d, unsigned long n) { return 0; }' | \
+  clang -x c - -fsanitize=fuzzer -o /tmp/cflux-fuzz-probe 2>/dev/null && echo yes; rm -f /tmp/cflux-fuzz-probe)
+
+test-fuzz: deps
+ifeq ($(HAVE_LIBFUZZER),yes)
+	@$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=$(FUZZ_SECONDS)
+else
+	@echo "fuzz: skipped: clang's libFuzzer is not installed (apt-get install clang libclang-rt-dev)"
+endif
+
+fuzz: deps
+	@$(CMAKE) -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DCFLUX_FUZZ=ON -DCFLUX_BLAS=OFF -DCFLUX_TESTS=OFF >/dev/null
+	@$(CMAKE) --build build-fuzz -j $(JOBS) --target fuzz_model fuzz_safetensors
+	@sh tests/fuzz/run.sh build-fuzz/fuzz_model tests/fuzz/corpus_model $(FUZZ_SECONDS)
+	@sh tests/fuzz/run.sh build-fuzz/fuzz_safetensors tests/fuzz/corpus_safetensors 10
+
 install: build
 	@$(CMAKE) --install build --prefix $(PREFIX)
 
 clean:
-	rm -rf build build-asan
+	rm -rf build build-asan build-fuzz

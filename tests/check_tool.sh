@@ -1,7 +1,10 @@
 #!/bin/sh
-# check_tool.sh CFLUX - the command-line tool's skeleton: help, version, exit codes.
+# check_tool.sh CFLUX SOURCE_DIR - the command-line tool: its commands, their output
+# and exit codes (0 ok, 1 bad model or data, 2 bad usage).
 set -u
-tool=$1 pass=0 fail=0
+tool=$1 src=${2:-.} pass=0 fail=0
+tmp=$(mktemp -d /tmp/cflux-tool-XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
 expect() {  # expect CODE PATTERN ARGS...
   code=$1 pat=$2; shift 2
   out=$("$tool" "$@" 2>&1); rc=$?
@@ -13,5 +16,21 @@ expect 0 'usage: cflux' help
 expect 0 '^cflux [0-9]*\.[0-9]*\.[0-9]* (matrix products: ' --version
 expect 2 "unknown command 'frobnicate'" frobnicate
 expect 2 'usage: cflux'
+expect 0 'ok: 109386 weights in 6 parameters' check "$src/models/mlp.flux"
+expect 0 'input x: (B, 784)' check "$src/models/mlp.flux"
+expect 0 'output 0: (B, 15)' check "$src/models/tlp.flux"
+sed 's/Affine(20, 15)/Affine(21, 15)/' "$src/models/tlp.flux" > "$tmp/bad.flux"
+expect 1 'in TLP at .*bad.flux:5:13' check "$tmp/bad.flux"
+expect 1 'cannot open' check "$tmp/missing.flux"
+expect 2 'check takes one model file' check
+expect 2 'check takes one model file' check a b
+expect 0 '(7, 784) \* (784, 128) -> (7, 128)' shapes "$src/models/mlp.flux" --batch 7
+expect 1 'shapes stop fitting here' shapes "$tmp/bad.flux"
+expect 2 'needs a positive number' shapes "$src/models/mlp.flux" --batch 0
+expect 2 "unknown option '--frob'" shapes "$src/models/mlp.flux" --frob
+expect 0 'digraph model' graph "$src/models/tlp.flux"
+expect 0 'param first.W' graph "$src/models/tlp.flux"
+expect 1 'matrix product shapes do not match' graph "$tmp/bad.flux"
+"$tool" graph "$src/models/mlp.flux" -o "$tmp/g.dot" && grep -q 'input x' "$tmp/g.dot" && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "graph -o did not write the file"; }
 echo "tool: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -14,4 +14,4 @@ add_test(NAME exports COMMAND sh ${PROJECT_SOURCE_DIR}/tests/check_exports.sh
 if(NOT CFLUX_SANITIZE)
   add_test(NAME install COMMAND sh ${PROJECT_SOURCE_DIR}/tests/check_install.sh ${PROJECT_BINARY_DIR} ${PROJECT_SOURCE_DIR})
 endif()
-add_test(NAME tool COMMAND sh ${PROJECT_SOURCE_DIR}/tests/check_tool.sh $<TARGET_FILE:cflux>)
+add_test(NAME tool COMMAND sh ${PROJECT_SOURCE_DIR}/tests/check_tool.sh $<TARGET_FILE:cflux> ${PROJECT_SOURCE_DIR})

@@ -775,7 +775,7 @@ static int eval_call(cc *c, env *en, const ast *e, value *out)
 
 static int eval(cc *c, env *en, const ast *e, value *out)
 {
-    *out = (value){V_NONE};
+    *out = (value){.kind = V_NONE};
     switch (e->kind) {
     case AST_NUM: *out = num_value(e->num); return 0;
     case AST_NAME: return eval_name(c, en, e, out);

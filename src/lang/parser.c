@@ -7,15 +7,17 @@
  *   block    := '{' { NAME '=' expr | expr } '}'
  *   expr     := additive [ '->' ( block | expr ) ]  (the left side: a name or a tuple of names)
  *   additive := term { ('+' | '-' | '.+' | '.-') term }
- *   term     := unary { ('*' | '/' | '.*' | './') unary }
- *   unary    := '-' unary | postfix                  (-NUMBER folds into the number)
- *   postfix  := primary { '(' args ')' | '{' '-' INTEGER '}' }   ({-k} right after a name)
+ *   term     := operand { ('*' | '/' | '.*' | './') operand }
+ *   operand  := { '-' } primary { '(' args ')' | '{' '-' INTEGER '}' }
+ *               (-NUMBER folds into the number; {-k} only right after a name)
  *   args     := [ arg { ',' arg } [','] ]          arg := NAME '=' expr | expr
  *   primary  := NUMBER | NAME | '(' expr { ',' expr } ')'
  *
- * Every recursion that the input can deepen goes through enter(), which refuses
- * more than CF_PARSE_MAX_DEPTH levels; left-associative chains are loops. All
- * nodes live in one arena, so an error anywhere frees everything at once. */
+ * Everything the input can nest (parentheses, calls, blocks, forward functions,
+ * minus signs) goes through enter(), which refuses more than CF_PARSE_MAX_DEPTH
+ * levels, so the C stack stays bounded (about 400 bytes a level at -O2, under
+ * 100 KB at the limit); left-associative chains are loops. All nodes live in one
+ * arena, so an error anywhere frees everything at once. */
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -311,57 +313,70 @@ static ast *parse_prev(parser *p, ast *e)
     return e;
 }
 
-static ast *parse_primary(parser *p)
+/* A parenthesised expression or tuple, at '('. */
+static ast *parse_paren(parser *p)
 {
-    token t = p->tok;
-    ast *e;
+    int line = p->tok.line, col = p->tok.col;
+    nodes items = {0};
+    ast *e, *tuple;
 
-    switch (t.kind) {
-    case T_NUM:
-        if (!(e = node_at(p, AST_NUM, &t))) return NULL;
-        e->num = t.num;
-        advance(p);
-        return e;
-    case T_NAME:
-        return name_node(p, AST_NAME);
-    case T_LPAREN: {
-        nodes items = {0};
-        if (!enter(p)) return NULL;
-        advance(p);
-        if (p->tok.kind == T_RPAREN) {
-            if (peek(p)->kind == T_ARROW)
-                return fail_at(p, t.line, t.col,
-                               "a forward function needs at least one parameter");
-            return expected(p, "an expression");
-        }
-        if (!(e = parse_expr(p))) return NULL;
-        if (p->tok.kind == T_COMMA) {
-            ast *tuple = node_at(p, AST_TUPLE, &t);
-            if (!tuple || !push(p, &items, e)) return NULL;
-            while (p->tok.kind == T_COMMA) {
-                advance(p);
-                if (!(e = parse_expr(p)) || !push(p, &items, e)) return NULL;
-            }
-            set_items(tuple, &items);
-            e = tuple;
-        }
-        if (p->tok.kind != T_RPAREN) return expected(p, "')'");
-        advance(p);
-        leave(p);
-        return e;
+    if (!enter(p)) return NULL;
+    advance(p);
+    if (p->tok.kind == T_RPAREN) {
+        if (peek(p)->kind == T_ARROW)
+            return fail_at(p, line, col, "a forward function needs at least one parameter");
+        return expected(p, "an expression");
     }
+    if (!(e = parse_expr(p))) return NULL;
+    if (p->tok.kind == T_COMMA) {
+        if (!(tuple = node(p, AST_TUPLE, line, col)) || !push(p, &items, e)) return NULL;
+        while (p->tok.kind == T_COMMA) {
+            advance(p);
+            if (!(e = parse_expr(p)) || !push(p, &items, e)) return NULL;
+        }
+        set_items(tuple, &items);
+        e = tuple;
+    }
+    if (p->tok.kind != T_RPAREN) return expected(p, "')'");
+    advance(p);
+    leave(p);
+    return e;
+}
+
+/* An operand: { '-' } primary { postfix }. A run of minus signs is a loop (each
+ * still counts as a level of nesting); -NUMBER folds into the number. */
+static ast *parse_operand(parser *p)
+{
+    ast *e, *neg = NULL, *inner = NULL;
+    int line = p->tok.line, col = p->tok.col, minus = 0, i;
+
+    while (p->tok.kind == T_MINUS) {
+        ast *n;
+        if (!enter(p) || !(n = node_at(p, AST_NEG, &p->tok))) return NULL;
+        if (inner) inner->a = n;
+        else neg = n;
+        inner = n;
+        minus++;
+        advance(p);
+    }
+    switch (p->tok.kind) {
+    case T_NUM:
+        if (!(e = node_at(p, AST_NUM, &p->tok))) return NULL;
+        e->num = p->tok.num;
+        advance(p);
+        break;
+    case T_NAME:
+        e = name_node(p, AST_NAME);
+        break;
+    case T_LPAREN:
+        e = parse_paren(p);
+        break;
     case T_LBRACE:
         return fail_here(p, "a block { ... } can only be the body of a forward function "
                             "(x -> { ... })");
     default:
         return expected(p, "an expression");
     }
-}
-
-static ast *parse_postfix(parser *p)
-{
-    ast *e = parse_primary(p);
-
     while (e) {
         if (p->tok.kind == T_LPAREN) e = parse_call(p, e);
         else if (p->tok.kind == T_LBRACE && !p->tok.space_before && p->last == T_NAME &&
@@ -369,27 +384,16 @@ static ast *parse_postfix(parser *p)
             e = parse_prev(p, e);
         else break;
     }
-    return e;
-}
-
-static ast *parse_unary(parser *p)
-{
-    token minus = p->tok;
-    ast *e, *neg;
-
-    if (minus.kind != T_MINUS) return parse_postfix(p);
-    if (!enter(p)) return NULL;
-    advance(p);
-    if (!(e = parse_unary(p))) return NULL;
-    leave(p);
-    if (e->kind == AST_NUM) {   /* -3 is the number -3 */
-        e->num = -e->num;
-        e->line = minus.line;
-        e->col = minus.col;
+    if (!e) return NULL;
+    for (i = 0; i < minus; i++) leave(p);
+    if (!minus) return e;
+    if (e->kind == AST_NUM) {   /* -3 is the number -3 (and --3 is 3) */
+        if (minus % 2) e->num = -e->num;
+        e->line = line;
+        e->col = col;
         return e;
     }
-    if (!(neg = node_at(p, AST_NEG, &minus))) return NULL;
-    neg->a = e;
+    inner->a = e;
     return neg;
 }
 
@@ -415,32 +419,41 @@ static int add_op(tok_kind k, ast_op *op)
     }
 }
 
-/* A left-associative chain of operands joined by the operators `is_op` accepts. */
-static ast *parse_chain(parser *p, ast *(*operand)(parser *), int (*is_op)(tok_kind, ast_op *))
+static ast *binop(parser *p, ast_op op, ast *a, ast *b)
 {
-    ast *e = operand(p);
-    ast_op op;
-
-    while (e && is_op(p->tok.kind, &op)) {
-        ast *bin = node(p, AST_BINOP, e->line, e->col);
-        if (!bin) return NULL;
-        advance(p);
-        bin->op = op;
-        bin->a = e;
-        if (!(bin->b = operand(p))) return NULL;
-        e = bin;
-    }
+    ast *e = node(p, AST_BINOP, a->line, a->col);
+    if (!e) return NULL;
+    e->op = op;
+    e->a = a;
+    e->b = b;
     return e;
 }
 
-static ast *parse_term(parser *p) { return parse_chain(p, parse_unary, mul_op); }
+/* Sums of products of operands, both left-associative, as two nested loops (one
+ * stack frame however long the chain). */
+static ast *parse_additive(parser *p)
+{
+    ast *sum = NULL, *prod;
+    ast_op addop = OP_ADD, op;
 
-static ast *parse_additive(parser *p) { return parse_chain(p, parse_term, add_op); }
+    for (;;) {
+        if (!(prod = parse_operand(p))) return NULL;
+        while (mul_op(p->tok.kind, &op)) {
+            ast *b;
+            advance(p);
+            if (!(b = parse_operand(p)) || !(prod = binop(p, op, prod, b))) return NULL;
+        }
+        if (sum && !(prod = binop(p, addop, sum, prod))) return NULL;
+        sum = prod;
+        if (!add_op(p->tok.kind, &addop)) return sum;
+        advance(p);
+    }
+}
 
 /* An expression, possibly a forward function `params -> body`. */
 static ast *parse_expr(parser *p)
 {
-    token start = p->tok;
+    int line = p->tok.line, col = p->tok.col;
     ast *e = parse_additive(p), *fn;
     nodes params = {0};
     int i;
@@ -458,7 +471,7 @@ static ast *parse_expr(parser *p)
     } else
         return fail_at(p, e->line, e->col,
                        "the parameters of a forward function must be names");
-    if (!(fn = node_at(p, AST_LAMBDA, &start))) return NULL;
+    if (!(fn = node(p, AST_LAMBDA, line, col))) return NULL;
     set_items(fn, &params);
     if (!enter(p)) return NULL;
     advance(p); /* -> */

@@ -17,6 +17,12 @@ int cf_seterr(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Append to this thread's message (for trace lines). */
 void cf_adderr(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* Append trace lines (each "  in F at FILE:L:C" without its newline), folding runs
+ * of the same line ("  ... the same 60 more times") and, past 30 lines, the middle,
+ * so that the outermost frame always shows. */
+#define CF_TRACE_LINE 256
+void cf_adderr_lines(char (*lines)[CF_TRACE_LINE], int n);
+
 /* Clear the message. */
 void cf_clearerr(void);
 

@@ -199,6 +199,17 @@ void cf_scope_end(cf_model *m)
 
 /* ---- leaves ---- */
 
+size_t cf_shape_count_checked(cf_shape s)
+{
+    unsigned long long n = 1;
+    for (int i = 0; i < s.rank; i++) {
+        unsigned long long d = s.d[i] == CF_BATCH ? 1 : (unsigned long long)(s.d[i] > 0 ? s.d[i] : 0);
+        if (d && n > CF_MAX_ELEMENTS / d) return 0;
+        n *= d;
+    }
+    return n <= CF_MAX_ELEMENTS ? (size_t)n : 0;
+}
+
 static int check_shape(cf_model *m, cf_shape s, cf_srcloc loc, const char *what, const char *name)
 {
     if (s.rank < 0 || s.rank > CF_MAX_DIMS) {
@@ -211,6 +222,12 @@ static int check_shape(cf_model *m, cf_shape s, cf_srcloc loc, const char *what,
                           what, name, i + 1, s.d[i]);
             return -1;
         }
+    if (!cf_shape_count_checked(s)) {
+        char b[96];
+        cf_build_fail(m, loc, "%s '%s' of shape %s is too large (more than 2^36 elements)", what, name,
+                      cf_shape_str(s, b, sizeof b));
+        return -1;
+    }
     return 0;
 }
 
@@ -354,17 +371,20 @@ cf_shape cf_node_shape(const cf_node *n) { return n ? n->shape : (cf_shape){0, {
 
 void cf_adderr_trace(const cf_node *n)
 {
+    static _Thread_local char lines[CF_MAX_SCOPES + 1][CF_TRACE_LINE];
+    int k = 0;
     cf_srcloc at = n->loc;
-    int lines = 0;
-    for (const cf_frame *f = n->frame; f; f = f->parent) {
-        if (lines++ > 64) { cf_adderr("\n  ..."); return; }
-        if (at.col > 0) cf_adderr("\n  in %s at %s:%d:%d", f->name, at.file, at.line, at.col);
-        else cf_adderr("\n  in %s at %s:%d", f->name, at.file, at.line);
+    for (const cf_frame *f = n->frame; f && k < CF_MAX_SCOPES; f = f->parent) {
+        if (at.col > 0) snprintf(lines[k++], CF_TRACE_LINE, "  in %s at %s:%d:%d", f->name, at.file, at.line, at.col);
+        else snprintf(lines[k++], CF_TRACE_LINE, "  in %s at %s:%d", f->name, at.file, at.line);
         at = f->call;
+        if (!at.file) break;   /* the outermost frame was not called from anywhere (a model file's top) */
     }
-    if (!at.file) return;   /* the outermost frame was not called from anywhere (a model file's top) */
-    if (at.col > 0) cf_adderr("\n  at %s:%d:%d", at.file, at.line, at.col);
-    else cf_adderr("\n  at %s:%d", at.file, at.line);
+    if (at.file) {
+        if (at.col > 0) snprintf(lines[k++], CF_TRACE_LINE, "  at %s:%d:%d", at.file, at.line, at.col);
+        else snprintf(lines[k++], CF_TRACE_LINE, "  at %s:%d", at.file, at.line);
+    }
+    cf_adderr_lines(lines, k);
 }
 
 char *cf_shape_str(cf_shape s, char *buf, size_t size)
@@ -425,6 +445,13 @@ int cf_node_infer(cf_node *n)
             return -1;
         }
     n->batched = n->shape.rank > 0 && n->shape.d[0] == CF_BATCH;
+    if (!cf_shape_count_checked(n->shape)) {
+        char s[96];
+        cf_seterr("error: %s would make a value too large: %s (more than 2^36 elements%s)", op->what,
+                  cf_shape_str(n->shape, s, sizeof s), n->batched ? " per sample" : "");
+        cf_adderr_trace(n);
+        return -1;
+    }
     return 0;
 }
 

@@ -26,6 +26,13 @@ typedef struct cf_frame {
 
 #define CF_MAX_INPUTS 64    /* concat of more is refused */
 
+/* The most elements one value may hold per sample (parameters: in all); 2^36 floats are
+ * 256 GiB, far beyond any machine cflux runs on, and far from overflowing size_t. */
+#define CF_MAX_ELEMENTS (1ull << 36)
+
+/* Elements of s with the batch dimension taken as 1, or 0 if past CF_MAX_ELEMENTS. */
+size_t cf_shape_count_checked(cf_shape s);
+
 struct cf_node {
     int id;                  /* position in the model */
     cf_opcode op;

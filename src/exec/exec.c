@@ -147,6 +147,21 @@ cf_exec *cf_bind(cf_model *m, int batch, unsigned flags)
         }
     }
 
+    /* sizes: a big batch times a big value must stay addressable */
+    for (int i = 0; i < nn; i++) {
+        const cf_node *n = m->nodes[i];
+        if (!live[i] || n->op == CF_OP_PARAM || n->op == CF_OP_CONST) continue;
+        double elems = (double)cf_shape_count_checked(n->shape) * (n->batched ? batch : 1);
+        if (elems > (double)CF_MAX_ELEMENTS) {
+            char sh[96];
+            cf_seterr("error: at batch %d, the value of %s %s would hold %.3g elements: too large", batch,
+                      cf_ops[n->op]->what, cf_shape_str(n->shape, sh, sizeof sh), elems);
+            cf_adderr_trace(n);
+            free(block);
+            return NULL;
+        }
+    }
+
     /* the timeline */
     for (int i = 0; i < nn; i++) {
         tf[i] = tb[i] = -1;

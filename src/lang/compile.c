@@ -115,6 +115,7 @@ typedef struct cc {
     cf_node *unresolved[MAX_ARGS];
     int nunresolved;
     int shape_failed;   /* the last node made did not fit */
+    int eval_depth;
 } cc;
 
 /* ---- built-ins ---- */
@@ -164,13 +165,16 @@ static int cerr(cc *c, const char *file, int line, int col, const char *fmt, ...
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
     if (c->nframes == 0) return cf_seterr("%s:%d:%d: error: %s", file, line, col, msg);
-    cf_seterr("error: %s", msg);
+    static _Thread_local char lines[sizeof c->frames / sizeof c->frames[0]][CF_TRACE_LINE];
+    int k = 0;
     for (int i = c->nframes - 1; i >= 0 && file; i--) {
-        cf_adderr("\n  in %s at %s:%d:%d", c->frames[i].name, file, line, col);
+        snprintf(lines[k++], CF_TRACE_LINE, "  in %s at %s:%d:%d", c->frames[i].name, file, line, col);
         file = c->frames[i].file;
         line = c->frames[i].line;
         col = c->frames[i].col;
     }
+    cf_seterr("error: %s", msg);
+    cf_adderr_lines(lines, k);
     return -1;
 }
 
@@ -353,7 +357,13 @@ static int count_nodes(cc *c, const env *en, const ast *e)
 /* Check a freshly made node: NULL from the builder, or a shape that does not fit. */
 static int made(cc *c, const env *en, const ast *e, cf_node *n)
 {
-    if (!n) return -1;   /* the builder set the message */
+    if (!n) {   /* the builder's message, "error: MSG\n  at FILE:L:C", with our trace */
+        char msg[1024];
+        const char *m = cf_last_error();
+        if (strncmp(m, "error: ", 7) == 0) m += 7;
+        snprintf(msg, sizeof msg, "%.*s", (int)strcspn(m, "\n"), m);
+        return ERR(c, en, e, "%s", msg);
+    }
     if (cf_node_infer(n)) {
         c->shape_failed = 1;
         return -1;
@@ -422,7 +432,7 @@ static cf_node *as_node(cc *c, env *en, const ast *e, const value *v)
 static int unary_node(cc *c, env *en, const ast *e, cf_opcode op, const value *x, float a, value *out)
 {
     if (x->kind != V_TENSOR)
-        return ERR(c, en, e, "%s needs a value, not %s", cf_ops[op]->name, kind_name(x));
+        return ERR(c, en, e, "%s needs a value, not %s", cf_ops[op]->what, kind_name(x));
     if (is_unresolved(c, x->node)) return unresolved_error(c, en, e, x->node, cf_ops[op]->name);
     cf_node *n = cf_unary_at(c->m, op, x->node, a, en->file, e->line, e->col);
     if (made(c, en, e, n)) return -1;
@@ -436,6 +446,8 @@ static int eval(cc *c, env *en, const ast *e, value *out);
 static int call_model(cc *c, inst *mdl, value *args, int nargs, const char *file, int line, int col, value *out);
 static int instantiate(cc *c, const value *tmpl, value *args, int nargs, const char **kwn, value *kwv, int nkw,
                        const char *file, int line, int col, value *out);
+
+static int not_yet(cc *c, env *en, const ast *e, const char *what);
 
 static int param_node(cc *c, param *p, value *out)
 {
@@ -471,15 +483,18 @@ static int eval_name(cc *c, env *en, const ast *e, value *out)
             *out = (value){.kind = V_INIT, .init = inits[i].init};
             return 0;
         }
+    static const char *coming[] = {"Conv2D", "MaxPool", "AvgPool", "BatchNorm", "Dropout",
+                                   "Recurrent", "GRU", "LSTM", "Embedding"};
+    for (int i = 0; i < (int)(sizeof coming / sizeof coming[0]); i++)
+        if (strcmp(coming[i], e->name) == 0) return not_yet(c, en, e, e->name);
     const char *s = suggest(en, e->name);
     if (s) return ERR(c, en, e, "unknown name '%s' (did you mean '%s'?)", e->name, s);
     return ERR(c, en, e, "unknown name '%s'", e->name);
 }
 
-static int eval_binop(cc *c, env *en, const ast *e, value *out)
+/* a op b, with a and b evaluated. */
+static int binop_values(cc *c, env *en, const ast *e, value a, value b, value *out)
 {
-    value a, b;
-    if (eval(c, en, e->a, &a) || eval(c, en, e->b, &b)) return -1;
     static const char *sym[] = {"+", "-", "*", ".*", "./", ".+", ".-", "/"};
     const char *op = sym[e->op];
     if (a.kind == V_NUM && b.kind == V_NUM) {
@@ -515,6 +530,28 @@ static int eval_binop(cc *c, env *en, const ast *e, value *out)
     if (made(c, en, e, n)) return -1;
     *out = tensor_value(n);
     return 0;
+}
+
+/* A chain a + b - c ... is a left-deep tree as long as the text: walk its spine in a
+ * loop, not by recursion, so that its length cannot overflow the stack. */
+static int eval_binop(cc *c, env *en, const ast *e, value *out)
+{
+    int n = 0;
+    for (const ast *t = e; t->kind == AST_BINOP; t = t->a) n++;
+    const ast **spine = malloc((size_t)n * sizeof *spine);
+    if (!spine) return cf_oom((size_t)n * sizeof *spine);
+    int k = n;
+    for (const ast *t = e; t->kind == AST_BINOP; t = t->a) spine[--k] = t;
+    value acc;
+    int rc = eval(c, en, spine[0]->a, &acc);
+    for (int i = 0; i < n && rc == 0; i++) {
+        value b;
+        rc = eval(c, en, spine[i]->b, &b);
+        if (rc == 0) rc = binop_values(c, en, spine[i], acc, b, &acc);
+    }
+    free(spine);
+    *out = acc;
+    return rc;
 }
 
 static int eval_block(cc *c, env *en, const ast *e, value *out)
@@ -581,9 +618,12 @@ static int eval_args(cc *c, env *en, const ast *e, value *args, int *nargs, cons
 }
 
 /* Dimensions d... from positional numbers. */
-static int dims_of(cc *c, env *en, const ast *e, value *args, int nargs, int from, cf_shape *s, const char *what)
+static int dims_of(cc *c, env *en, const ast *e, value *args, int nargs, int from, cf_shape *s, const char *what,
+                   int max)
 {
-    if (nargs - from > CF_MAX_DIMS) return ERR(c, en, e, "%s takes at most %d dimensions", what, CF_MAX_DIMS);
+    if (nargs - from > max)
+        return ERR(c, en, e, "%s takes at most %d dimensions%s", what, max,
+                   max < CF_MAX_DIMS ? " (the batch is the other one)" : "");
     s->rank = nargs - from;
     for (int i = from; i < nargs; i++) {
         char w[64];
@@ -615,7 +655,8 @@ static int call_builtin(cc *c, env *en, const ast *e, int fi, value *args, int n
         param *p = cf_arena_alloc(&c->arena, sizeof *p);
         if (!p) return cf_oom(sizeof *p);
         if (nargs == 0) return ERR(c, en, e, "param needs its dimensions: param(in, out)");
-        if (dims_of(c, en, e, args, nargs, 0, &p->shape, "param")) return -1;
+        if (dims_of(c, en, e, args, nargs, 0, &p->shape, "param", CF_MAX_DIMS)) return -1;
+        if (!cf_shape_count_checked(p->shape)) return ERR(c, en, e, "param is too large: more than 2^36 elements");
         p->init = (cf_init){CF_INIT_GLOROT, 0};
         for (int k = 0; k < nkw; k++) {
             if (strcmp(kwn[k], "init") != 0) {
@@ -647,9 +688,9 @@ static int call_builtin(cc *c, env *en, const ast *e, int fi, value *args, int n
         if (no_keywords(c, en, e, "Input", nkw, kwn)) return -1;
         if (nargs == 0) return ERR(c, en, e, "Input needs the shape of one sample: Input(784)");
         inst *i = inst_new(c, I_INPUT, "Input");
-        if (!i || dims_of(c, en, e, args, nargs, 0, &i->shape, "Input")) return -1;
-        if (i->shape.rank == CF_MAX_DIMS)
-            return ERR(c, en, e, "Input takes at most %d dimensions (the batch is the other one)", CF_MAX_DIMS - 1);
+        if (!i || dims_of(c, en, e, args, nargs, 0, &i->shape, "Input", CF_MAX_DIMS - 1)) return -1;
+        if (!cf_shape_count_checked(i->shape))
+            return ERR(c, en, e, "Input is too large: more than 2^36 elements per sample");
         *out = model_value(i);
         return 0;
     }
@@ -668,8 +709,9 @@ static int call_builtin(cc *c, env *en, const ast *e, int fi, value *args, int n
             const ast *a = e->items[k];
             int ok = v->kind == V_MODEL || v->kind == V_PARTIAL || (v->kind == V_BUILTIN && builtins[v->fn].unary);
             if (!ok)
-                return ERR(c, en, a, "a Chain element must be a model or a function like relu, not %s%s", kind_name(v),
-                           v->kind == V_TEMPLATE ? " (give its arguments: Affine(10))" : "");
+                return ERR(c, en, a, "a Chain element must be a model or a function like relu, not %s%s%s%s",
+                           kind_name(v), v->kind == V_TEMPLATE ? " (give its arguments: " : "",
+                           v->kind == V_TEMPLATE ? v->net->name : "", v->kind == V_TEMPLATE ? "(...))" : "");
             if (v->kind == V_MODEL && v->model->kind == I_INPUT && k > 0)
                 return ERR(c, en, a, "Input must come first in a Chain");
             i->items[k] = *v;
@@ -722,6 +764,8 @@ static int call_builtin(cc *c, env *en, const ast *e, int fi, value *args, int n
         s.rank = nargs - 1;
         for (int k = 1; k < nargs; k++) {
             if (args[k].kind == V_NUM && args[k].num == -1) {
+                for (int j = 1; j < k; j++)
+                    if (s.d[j - 1] == -1) return ERR(c, en, e->items[k], "reshape can infer only one dimension (-1)");
                 s.d[k - 1] = -1;
                 continue;
             }
@@ -751,8 +795,9 @@ static int eval_call(cc *c, env *en, const ast *e, value *out)
 {
     value callee;
     if (eval(c, en, e->a, &callee)) return -1;
-    value args[MAX_ARGS], kwv[MAX_ARGS];
-    const char *kwn[MAX_ARGS];
+    value *args = cf_arena_alloc(&c->arena, 2 * MAX_ARGS * sizeof *args), *kwv = args + MAX_ARGS;
+    const char **kwn = cf_arena_alloc(&c->arena, MAX_ARGS * sizeof *kwn);
+    if (!args || !kwn) return cf_oom(2 * MAX_ARGS * sizeof *args);
     int nargs, nkw;
     int chain = callee.kind == V_BUILTIN && builtins[callee.fn].id == B_CHAIN;
     if (eval_args(c, en, e, args, &nargs, kwn, kwv, &nkw, chain)) return -1;
@@ -773,7 +818,21 @@ static int eval_call(cc *c, env *en, const ast *e, value *out)
     }
 }
 
+#define MAX_EVAL_DEPTH 1000
+
+static int eval_at(cc *c, env *en, const ast *e, value *out);
+
 static int eval(cc *c, env *en, const ast *e, value *out)
+{
+    if (c->eval_depth >= MAX_EVAL_DEPTH)
+        return ERR(c, en, e, "expressions nested deeper than %d", MAX_EVAL_DEPTH);
+    c->eval_depth++;
+    int rc = eval_at(c, en, e, out);
+    c->eval_depth--;
+    return rc;
+}
+
+static int eval_at(cc *c, env *en, const ast *e, value *out)
 {
     *out = (value){.kind = V_NONE};
     switch (e->kind) {
@@ -850,6 +909,21 @@ static int instantiate(cc *c, const value *tmpl, value *args, int nargs, const c
             return cerr(c, file, line, col, "%s has no parameter '%s'", net->name, kwn[k]);
         }
     }
+    /* every parameter given once, or with a default: checked at the call, outside */
+    for (int p = 0; p < np; p++) {
+        const ast *par = net->items[p];
+        int k = -1;
+        for (int q = 0; q < nkw; q++)
+            if (strcmp(kwn[q], par->name) == 0) k = q;
+        if (p < nargs && k >= 0)
+            return cerr(c, file, line, col, "%s: the argument '%s' is given twice", net->name, par->name);
+        if (p >= nargs && k < 0 && par->kind != AST_KWARG) {
+            int short_form = np >= 2 && strcmp(net->items[0]->name, "in") == 0 && nargs + nkw == np - 1;
+            return cerr(c, file, line, col, "%s is missing the argument '%s'%s", net->name, par->name,
+                        short_form ? " (leaving out 'in' works only inside a Chain, which knows the input size)"
+                                   : "");
+        }
+    }
     if (enter(c, net->name, file, line, col)) return -1;
     c->depth++;
     int rc = -1;
@@ -863,18 +937,9 @@ static int instantiate(cc *c, const value *tmpl, value *args, int nargs, const c
         int k = -1;
         for (int q = 0; q < nkw; q++)
             if (strcmp(kwn[q], par->name) == 0) k = q;
-        if (p < nargs && k >= 0) {
-            cerr(c, file, line, col, "%s: the argument '%s' is given twice", net->name, par->name);
-            goto done;
-        }
         if (p < nargs) v = args[p];
         else if (k >= 0) v = kwv[k];
-        else if (par->kind == AST_KWARG) {
-            if (eval(c, body, par->a, &v)) goto done;
-        } else {
-            cerr(c, file, line, col, "%s is missing the argument '%s'", net->name, par->name);
-            goto done;
-        }
+        else if (eval(c, body, par->a, &v)) goto done;   /* the default */
         if (v.kind == V_MODEL) place(v.model, self, par->name);
         if (bind(c, body, par->name, v, par)) goto done;
     }
@@ -1018,9 +1083,8 @@ static int call_model(cc *c, inst *mdl, value *args, int nargs, const char *file
         size_t want = cf_shape_count(mdl->shape), have = cf_shape_count_b(x->shape, 1);
         if (!x->batched || want != have) {
             char s1[96], s2[96];
-            cf_shape ws = {mdl->shape.rank + 1, {CF_BATCH}};
-            for (int k = 0; k < mdl->shape.rank; k++) ws.d[k + 1] = mdl->shape.d[k];
-            cerr(c, file, line, col, "Input%s does not fit the value flowing in: %s", cf_shape_str(ws, s1, sizeof s1) + 0,
+            cf_shape_str(mdl->shape, s1, sizeof s1);
+            cerr(c, file, line, col, "Input%s does not fit the value flowing in: %s", s1,
                  cf_shape_str(x->shape, s2, sizeof s2));
             break;
         }
@@ -1074,7 +1138,7 @@ static int eval_top(cc *c, env *en, const ast *root)
         c->frames[c->nframes++] = (frame){s->name, NULL, 0, 0};
         int rc = eval(c, en, s->a, &v);
         c->nframes--;
-        if (rc || bind(c, en, s->name, v, s->a)) return -1;
+        if (rc || bind(c, en, s->name, v, s)) return -1;
     }
     return 0;
 }
@@ -1098,10 +1162,16 @@ static int build_model(cc *c, env *top, const char *file)
     int j = local_index(top, "model");
     if (j < 0) {
         c->nframes = 0;
+        const char *best = NULL;
+        int bestd = 99;
+        for (int k = 0; k < top->n; k++) consider("model", top->names[k], &best, &bestd);
+        if (best && bestd <= 2)
+            return cerr(c, file, top->where[local_index(top, best)]->line, top->where[local_index(top, best)]->col,
+                        "the file does not bind 'model' (did you mean 'model' instead of '%s'?)", best);
         return cerr(c, file, 1, 1, "the file does not bind 'model' (the model to build: model = ...)");
     }
     value root = top->vals[j];
-    const ast *where = top->where[j];
+    const ast *where = top->where[j]->a;   /* the model's expression */
     c->frames[c->nframes++] = (frame){"model", NULL, 0, 0};
     cf_scope_begin_at(c->m, "model", NULL, NULL, 0, 0);
     if (root.kind == V_TEMPLATE) {

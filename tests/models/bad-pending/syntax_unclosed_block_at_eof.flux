@@ -1,0 +1,3 @@
+model = Chain(Input(3), x -> {
+  y = relu(x)
+  y

@@ -1,0 +1,3 @@
+net Foo(n) {
+  W = param(n, n)
+  x -> x * W

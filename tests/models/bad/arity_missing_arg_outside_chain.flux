@@ -1,0 +1,1 @@
+model = Affine(3)

@@ -1,0 +1,1 @@
+model = Affine(2.5, 3)

@@ -1,0 +1,1 @@
+model = Chain(Input(-1), relu)

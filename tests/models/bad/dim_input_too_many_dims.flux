@@ -1,0 +1,1 @@
+model = Chain(Input(2, 2, 2, 2, 2, 2, 2), relu)

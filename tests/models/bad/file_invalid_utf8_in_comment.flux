@@ -1,0 +1,2 @@
+# café (latin-1)
+model = Chain(Input(3), relu)

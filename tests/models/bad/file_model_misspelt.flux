@@ -1,0 +1,1 @@
+modle = Chain(Input(4), relu)

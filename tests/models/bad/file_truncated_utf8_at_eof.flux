@@ -1,0 +1,2 @@
+model = Chain(Input(3), relu)
+xÎ

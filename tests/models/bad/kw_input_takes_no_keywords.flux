@@ -1,0 +1,1 @@
+model = Chain(Input(3, batch = 4), relu)

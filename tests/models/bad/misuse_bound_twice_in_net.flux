@@ -1,0 +1,6 @@
+net Foo(n) {
+  W = param(n, n)
+  W = param(n, n)
+  x -> x * W
+}
+model = Chain(Input(3), Foo(3))

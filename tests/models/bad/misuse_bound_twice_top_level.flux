@@ -1,0 +1,3 @@
+a = Chain(Input(3), relu)
+model = a
+model = Chain(Input(3), a)

@@ -1,0 +1,4 @@
+net Foo(n) {
+  x -> n(x)
+}
+model = Chain(Input(3), Foo(3))

@@ -1,0 +1,1 @@
+model = Chain(Input(12), x -> hcat(x, 3))

@@ -1,0 +1,1 @@
+model = Chain(Affine(3, 3), Input(3))

@@ -1,0 +1,1 @@
+model = x -> relu(x)

@@ -1,0 +1,2 @@
+W = param(3, 3)
+model = Chain(Input(3), x -> x * W)

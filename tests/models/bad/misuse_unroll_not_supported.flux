@@ -1,0 +1,1 @@
+model = unroll(Chain(Input(3), Affine(3)), 5)

@@ -1,0 +1,1 @@
+model = chain(Input(4), relu)

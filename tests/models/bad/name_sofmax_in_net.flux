@@ -1,0 +1,5 @@
+net Head(n) {
+  A = Affine(n, n)
+  x -> sofmax(A(x))
+}
+model = Chain(Input(4), Head(4))

@@ -1,0 +1,1 @@
+model = Chain(Input(100), Affine(784, 128), relu)

@@ -1,0 +1,1 @@
+model = Chain(Input(65536, 65536, 65536, 65536), relu)

@@ -1,0 +1,1 @@
+model = Chain(Input(3), Chain(Input(4), relu))

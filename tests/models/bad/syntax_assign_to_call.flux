@@ -1,0 +1,8 @@
+net Foo(n) {
+  W = param(n, n)
+  x -> {
+    f(x) = x * W
+    x
+  }
+}
+model = Chain(Input(3), Foo(3))

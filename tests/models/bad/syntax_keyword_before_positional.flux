@@ -1,0 +1,1 @@
+model = Chain(Input(4), Affine(out = 3, 4))

@@ -1,0 +1,4 @@
+net Foo(3) {
+  x -> x
+}
+model = Foo(3)

@@ -1,0 +1,4 @@
+net (n) {
+  x -> x
+}
+model = Chain(Input(3), relu)

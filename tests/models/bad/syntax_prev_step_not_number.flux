@@ -1,0 +1,5 @@
+net R(n) {
+  y = state(n)
+  x -> y{-x}
+}
+model = Chain(Input(3), R(3))

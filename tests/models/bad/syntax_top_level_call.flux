@@ -1,0 +1,2 @@
+relu(3)
+model = Chain(Input(3), relu)

@@ -557,7 +557,50 @@ TEST(net_errors)
               "t.flux:2:3: error: a net body must end with its forward function (x -> ...)");
     CHECK_HAS(err("net A(x) {\n  x -> x\n  W = 1\n}"),
               "t.flux:3:3: error: the forward function must come last in a net body");
-    CHECK_HAS(err("net A(x) { x -> x"), "t.flux:1:18: error: expected end of line or '}' but found end of file");
+    CHECK_HAS(err("net A(x) { x -> x"),
+              "t.flux:1:18: error: expected '}' to close the net body opened at 1:10 but found end of file");
+}
+
+TEST(unclosed_braces)
+{
+    /* a net body's '}' missing before the next statement: said at that statement */
+    CHECK_HAS(err("net Foo(n) {\n  W = param(n, n)\n  x -> x * W\n\nmodel = Chain(Input(3), Foo(3))\n"),
+              "t.flux:5:1: error: expected '}' to close the net body opened at 1:12 but found 'model'");
+    /* ... also before another net, and with a lexical error further on */
+    CHECK_HAS(err("net A(x) {\n  x -> x\nnet B(y) {\n  y -> y\n}\nmodel = B(1)"),
+              "t.flux:3:1: error: expected '}' to close the net body opened at 1:10 but found 'net'");
+    CHECK_HAS(err("net A(x) {\n  x -> x\nmodel = A(1) @"),
+              "t.flux:3:1: error: expected '}' to close the net body opened at 1:10 but found 'model'");
+    /* an inner block never closed: its '}' went to the net body, which the message says */
+    CHECK_HAS(err("net Foo(n) {\n  W = param(n, n)\n  x -> {\n    y = x * W\n    relu(y)\n}\n"
+                  "model = Chain(Input(3), Foo(3))"),
+              "t.flux:7:1: error: expected '}' to close the net body opened at 1:12 but found 'model' "
+              "(the '}' at 6:1 closes the block opened at 3:8)");
+    CHECK_HAS(err("net A(x) {\n  x -> {\n    relu(x)\n}\n"),
+              "t.flux:5:1: error: expected '}' to close the net body opened at 1:10 but found end of file "
+              "(the '}' at 4:1 closes the block opened at 2:8)");
+    /* ... but not when that '}' lines up with its own block */
+    CHECK(!strstr(err("net A(x) {\n  x -> {\n    relu(x)\n  }\n"), "closes the block"));
+    /* at the end of the file */
+    CHECK_HAS(err("net Foo(n) {\n  W = param(n, n)\n  x -> x * W\n"),
+              "t.flux:4:1: error: expected '}' to close the net body opened at 1:12 but found end of file");
+    CHECK_HAS(err("model = Chain(Input(3), x -> {\n  y = relu(x)\n  y\n"),
+              "t.flux:4:1: error: expected '}' to close the block opened at 1:30 but found end of file");
+    CHECK_HAS(err("f = x -> {\n  y = relu(x)"),
+              "t.flux:2:14: error: expected '}' to close the block opened at 1:10 but found end of file");
+    CHECK_HAS(err("f = x -> {\n  g = y -> {\n    y\n  }\n  g(x)\n\nnet A(x) { x -> x }\nmodel = A(1)"),
+              "t.flux:7:1: error: expected '}' to close the block opened at 1:10 but found 'net'");
+    /* a net inside a block that is closed: nets are top-level only */
+    CHECK_HAS(err("net A(x) {\n  net B(y) { y -> y }\n  x -> x\n}"),
+              "t.flux:2:3: error: a net can only be defined at top level");
+    /* a statement after the forward function of a net that is closed */
+    CHECK_HAS(err("net A(x) {\n  x -> x\n  W = 1 @\n}"),
+              "t.flux:3:3: error: the forward function must come last in a net body");
+    CHECK_HAS(err("net A(x) { x -> x; W = 1 }"),
+              "t.flux:1:20: error: the forward function must come last in a net body");
+    /* ... and the lexer's own errors still come first */
+    CHECK_HAS(err("net A(x) {\n  x -> x\n  W = 1x\n"), "t.flux:3:7: error: malformed number '1x'");
+    CHECK_HAS(err("f = x -> {\n  y \xff"), "t.flux:2:5: error: invalid UTF-8 byte 0xff");
 }
 
 TEST(block_and_lambda_errors)
@@ -594,7 +637,13 @@ TEST(lexical_errors)
     CHECK_HAS(err("a = $x"), "t.flux:1:5: error: unexpected character '$'");
     CHECK_HAS(err("a = .5"), "t.flux:1:5: error: unexpected character '.'");
     CHECK_HAS(err("a = x. y"), "t.flux:1:6: error: unexpected character '.'");
-    CHECK_HAS(err("a = 1.5.3"), "t.flux:1:8: error: unexpected character '.'");
+    CHECK_HAS(err("a = 1.5.3"), "t.flux:1:5: error: malformed number '1.5.3'");
+    CHECK_HAS(err("model = Chain(Input(4), Affine(3.4.5))"), "t.flux:1:32: error: malformed number '3.4.5'");
+    CHECK_HAS(err("a = 1.2.3.4 + 1"), "t.flux:1:5: error: malformed number '1.2.3.4'");
+    CHECK_HAS(err("a = 1e5.5"), "t.flux:1:5: error: malformed number '1e5.5'");
+    CHECK_HAS(err("a = 3.4.5x"), "t.flux:1:5: error: malformed number '3.4.5x'");
+    CHECK_HAS(err("a = 3.4. b"), "t.flux:1:8: error: unexpected character '.'");
+    CHECK(!strcmp(err("a = 3.4.*x + 1e2./y"), "parsed"));  /* '.' then an operator is fine */
     CHECK_HAS(err("a = 1e400"), "t.flux:1:5: error: number '1e400' is too large");
     CHECK_HAS(err("\n\n  a = -1e999 + 1"), "t.flux:3:8: error: number '1e999' is too large");
     CHECK_HAS(err("a = 2x"), "t.flux:1:5: error: malformed number '2x'");
@@ -708,6 +757,7 @@ int main(void)
     RUN(syntax_errors);
     RUN(top_level_errors);
     RUN(net_errors);
+    RUN(unclosed_braces);
     RUN(block_and_lambda_errors);
     RUN(prev_errors);
     RUN(lexical_errors);

@@ -2,8 +2,10 @@
  *
  * Names: ASCII letters, digits, '_' and any non-ASCII code point, not starting with
  * a digit. Numbers: 3, 0.5, 1e-3, 2.5E+4 (".5" is not a number: '.' starts the
- * operators .* ./ .+ .-). Comments run from '#' to the end of the line. The text
- * must be valid UTF-8 and contain no NUL byte, comments included. */
+ * operators .* ./ .+ .-). A number running on into letters or into another '.' and
+ * digit (2x, 1e, 3.4.5) is one malformed number, reported at its start. Comments run
+ * from '#' to the end of the line. The text must be valid UTF-8 and contain no NUL
+ * byte, comments included. */
 #include <locale.h>
 #include <math.h>
 #include <stdarg.h>
@@ -144,9 +146,12 @@ static token lex_number(lexer *lx, token t)
             while (p < n && is_digit(s[p])) p++;
         }
     }
-    if (p < n && is_alpha(s[p])) {      /* 2x, 1e, 3_000 */
+    /* 2x, 1e, 3_000, and 3.4.5 (a '.' then a digit is never an operator) */
+    if (p < n && (is_alpha(s[p]) || (s[p] == '.' && p + 1 < n && is_digit(s[p + 1])))) {
         size_t q = p;
-        while (q < n && (is_alpha(s[q]) || is_digit(s[q]))) q++;
+        while (q < n && (is_alpha(s[q]) || is_digit(s[q]) ||
+                         (s[q] == '.' && q + 1 < n && is_digit(s[q + 1]))))
+            q++;
         show(shown, s + lx->pos, q - lx->pos, SHOW_MAX);
         return lex_fail(lx, t.line, t.col, "malformed number '%s'", shown);
     }

@@ -4,11 +4,12 @@
  * open brackets so that a newline inside ( ) is skipped while one inside { } (or at
  * top level) becomes a T_NEWLINE statement separator. Columns count code points.
  *
- * A lexical error (bad UTF-8, a NUL byte, an unexpected character, a number too
- * large for a double) does not stop anything by itself: the lexer returns a
- * T_ERROR token, and keeps returning it, with the message in lx->err. The parser
- * reports it when it reaches that token, so the error that comes first in the text
- * is the one reported. */
+ * A lexical error (bad UTF-8, a NUL byte, an unexpected character, a malformed
+ * number like 2x or 3.4.5, a number too large for a double) does not stop anything
+ * by itself: the lexer returns a T_ERROR token, and keeps returning it, with the
+ * message in lx->err. The parser reports it when it reaches that token, so the
+ * error that comes first in the text is the one reported. The lexer is a plain
+ * struct: a copy lexes ahead without moving the original. */
 #ifndef CF_LANG_LEXER_H
 #define CF_LANG_LEXER_H
 

@@ -13,6 +13,11 @@
  *   args     := [ arg { ',' arg } [','] ]          arg := NAME '=' expr | expr
  *   primary  := NUMBER | NAME | '(' expr { ',' expr } ')'
  *
+ * A block that is never closed is reported as "expected '}' to close the block
+ * opened at L:C": at the end of the file, at `net` (nets are top-level only), or,
+ * in a net body, at whatever follows the forward function when no '}' closes the
+ * body further on (looked for by lexing ahead on a copy of the lexer).
+ *
  * Everything the input can nest (parentheses, calls, blocks, forward functions,
  * minus signs) goes through enter(), which refuses more than CF_PARSE_MAX_DEPTH
  * levels, so the C stack stays bounded (about 400 bytes a level at -O2, under
@@ -103,6 +108,8 @@ typedef struct parser {
     arena *ar;
     int depth;
     int failed;
+    token closed_open;  /* the '{' and '}' of the block closed last (.s NULL: none) */
+    token closed_close;
 } parser;
 
 /* A growing list of nodes, kept in the arena (the old copies are simply dropped). */
@@ -169,6 +176,65 @@ static void *fail_here(parser *p, const char *msg)
 {
     if (p->tok.kind == T_ERROR) return fail_lex(p);
     return fail_at(p, p->tok.line, p->tok.col, "%s", msg);
+}
+
+/* The column where the line holding `at` (a place in the text) starts its text:
+ * 1 + the blanks that indent it. */
+static int indent_col(const parser *p, const char *at)
+{
+    const char *src = p->lx.src, *s = at;
+    int col = 1;
+
+    while (s > src && s[-1] != '\n') s--;
+    if (s == src && p->lx.len >= 3 && !memcmp(src, "\xEF\xBB\xBF", 3)) s += 3;
+    for (; s < at && (*s == ' ' || *s == '\t' || *s == '\r' || *s == '\f' || *s == '\v'); s++)
+        col++;
+    return col;
+}
+
+/* Whether the block the current token is in gets closed: 1 if a '}' closes it
+ * further on, 0 if the file ends first, -1 if a lexical error comes first (who
+ * knows). Lexes ahead on a copy of the lexer, so nothing moves. */
+static int closes_later(parser *p)
+{
+    lexer lx = p->lx;
+    token t = p->tok;
+    int depth = 0, first = 1;
+
+    for (;;) {
+        switch (t.kind) {
+        case T_EOF: return 0;
+        case T_ERROR: return -1;
+        case T_LBRACE: depth++; break;
+        case T_RBRACE:
+            if (depth-- == 0) return 1;
+            break;
+        default: break;
+        }
+        if (first && p->have_next) t = p->next;
+        else t = lex_next(&lx);
+        first = 0;
+    }
+}
+
+/* "expected '}' to close the net body (or block) opened at L:C but found TOKEN" at
+ * the current token. When the '}' closed last inside this block stands alone on a
+ * line, dedented from the line of its '{' to this block's level, it was most
+ * likely meant for this block: the message says which block it closed instead. */
+static void *unclosed(parser *p, const token *open, int netbody)
+{
+    const token *o = &p->closed_open, *c = &p->closed_close;
+    char found[64], note[128] = "";
+
+    if (p->tok.kind == T_ERROR) return fail_lex(p);
+    if (c->s && o->s > open->s && indent_col(p, c->s) == c->col &&
+        c->col < indent_col(p, o->s) && c->col <= indent_col(p, open->s))
+        snprintf(note, sizeof note, " (the '}' at %d:%d closes the block opened at %d:%d)",
+                 c->line, c->col, o->line, o->col);
+    return fail_at(p, p->tok.line, p->tok.col,
+                   "expected '}' to close the %s opened at %d:%d but found %s%s",
+                   netbody ? "net body" : "block", open->line, open->col,
+                   tok_describe(&p->tok, found, sizeof found), note);
 }
 
 /* One more level of nesting at the current token; 0 (and an error) past the limit. */
@@ -508,13 +574,27 @@ static ast *parse_block(parser *p, int netbody)
     static const char *need_fn = "a net body must end with its forward function (x -> ...)";
     ast *blk = node_at(p, AST_BLOCK, &p->tok), *last = NULL;
     nodes items = {0};
+    token open = p->tok;
 
     if (!blk || !enter(p)) return NULL;
     advance(p); /* { */
     for (;;) {
         ast *s;
+        int is_net;
         while (is_sep(&p->tok)) advance(p);
         if (p->tok.kind == T_RBRACE) break;
+        if (p->tok.kind == T_EOF) return unclosed(p, &open, netbody);
+        /* `net Name` (never a statement here), or anything after a net's forward
+         * function: if this block is never closed, its '}' is what is missing. */
+        is_net = p->tok.kind == T_NAME && p->tok.len == 3 && !memcmp(p->tok.s, "net", 3) &&
+                 peek(p)->kind == T_NAME;
+        if (is_net || (netbody && last && last->kind == AST_LAMBDA)) {
+            int closed = closes_later(p);
+            if (closed < 0)     /* a lexical error further on: go by the indentation */
+                closed = p->tok.col > indent_col(p, open.s);
+            if (!closed) return unclosed(p, &open, netbody);
+            if (is_net) return fail_here(p, "a net can only be defined at top level");
+        }
         if (!(s = parse_stmt(p))) return NULL;
         if (netbody) {
             if (last && last->kind == AST_LAMBDA)
@@ -526,6 +606,7 @@ static ast *parse_block(parser *p, int netbody)
         if (!push(p, &items, s)) return NULL;
         last = s;
         if (is_sep(&p->tok)) continue;
+        if (p->tok.kind == T_EOF) return unclosed(p, &open, netbody);
         if (p->tok.kind != T_RBRACE) return expected(p, "end of line or '}'");
     }
     if (netbody && (!last || last->kind != AST_LAMBDA)) return fail_here(p, need_fn);
@@ -537,6 +618,8 @@ static ast *parse_block(parser *p, int netbody)
         if (!val || !push(p, &items, val)) return NULL;
         val->name = last->name;
     }
+    p->closed_open = open;
+    p->closed_close = p->tok;
     advance(p); /* } */
     leave(p);
     set_items(blk, &items);

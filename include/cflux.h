@@ -136,6 +136,7 @@ CF_API int         cf_model_output_count(const cf_model *m);
 CF_API const char *cf_model_input_name(const cf_model *m, int i);
 CF_API cf_shape    cf_model_input_shape(const cf_model *m, int i);
 CF_API cf_shape    cf_model_output_shape(const cf_model *m, int i);
+CF_API const char *cf_model_output_op(const cf_model *m, int i);   /* "softmax", ... */
 
 /* Seal the graph and initialise its parameters from the seed; no node can be added
  * afterwards. cf_bind does this for you. 0 or -1. */
@@ -337,6 +338,183 @@ CF_API int cf_forward(cf_exec *e, int train);
 CF_API int cf_backward(cf_exec *e);
 /* p -= lr * grad, then grad = 0, for every parameter with a gradient. 0 or -1. */
 CF_API int cf_update_sgd(cf_exec *e, float lr);
+
+/* ---- Data ---------------------------------------------------------------------------
+ *
+ * A dataset holds n samples in memory: inputs x (each of a per-sample shape, float)
+ * and targets y (target_size floats each; for classification one class index). */
+
+typedef struct cf_dataset cf_dataset;
+
+/* From arrays, copied: x is n samples of shape xs, y is n * ysize targets. */
+CF_API cf_dataset *cf_dataset_from_arrays(const float *x, cf_shape xs, const float *y, int ysize, size_t n);
+/* IDX files (the MNIST format), plain or gzip'd: images (n, h, w) of bytes, scaled to
+ * [0, 1], and labels (n) of bytes. */
+CF_API cf_dataset *cf_dataset_load_idx(const char *images, const char *labels);
+/* CSV of numbers, one sample per row. label_col: the column of the target (0-based;
+ * negative counts from the end). header: 1 the first row is a header, 0 it is not,
+ * -1 decide (a first row with a field that is not a number is a header). */
+CF_API cf_dataset *cf_dataset_load_csv(const char *path, int label_col, int header);
+/* Inputs alone, for prediction: an IDX file of bytes (images, scaled to [0, 1]) or a
+ * CSV file of numbers (every column a feature; header detected). Targets are 0. */
+CF_API cf_dataset *cf_dataset_load_inputs(const char *path);
+/* A data spec, as the tool takes it:
+ *   fashion-mnist        Debian's dataset-fashion-mnist (/usr/share/datasets/fashion-mnist,
+ *                        or the directory $CFLUX_DATA)
+ *   idx:TRAIN_IMAGES,TRAIN_LABELS[,TEST_IMAGES,TEST_LABELS]
+ *   csv:TRAIN[,TEST]     (label in column csv_label_col, header detected)
+ * *test is set to NULL when the spec has none. 0 or -1. */
+CF_API int cf_data_open(const char *spec, int csv_label_col, cf_dataset **train, cf_dataset **test);
+CF_API void cf_dataset_free(cf_dataset *d);
+
+CF_API size_t       cf_dataset_count(const cf_dataset *d);
+CF_API cf_shape     cf_dataset_sample_shape(const cf_dataset *d);
+CF_API int          cf_dataset_target_size(const cf_dataset *d);
+/* Labels are class indices 0 .. classes-1 (all targets whole numbers >= 0, one per
+ * sample); 0 for anything else (regression targets). */
+CF_API int          cf_dataset_classes(const cf_dataset *d);
+CF_API const float *cf_dataset_x(const cf_dataset *d);   /* n * sample count floats */
+CF_API const float *cf_dataset_y(const cf_dataset *d);   /* n * target_size floats */
+CF_API const char  *cf_dataset_name(const cf_dataset *d);  /* where it came from, for messages */
+/* Split off a validation set: round(fraction * n) samples, chosen by the seed. */
+CF_API int cf_dataset_split(const cf_dataset *d, double fraction, uint64_t seed, cf_dataset **train,
+                            cf_dataset **val);
+
+/* ---- Optimizers --------------------------------------------------------------------
+ *
+ * An optimizer updates a model's parameters from their accumulated gradients, then
+ * zeroes the gradients. Its state (momentum buffers, Adam's moments) is kept per
+ * parameter and named after it, so checkpoints can hold it. The updates are PyTorch's:
+ *   sgd       p -= lr g
+ *   momentum  b = mu b + g;            p -= lr b
+ *   nesterov  b = mu b + g;            p -= lr (g + mu b)
+ *   adam      m = b1 m + (1-b1) g;  v = b2 v + (1-b2) g^2;
+ *             p -= lr (m / (1-b1^t)) / (sqrt(v / (1-b2^t)) + eps)
+ *   adamw     p -= lr wd p, then adam
+ * weight_decay adds wd p to g first (all but adamw, where it is decoupled as above);
+ * clip_norm > 0 first scales all gradients together so that their global L2 norm is
+ * at most clip_norm. Parameters with CF_GRAD_NONE are left alone. */
+
+typedef struct cf_optim cf_optim;
+
+typedef struct cf_optim_opts {
+    const char *name;      /* "sgd", "momentum", "nesterov", "adam", "adamw" */
+    float lr;              /* the base learning rate */
+    float momentum;        /* momentum, nesterov */
+    float beta1, beta2, eps;
+    float weight_decay;
+    float clip_norm;       /* 0: no clipping */
+} cf_optim_opts;
+
+/* Defaults for an optimizer name: lr 0.1 (sgd, momentum, nesterov) or 0.001 (adam,
+ * adamw), momentum 0.9, betas 0.9 and 0.999, eps 1e-8, weight decay 0 (adamw: 0.01),
+ * no clipping. An unknown name gives name NULL. */
+CF_API cf_optim_opts cf_optim_defaults(const char *name);
+
+/* For a model whose parameters exist (after cf_model_init_params or a bind). NULL and
+ * the error for an unknown name or a value out of range. */
+CF_API cf_optim *cf_optim_new(cf_model *m, const cf_optim_opts *opts);
+CF_API void      cf_optim_free(cf_optim *o);
+
+/* One update at learning rate lr (the schedule's value for this step), then the
+ * gradients are zeroed. Returns 0, or -1 when a gradient is not finite (nothing is
+ * changed then). Allocates nothing. */
+CF_API int cf_optim_step(cf_optim *o, float lr);
+
+/* The state, as named tensors ("momentum.1.W", "adam.m.1.W", "adam.v.1.W", ...) and
+ * the step count t, for checkpoints; writing the buffers restores it. */
+CF_API int         cf_optim_state_count(const cf_optim *o);
+CF_API const char *cf_optim_state_name(const cf_optim *o, int i);
+CF_API float      *cf_optim_state_data(cf_optim *o, int i, size_t *count);
+CF_API long        cf_optim_get_steps(const cf_optim *o);
+CF_API void        cf_optim_set_steps(cf_optim *o, long t);
+
+/* The learning rate of a schedule at a step (0-based) of a run of total_steps, with
+ * steps_per_epoch steps an epoch:
+ *   "const"          base
+ *   "step:E:G"       base * G^(floor(epoch / E)), E whole epochs, e.g. "step:5:0.1"
+ *   "cosine"         base * (1 + cos(pi * step / total_steps)) / 2
+ * and any of them followed by "+warmup:N": linear from base/N up to the schedule's
+ * value over the first N steps ("warmup:N" alone means "const+warmup:N").
+ * 0, or -1 with the error for a spec it does not understand. */
+CF_API int cf_schedule_lr(const char *spec, float base, long step, long total_steps, long steps_per_epoch,
+                          float *lr);
+
+/* ---- Training ----------------------------------------------------------------------
+ *
+ * A classifier is a model whose output 0 is a softmax; it trains with cross-entropy
+ * on class-index labels, fused with the softmax (d logits = p - onehot, as MXNet's
+ * SoftmaxOutput). Anything else trains by mean squared error against targets of the
+ * output's shape. */
+
+typedef enum cf_loss { CF_LOSS_XENT = 1, CF_LOSS_MSE = 2 } cf_loss;
+
+/* Add the training loss to a model (executors bound before do not see it): a new input (the last:
+ * "label", class indices of the output's shape less its last dimension, for
+ * CF_LOSS_XENT; "target", of the output's shape, for CF_LOSS_MSE) and the loss, a
+ * number averaged over the batch, which executors bound with CF_TRAIN or CF_LOSS
+ * compute and cf_exec_loss reads. The model's outputs stay as they were. 0, or -1:
+ * CF_LOSS_XENT on a model whose output is not a softmax fails with "classifier models
+ * must end with softmax" and the output's place in the source. */
+CF_API int cf_model_add_loss(cf_model *m, cf_loss kind);
+CF_API int cf_model_has_loss(const cf_model *m);   /* 0, CF_LOSS_XENT or CF_LOSS_MSE */
+
+#define CF_LOSS 4u   /* cf_bind: compute the loss too (without gradients) */
+
+/* The loss of the last forward (NAN if the executor does not compute one). */
+CF_API float cf_exec_loss(const cf_exec *e);
+
+/* What one epoch of cf_fit did; NAN where there was nothing to measure. */
+typedef struct cf_epoch_stats {
+    int epoch, epochs;                    /* 1-based */
+    double train_loss, train_accuracy;    /* averaged over the epoch's batches as trained */
+    double val_loss, val_accuracy;        /* on the validation split */
+    double test_loss, test_accuracy;      /* on the test set */
+    double lr;                            /* at the epoch's last step */
+    double seconds, samples_per_sec;      /* of training (evaluation excluded) */
+} cf_epoch_stats;
+
+typedef struct cf_fit_opts {
+    int epochs;               /* 10 */
+    int batch;                /* 64; the last, smaller batch of an epoch is trained too */
+    cf_optim_opts optim;      /* cf_optim_defaults("sgd") */
+    const char *schedule;     /* "const" (see cf_schedule_lr) */
+    double val_fraction;      /* 0: no validation split */
+    uint64_t seed;            /* shuffling (and, with cf_model_set_seed, everything) */
+    /* Called after each epoch; return non-zero to stop. May be NULL. */
+    int (*on_epoch)(const cf_epoch_stats *s, void *user);
+    /* Called after each batch: step of steps in this epoch, running loss/accuracy. */
+    void (*on_batch)(int epoch, long step, long steps, double loss, double accuracy, double samples_per_sec,
+                     void *user);
+    void *user;
+} cf_fit_opts;
+
+CF_API cf_fit_opts cf_fit_defaults(void);
+
+/* A model in training: the model (with its loss), an optimizer, the executors, the
+ * epoch reached. */
+typedef struct cf_trainer cf_trainer;
+
+/* Prepare to train m on data like `train`: adds the loss if the model has none
+ * (cross-entropy when the data has classes, else mean squared error), checks that the
+ * data fits the model's input and output, binds. NULL and the error otherwise. */
+CF_API cf_trainer *cf_trainer_new(cf_model *m, const cf_dataset *train, const cf_fit_opts *o);
+CF_API void        cf_trainer_free(cf_trainer *t);
+/* Train from the epoch reached up to o->epochs, evaluating on test (may be NULL) after
+ * each epoch. Same seed, data and thread count: bitwise the same parameters. 0 or -1. */
+CF_API int cf_fit(cf_trainer *t, const cf_dataset *train, const cf_dataset *test);
+CF_API int cf_trainer_epoch(const cf_trainer *t);   /* epochs done */
+
+/* A checkpoint: the parameters, the optimizer's state, the epoch reached, the seed and
+ * the model's source text, in one safetensors file written crash-safe. Loading it
+ * into a trainer of the same model resumes training exactly where it stopped. */
+CF_API int cf_trainer_save(cf_trainer *t, const char *path);
+CF_API int cf_trainer_load(cf_trainer *t, const char *path);
+
+/* Mean loss and accuracy (NAN for regression) of a model over a dataset. */
+CF_API int cf_evaluate(cf_model *m, const cf_dataset *d, int batch, double *loss, double *accuracy);
+/* Output 0 for every sample of d, into out (count * output size floats). */
+CF_API int cf_predict(cf_model *m, const cf_dataset *d, int batch, float *out);
 
 #ifdef __cplusplus
 }

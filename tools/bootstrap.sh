@@ -8,9 +8,9 @@
 # exact command to run and fails, changing nothing.
 set -eu
 
-need="cmake gcc make pkg-config libopenblas-dev libcjson-dev"
+need="cmake gcc make pkg-config libopenblas-dev libcjson-dev zlib1g-dev"
 case "${1:-build}" in
-  demo) need="$need" ;;
+  demo) need="$need dataset-fashion-mnist" ;;
   build) ;;
   *) echo "usage: $0 [build|demo]" >&2; exit 2 ;;
 esac

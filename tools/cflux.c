@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cflux.h"
+#include "commands.h"
 
 static const char usage[] =
     "usage: cflux COMMAND [ARGS]\n"
@@ -18,8 +19,35 @@ static const char usage[] =
     "  check MODEL                 compile MODEL (a .flux file); say what it holds\n"
     "  shapes MODEL [--batch N]    list the forward function with every value's shape\n"
     "  graph MODEL [-o FILE]       write the graph in Graphviz DOT (to stdout)\n"
+    "  train MODEL [OPTIONS]       train MODEL; report loss and accuracy per epoch\n"
+    "  eval MODEL --params CKPT [--data SPEC] [--json]\n"
+    "                              loss and accuracy of trained parameters\n"
+    "  predict MODEL --params CKPT INPUT [--json]\n"
+    "                              class and probability for each sample of INPUT\n"
+    "                              (an IDX file of images, or a CSV file of numbers)\n"
     "  help [COMMAND]              show this text\n"
     "  version                     print the version and the engine's settings\n"
+    "\n"
+    "\n"
+    "train options:\n"
+    "  --data SPEC        fashion-mnist (default; Debian's dataset-fashion-mnist or\n"
+    "                     $CFLUX_DATA), idx:TRAIN_IMAGES,TRAIN_LABELS[,TEST_IMAGES,TEST_LABELS],\n"
+    "                     csv:TRAIN[,TEST] (label in --label-col, default 0)\n"
+    "  --epochs N         10          --batch N          64\n"
+    "  --optim NAME       sgd, momentum, nesterov, adam, adamw (default adam)\n"
+    "  --lr X             learning rate (sgd family 0.1, adam family 0.001)\n"
+    "  --momentum X       0.9         --wd X             weight decay\n"
+    "  --clip X           clip the gradients' global norm to X\n"
+    "  --schedule S       const, step:E:G, cosine (default), each optionally +warmup:N\n"
+    "  --val X            hold out a fraction X of the training data for validation\n"
+    "  --seed N           everything random (initialisation, shuffling)\n"
+    "  --threads N        threads for the kernels (default: all CPUs)\n"
+    "  --save PATH        write a checkpoint after every epoch (safetensors)\n"
+    "  --resume PATH      continue from a checkpoint of the same model\n"
+    "  --log CSV          per-epoch figures as CSV\n"
+    "  --plot SVG         loss and accuracy curves as SVG\n"
+    "  --json             end with one JSON object of the results\n"
+    "  --quiet            no per-epoch lines\n"
     "\n"
     "exit status: 0 ok, 1 bad model or data, 2 bad usage\n";
 
@@ -132,5 +160,8 @@ int main(int argc, char **argv)
     if (!strcmp(cmd, "check")) return cmd_check(argc - 2, argv + 2);
     if (!strcmp(cmd, "shapes")) return cmd_shapes(argc - 2, argv + 2);
     if (!strcmp(cmd, "graph")) return cmd_graph(argc - 2, argv + 2);
+    if (!strcmp(cmd, "train")) return cmd_train(argc - 2, argv + 2);
+    if (!strcmp(cmd, "eval")) return cmd_eval(argc - 2, argv + 2);
+    if (!strcmp(cmd, "predict")) return cmd_predict(argc - 2, argv + 2);
     return bad_usage("unknown command '%s'", cmd);
 }

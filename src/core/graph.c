@@ -72,6 +72,8 @@ void cf_model_free(cf_model *m)
     free(m->inputs);
     free(m->outputs);
     free(m->builderr);
+    free(m->source);
+    free(m->source_name);
     free(m->pdata);
     free(m->pgrad);
     free(m->poff);
@@ -123,8 +125,8 @@ static cf_node *node_new(cf_model *m, cf_opcode op, int nin, cf_node *const *in,
 {
     cf_srcloc loc = {file, line, col};
     if (!m) return cf_build_fail(NULL, loc, "no model (NULL) given to %s", cf_ops[op]->name);
-    if (m->sealed)
-        return cf_build_fail(m, loc, "the model is sealed (bound or initialised): no node can be added");
+    if (m->sealed && op == CF_OP_PARAM)
+        return cf_build_fail(m, loc, "the model is sealed (bound or initialised): no parameter can be added");
     for (int i = 0; i < nin; i++) {
         if (!in[i]) {
             if (!m->builderr)
@@ -421,6 +423,11 @@ const char *cf_model_input_name(const cf_model *m, int i)
 cf_shape cf_model_input_shape(const cf_model *m, int i)
 {
     return m && i >= 0 && i < m->ninputs ? m->inputs[i]->shape : (cf_shape){0, {0}};
+}
+
+const char *cf_model_output_op(const cf_model *m, int i)
+{
+    return m && i >= 0 && i < m->noutputs ? cf_ops[m->outputs[i]->op]->name : NULL;
 }
 
 cf_shape cf_model_output_shape(const cf_model *m, int i)

@@ -84,7 +84,12 @@ struct cf_model {
     unsigned char framed[CF_MAX_SCOPES];   /* the scope pushed a frame */
     int depth;
 
+    cf_node *loss;           /* the training loss (cf_model_add_loss), or NULL */
+    cf_node *target;         /* its label or target input */
+    int loss_kind;
+
     char *builderr;          /* the first error while building, kept for cf_bind */
+    char *source, *source_name;   /* the notation text it was compiled from, if any */
     int shaped;              /* shapes inferred and checked */
     int sealed;              /* no more nodes; parameters allocated */
     uint64_t seed;

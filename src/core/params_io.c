@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "core/graph.h"
 #include "core/safetensors.h"
+#include "core/params_io.h"
 
 #define PARAMS_FORMAT "cflux-params"
 #define PARAMS_VERSION 1
@@ -71,12 +72,20 @@ int cf_model_load_params_ex(cf_model *m, const char *path, unsigned flags)
     if (cf_model_init_params(m)) return -1;
     cf_st_file *f = cf_st_read(path);
     if (!f) return -1;
+    int rc = cf_model_params_from(m, f, path, flags);
+    cf_st_free(f);
+    return rc;
+}
+
+int cf_model_params_from(cf_model *m, const cf_st_file *f, const char *path, unsigned flags)
+{
     const char *format = cf_st_meta(f, "format"), *ver = cf_st_meta(f, "format_version");
     if (format && strcmp(format, PARAMS_FORMAT) == 0 && ver && atoi(ver) > PARAMS_VERSION) {
-        cf_seterr("error: %s: written by parameter format %s; this build reads 1 to %d", path, ver, PARAMS_VERSION);
-        cf_st_free(f);
-        return -1;
+        return cf_seterr("error: %s: written by parameter format %s; this build reads 1 to %d", path, ver,
+                         PARAMS_VERSION);
     }
+    /* a training checkpoint also holds the optimizer's state: not parameters */
+    int ckpt = format && strcmp(format, "cflux-checkpoint") == 0;
     /* check everything before changing anything */
     char missing[512] = "", unexpected[512] = "";
     int nmissing = 0, nunexpected = 0;
@@ -92,36 +101,35 @@ int cf_model_load_params_ex(cf_model *m, const char *path, unsigned flags)
             char want[96], have[96];
             cf_shape_str(p->shape, want, sizeof want);
             st_shape_str(t, have, sizeof have);
-            cf_st_free(f);
             return cf_seterr("error: %s: parameter '%s' is %s in the model but %s in the file", path, p->name,
                              want, have);
         }
     }
     for (int i = 0; i < cf_st_count(f); i++) {
         const cf_st_tensor *t = cf_st_get(f, i);
+        if (ckpt && strncmp(t->name, "optim.", 6) == 0) continue;
         if (cf_model_param_index(m, t->name) < 0) {
             nunexpected++;
             list_add(unexpected, sizeof unexpected, t->name);
         }
     }
     if (!(flags & CF_LOAD_PARTIAL) && (nmissing || nunexpected)) {
-        cf_seterr("error: %s: the parameters do not match the model", path);
-        if (nmissing) cf_adderr("\n  missing from the file (%d): %s", nmissing, missing);
-        if (nunexpected) cf_adderr("\n  not in the model (%d): %s", nunexpected, unexpected);
-        cf_st_free(f);
+        cf_seterr("error: %s: the parameters do not match the model:", path);
+        if (nmissing) cf_adderr(" missing from the file (%d): %s%s", nmissing, missing, nunexpected ? ";" : "");
+        if (nunexpected) cf_adderr(" not in the model (%d): %s", nunexpected, unexpected);
         return -1;
     }
+    if (flags & CF_LOAD_CHECK) return 0;
     for (int i = 0; i < m->nparams; i++) {
         const cf_st_tensor *t = cf_st_find(f, m->params[i]->name);
         if (t) memcpy(m->pdata + m->poff[i], t->data, t->count * sizeof(float));
     }
     cf_clearerr();
     if (nmissing || nunexpected) {
-        cf_seterr("note: %s: loaded %d of %d parameters", path, m->nparams - nmissing, m->nparams);
-        if (nmissing) cf_adderr("\n  missing from the file (%d): %s", nmissing, missing);
-        if (nunexpected) cf_adderr("\n  not in the model (%d): %s", nunexpected, unexpected);
+        cf_seterr("note: %s: loaded %d of %d parameters;", path, m->nparams - nmissing, m->nparams);
+        if (nmissing) cf_adderr(" missing from the file (%d): %s%s", nmissing, missing, nunexpected ? ";" : "");
+        if (nunexpected) cf_adderr(" not in the model (%d): %s", nunexpected, unexpected);
     }
-    cf_st_free(f);
     return 0;
 }
 

@@ -79,6 +79,8 @@ cf_exec *cf_bind(cf_model *m, int batch, unsigned flags)
     e->batch = batch;
     e->flags = flags;
     e->nn = nn;
+    e->ninputs = m->ninputs;
+    e->noutputs = m->noutputs;
     const char *trap = getenv("CFLUX_NANTRAP");
     e->nantrap = trap && *trap && strcmp(trap, "0") != 0;
     e->shape = carve(&p, nn * sizeof *e->shape);
@@ -113,6 +115,8 @@ cf_exec *cf_bind(cf_model *m, int batch, unsigned flags)
 
     /* live: what the outputs need */
     for (int i = 0; i < m->noutputs; i++) live[m->outputs[i]->id] = 1;
+    e->loss = -1;
+    if (m->loss && (flags & (CF_TRAIN | CF_LOSS))) live[e->loss = m->loss->id] = 1;
     for (int i = 0; i < m->ninputs; i++) live[m->inputs[i]->id] = 1;   /* always writable */
     for (int i = nn - 1; i >= 0; i--)
         if (live[i])
@@ -133,6 +137,7 @@ cf_exec *cf_bind(cf_model *m, int batch, unsigned flags)
         }
         unsigned char *reach = bstep;     /* reuse as scratch */
         for (int i = 0; i < m->noutputs; i++) reach[m->outputs[i]->id] = 1;
+        if (e->loss >= 0) reach[e->loss] = 1;
         for (int i = nn - 1; i >= 0; i--) {
             if (!reach[i] || !needs[i] || is_leaf(m->nodes[i])) continue;
             for (int j = 0; j < NSRC(i); j++)
@@ -213,6 +218,7 @@ cf_exec *cf_bind(cf_model *m, int batch, unsigned flags)
         if (n->op == CF_OP_INPUT) last = end;
         for (int o = 0; o < m->noutputs; o++)
             if (m->outputs[o]->id == i) last = end;
+        if (i == e->loss) last = end;
         bufs[nbuf++] = (cf_buf){cf_shape_count_b(n->shape, batch), 0, first, last, &e->val[i]};
         if (!hasgrad[i] || n->op == CF_OP_PARAM) continue;
         /* gradient: from the first consumer's backward (or the head) to its own */
@@ -223,6 +229,7 @@ cf_exec *cf_bind(cf_model *m, int batch, unsigned flags)
                     gfirst = tb[c];
         for (int o = 0; o < m->noutputs; o++)
             if (m->outputs[o]->id == i) gfirst = e->nfwd;
+        if (i == e->loss) gfirst = e->nfwd;
         if (n->op == CF_OP_INPUT) gfirst = 0, glast = end;   /* kept until the next backward */
         if (glast < gfirst) glast = gfirst;
         bufs[nbuf++] = (cf_buf){cf_shape_count_b(n->shape, batch), 0, gfirst, glast, &e->grad[i]};
@@ -320,7 +327,11 @@ int cf_backward(cf_exec *e)
     for (int i = 0; i < e->nn; i++) e->gz[i] = 1;
     for (int i = 0; i < m->nparams; i++)
         if (m->params[i]->req == CF_GRAD_ADD) e->gz[m->params[i]->id] = 0;
-    for (int o = 0; o < m->noutputs; o++) {
+    if (e->loss >= 0 && e->grad[e->loss]) {   /* the loss: d loss = 1 */
+        e->grad[e->loss][0] = e->gz[e->loss] ? 1.0f : e->grad[e->loss][0] + 1.0f;
+        e->gz[e->loss] = 0;
+    }
+    for (int o = 0; o < e->noutputs; o++) {
         int i = m->outputs[o]->id;
         size_t n = cf_shape_count_b(e->shape[i], 1);
         const float *h = e->head[o];
@@ -379,8 +390,8 @@ int cf_update_sgd(cf_exec *e, float lr)
 /* ---- buffers ---- */
 
 int cf_exec_batch(const cf_exec *e) { return e ? e->batch : 0; }
-int cf_exec_input_count(const cf_exec *e) { return e ? e->m->ninputs : 0; }
-int cf_exec_output_count(const cf_exec *e) { return e ? e->m->noutputs : 0; }
+int cf_exec_input_count(const cf_exec *e) { return e ? e->ninputs : 0; }
+int cf_exec_output_count(const cf_exec *e) { return e ? e->noutputs : 0; }
 
 static float *buffer(const cf_exec *e, const cf_node *n, float *p, size_t *count)
 {
@@ -390,14 +401,14 @@ static float *buffer(const cf_exec *e, const cf_node *n, float *p, size_t *count
 
 float *cf_exec_input(cf_exec *e, int i, size_t *count)
 {
-    if (!e || i < 0 || i >= e->m->ninputs) return buffer(e, NULL, NULL, count);
+    if (!e || i < 0 || i >= e->ninputs) return buffer(e, NULL, NULL, count);
     const cf_node *n = e->m->inputs[i];
     return buffer(e, n, e->val[n->id], count);
 }
 
 const float *cf_exec_output(cf_exec *e, int i, size_t *count)
 {
-    if (!e || i < 0 || i >= e->m->noutputs) return buffer(e, NULL, NULL, count);
+    if (!e || i < 0 || i >= e->noutputs) return buffer(e, NULL, NULL, count);
     const cf_node *n = e->m->outputs[i];
     return buffer(e, n, e->val[n->id], count);
 }
@@ -410,28 +421,33 @@ float *cf_exec_output_grad(cf_exec *e, int i, size_t *count)
 
 const float *cf_exec_input_grad(cf_exec *e, int i, size_t *count)
 {
-    if (!e || i < 0 || i >= e->m->ninputs) return buffer(e, NULL, NULL, count);
+    if (!e || i < 0 || i >= e->ninputs) return buffer(e, NULL, NULL, count);
     const cf_node *n = e->m->inputs[i];
     return buffer(e, n, e->grad[n->id], count);
 }
 
 cf_shape cf_exec_input_shape(const cf_exec *e, int i)
 {
-    if (!e || i < 0 || i >= e->m->ninputs) return (cf_shape){0, {0}};
+    if (!e || i < 0 || i >= e->ninputs) return (cf_shape){0, {0}};
     return e->shape[e->m->inputs[i]->id];
 }
 
 cf_shape cf_exec_output_shape(const cf_exec *e, int i)
 {
-    if (!e || i < 0 || i >= e->m->noutputs) return (cf_shape){0, {0}};
+    if (!e || i < 0 || i >= e->noutputs) return (cf_shape){0, {0}};
     return e->shape[e->m->outputs[i]->id];
 }
 
 int cf_exec_input_index(const cf_exec *e, const char *name)
 {
-    for (int i = 0; e && name && i < e->m->ninputs; i++)
+    for (int i = 0; e && name && i < e->ninputs; i++)
         if (strcmp(e->m->inputs[i]->name, name) == 0) return i;
     return -1;
+}
+
+float cf_exec_loss(const cf_exec *e)
+{
+    return e && e->loss >= 0 ? e->val[e->loss][0] : NAN;
 }
 
 size_t cf_exec_arena_bytes(const cf_exec *e, size_t *unplanned)

@@ -27,7 +27,8 @@ struct cf_exec {
     unsigned flags;
     int nantrap;
 
-    int nn;              /* nodes in the model */
+    int nn;              /* nodes in the model when it was bound (more may come later) */
+    int ninputs, noutputs;
     cf_shape *shape;     /* concrete shape of each node */
     float **val;         /* value of each node (NULL: not computed) */
     float **grad;        /* gradient of each node (NULL: none) */
@@ -39,6 +40,7 @@ struct cf_exec {
     int *bwd, nbwd;      /* backward order */
 
     float **head;        /* per output: its head gradient */
+    int loss;            /* the loss node, when this executor computes it; else -1 */
 
     /* per-instance arrays, carved from one block */
     const float **xp;

@@ -1241,6 +1241,14 @@ static cf_model *compile(const char *text, size_t len, const char *file, int kee
     for (int i = 0; i < 8; i++) cf_ast_free(libs[i]);
     cf_ast_free(user);
     cf_arena_free(&c.arena);
+    if (rc == 0) {
+        m->source = malloc(len + 1);
+        m->source_name = strdup(file);
+        if (m->source) {
+            memcpy(m->source, text, len);
+            m->source[len] = 0;
+        }
+    }
     if (failed) *failed = rc != 0;
     if (rc && !(keep && c.shape_failed && !m->builderr)) {
         char msg[CF_ERRMAX];

@@ -1,0 +1,14 @@
+/* params_io.h - parameters from an already read safetensors file (for checkpoints). */
+#ifndef CF_CORE_PARAMS_IO_H
+#define CF_CORE_PARAMS_IO_H
+
+#include "cflux.h"
+#include "core/safetensors.h"
+
+#define CF_LOAD_CHECK 0x100u   /* check names and shapes; change nothing */
+
+/* cf_model_load_params_ex on a file already read; path names it in messages. The
+ * model's parameters must exist. 0 or -1. */
+int cf_model_params_from(cf_model *m, const cf_st_file *f, const char *path, unsigned flags);
+
+#endif

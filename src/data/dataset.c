@@ -1,0 +1,187 @@
+/* dataset.c - the dataset: n samples of x and y in memory, made from arrays or taken
+ * over from a reader, its accessors, and the seeded train/validation split. */
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "core/rng.h"
+#include "data/data.h"
+
+/* Targets are class indices when there is one per sample and each is a whole number
+ * >= 0; classes is then the largest + 1. Past 2^24 floats stop holding every whole
+ * number, so larger "labels" are taken for regression targets. */
+static int count_classes(const float *y, int ysize, size_t n)
+{
+    if (ysize != 1) return 0;
+    float max = 0;
+    for (size_t i = 0; i < n; i++) {
+        float v = y[i];
+        if (!(v >= 0 && v <= 16777215.0f) || v != floorf(v)) return 0;
+        if (v > max) max = v;
+    }
+    return (int)max + 1;
+}
+
+static size_t shape_count(cf_shape s)
+{
+    size_t c = 1;
+    for (int i = 0; i < s.rank; i++) c *= (size_t)s.d[i];
+    return c;
+}
+
+cf_dataset *cf_dataset_adopt(float *x, cf_shape shape, float *y, int ysize, size_t n, const char *name)
+{
+    cf_dataset *d = calloc(1, sizeof *d);
+    char *nm = strdup(name ? name : "");
+    if (!d || !nm) {
+        free(d);
+        free(nm);
+        free(x);
+        free(y);
+        cf_oom(sizeof *d + strlen(name ? name : "") + 1);
+        return NULL;
+    }
+    d->n = n;
+    d->shape = shape;
+    d->sample = shape_count(shape);
+    d->ysize = ysize;
+    d->x = x;
+    d->y = y;
+    d->name = nm;
+    d->classes = count_classes(y, ysize, n);
+    return d;
+}
+
+cf_dataset *cf_dataset_from_arrays(const float *x, cf_shape xs, const float *y, int ysize, size_t n)
+{
+    if (!x || !y) {
+        cf_seterr("error: cf_dataset_from_arrays: x or y is NULL");
+        return NULL;
+    }
+    if (n == 0) {
+        cf_seterr("error: cf_dataset_from_arrays: no samples (n is 0)");
+        return NULL;
+    }
+    if (xs.rank < 1 || xs.rank > CF_MAX_DIMS - 1) {
+        cf_seterr("error: cf_dataset_from_arrays: a sample shape has 1 to %d dimensions, not %d",
+                  CF_MAX_DIMS - 1, xs.rank);
+        return NULL;
+    }
+    size_t sample = 1;
+    for (int i = 0; i < xs.rank; i++) {
+        if (xs.d[i] <= 0) {
+            cf_seterr("error: cf_dataset_from_arrays: dimension %d of the sample shape is %d; dimensions are positive",
+                      i, xs.d[i]);
+            return NULL;
+        }
+        sample *= (size_t)xs.d[i];
+        if (sample > CF_DATA_MAX_ELEMS) break;
+    }
+    if (ysize < 1) {
+        cf_seterr("error: cf_dataset_from_arrays: ysize is %d; each sample needs at least one target", ysize);
+        return NULL;
+    }
+    if (sample > CF_DATA_MAX_ELEMS / n || (size_t)ysize > CF_DATA_MAX_ELEMS / n) {
+        cf_seterr("error: cf_dataset_from_arrays: %zu samples are more than the limit of %zu floats", n,
+                  CF_DATA_MAX_ELEMS);
+        return NULL;
+    }
+    size_t nx = n * sample, ny = n * (size_t)ysize;
+    float *cx = malloc(nx * sizeof *cx), *cy = malloc(ny * sizeof *cy);
+    if (!cx || !cy) {
+        free(cx);
+        free(cy);
+        cf_oom((nx + ny) * sizeof(float));
+        return NULL;
+    }
+    memcpy(cx, x, nx * sizeof *cx);
+    memcpy(cy, y, ny * sizeof *cy);
+    return cf_dataset_adopt(cx, xs, cy, ysize, n, "arrays");
+}
+
+void cf_dataset_free(cf_dataset *d)
+{
+    if (!d) return;
+    free(d->x);
+    free(d->y);
+    free(d->name);
+    free(d);
+}
+
+size_t cf_dataset_count(const cf_dataset *d) { return d ? d->n : 0; }
+cf_shape cf_dataset_sample_shape(const cf_dataset *d) { return d ? d->shape : (cf_shape){0, {0}}; }
+int cf_dataset_target_size(const cf_dataset *d) { return d ? d->ysize : 0; }
+int cf_dataset_classes(const cf_dataset *d) { return d ? d->classes : 0; }
+const float *cf_dataset_x(const cf_dataset *d) { return d ? d->x : NULL; }
+const float *cf_dataset_y(const cf_dataset *d) { return d ? d->y : NULL; }
+const char *cf_dataset_name(const cf_dataset *d) { return d ? d->name : ""; }
+
+/* The samples of d where pick[i] == want, in their original order, as a new dataset. */
+static cf_dataset *gather(const cf_dataset *d, const unsigned char *pick, int want, size_t count)
+{
+    size_t nx = count * d->sample, ny = count * (size_t)d->ysize;
+    float *x = malloc(nx * sizeof *x), *y = malloc(ny * sizeof *y);
+    if (!x || !y) {
+        free(x);
+        free(y);
+        cf_oom((nx + ny) * sizeof(float));
+        return NULL;
+    }
+    size_t k = 0;
+    for (size_t i = 0; i < d->n; i++) {
+        if (pick[i] != want) continue;
+        memcpy(x + k * d->sample, d->x + i * d->sample, d->sample * sizeof *x);
+        memcpy(y + k * (size_t)d->ysize, d->y + i * (size_t)d->ysize, (size_t)d->ysize * sizeof *y);
+        k++;
+    }
+    return cf_dataset_adopt(x, d->shape, y, d->ysize, count, d->name);
+}
+
+/* val: round(fraction * n) samples chosen by a partial Fisher-Yates shuffle seeded
+ * with seed; train: the rest. Both keep the original order of their samples. When
+ * the fraction rounds to no samples, *val is NULL and train is a copy. */
+int cf_dataset_split(const cf_dataset *d, double fraction, uint64_t seed, cf_dataset **train, cf_dataset **val)
+{
+    if (train) *train = NULL;
+    if (val) *val = NULL;
+    if (!d || !train || !val) return cf_seterr("error: cf_dataset_split: no dataset or no place for the result");
+    if (!(fraction >= 0 && fraction < 1))
+        return cf_seterr("error: %s: the validation fraction is %g; it must be at least 0 and less than 1",
+                         d->name, fraction);
+    size_t n = d->n, k = (size_t)llround(fraction * (double)n);
+    if (k >= n)
+        return cf_seterr("error: %s: a validation fraction of %g takes all %zu samples and leaves none to train on",
+                         d->name, fraction, n);
+    if (n > UINT32_MAX) return cf_seterr("error: %s: %zu samples are too many to split", d->name, n);
+    unsigned char *pick = calloc(n, 1);
+    uint32_t *perm = k ? malloc(n * sizeof *perm) : NULL;
+    if (!pick || (k && !perm)) {
+        free(pick);
+        free(perm);
+        return cf_oom(n * (1 + sizeof *perm));
+    }
+    if (k) {
+        cf_rng r;
+        cf_rng_seed(&r, seed);
+        for (size_t i = 0; i < n; i++) perm[i] = (uint32_t)i;
+        for (size_t i = 0; i < k; i++) {
+            size_t j = i + cf_rng_below(&r, (uint32_t)(n - i));
+            uint32_t t = perm[i];
+            perm[i] = perm[j];
+            perm[j] = t;
+            pick[perm[i]] = 1;
+        }
+    }
+    free(perm);
+    cf_dataset *tr = gather(d, pick, 0, n - k), *va = k && tr ? gather(d, pick, 1, k) : NULL;
+    free(pick);
+    if (!tr || (k && !va)) {
+        cf_dataset_free(tr);
+        return -1;
+    }
+    *train = tr;
+    *val = va;
+    return 0;
+}

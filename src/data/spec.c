@@ -1,0 +1,168 @@
+/* spec.c - data specs, as the tool takes them: "fashion-mnist", "idx:A,B[,C,D]",
+ * "csv:TRAIN[,TEST]", opened into a training set and perhaps a test set; and inputs
+ * for prediction, IDX or CSV told apart by their first bytes. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "core/error.h"
+#include "data/data.h"
+
+#define FASHION_DIR "/usr/share/datasets/fashion-mnist"
+#define FORMS "fashion-mnist, idx:TRAIN_IMAGES,TRAIN_LABELS[,TEST_IMAGES,TEST_LABELS] or csv:TRAIN[,TEST]"
+
+/* Split s at commas into at most max parts (copied into one block, *block to free). */
+static int split_commas(const char *s, char **parts, int max, char **block)
+{
+    char *b = strdup(s);
+    if (!b) return cf_oom(strlen(s) + 1);
+    int n = 0;
+    for (char *p = b;; n++) {
+        char *c = strchr(p, ',');
+        if (n < max) parts[n] = p;
+        if (!c) {
+            n++;
+            break;
+        }
+        *c = 0;
+        p = c + 1;
+    }
+    *block = b;
+    return n;
+}
+
+/* The test set must fit the model that the training set fits. */
+static int same_form(const cf_dataset *train, const cf_dataset *test)
+{
+    cf_shape a = cf_dataset_sample_shape(train), b = cf_dataset_sample_shape(test);
+    int same = a.rank == b.rank && cf_dataset_target_size(train) == cf_dataset_target_size(test);
+    for (int i = 0; same && i < a.rank; i++) same = a.d[i] == b.d[i];
+    if (same) return 0;
+    char sa[64] = "(", sb[64] = "(";
+    for (int i = 0; i < a.rank; i++) snprintf(sa + strlen(sa), sizeof sa - strlen(sa), "%s%d", i ? ", " : "", a.d[i]);
+    for (int i = 0; i < b.rank; i++) snprintf(sb + strlen(sb), sizeof sb - strlen(sb), "%s%d", i ? ", " : "", b.d[i]);
+    return cf_seterr("error: the test set does not match the training set: %s has samples of shape %s), %s has %s)",
+                     cf_dataset_name(test), sb, cf_dataset_name(train), sa);
+}
+
+/* Open a training set and a test set (either pair of paths may be NULL for the test
+ * set) with load; 0 or -1 with nothing left allocated. */
+static int open_idx(const char *ti, const char *tl, const char *vi, const char *vl, cf_dataset **train,
+                    cf_dataset **test)
+{
+    cf_dataset *tr = cf_dataset_load_idx(ti, tl), *te = NULL;
+    if (!tr) return -1;
+    if (vi) {
+        te = cf_dataset_load_idx(vi, vl);
+        if (!te || same_form(tr, te)) {
+            cf_dataset_free(tr);
+            cf_dataset_free(te);
+            return -1;
+        }
+    }
+    *train = tr;
+    *test = te;
+    return 0;
+}
+
+static int open_fashion(cf_dataset **train, cf_dataset **test)
+{
+    static const char *files[4] = {"train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz",
+                                   "t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz"};
+    const char *env = getenv("CFLUX_DATA");
+    const char *dir = env && *env ? env : FASHION_DIR;
+    char path[4][4096];
+    for (int i = 0; i < 4; i++) {
+        size_t dl = strlen(dir);
+        int slash = dl && dir[dl - 1] == '/';
+        if ((size_t)snprintf(path[i], sizeof path[i], "%s%s%s", dir, slash ? "" : "/", files[i]) >= sizeof path[i])
+            return cf_seterr("error: fashion-mnist: the directory name %.64s... is too long", dir);
+        struct stat st;
+        if (stat(path[i], &st) == 0) continue;
+        if (errno != ENOENT && errno != ENOTDIR)
+            return cf_seterr("error: fashion-mnist: %s: cannot open: %s", path[i], strerror(errno));
+        if (env && *env)
+            return cf_seterr("error: fashion-mnist: %s is missing (the directory comes from CFLUX_DATA=%s; unset it "
+                             "to use %s)", path[i], dir, FASHION_DIR);
+        return cf_seterr("error: fashion-mnist: %s is missing; install it with: apt-get install dataset-fashion-mnist",
+                         path[i]);
+    }
+    return open_idx(path[0], path[1], path[2], path[3], train, test);
+}
+
+static int open_csv(char **p, int n, int label_col, cf_dataset **train, cf_dataset **test)
+{
+    cf_dataset *tr = cf_dataset_load_csv(p[0], label_col, -1), *te = NULL;
+    if (!tr) return -1;
+    if (n == 2) {
+        te = cf_dataset_load_csv(p[1], label_col, -1);
+        if (!te || same_form(tr, te)) {
+            cf_dataset_free(tr);
+            cf_dataset_free(te);
+            return -1;
+        }
+    }
+    *train = tr;
+    *test = te;
+    return 0;
+}
+
+/* Suggest a form for a spec that looks like a bare path. */
+static const char *hint(const char *spec)
+{
+    size_t n = strlen(spec);
+    if (n >= 4 && (strcmp(spec + n - 4, ".csv") == 0 || (n >= 7 && strcmp(spec + n - 7, ".csv.gz") == 0)))
+        return " (a CSV file is written csv:PATH)";
+    if (strstr(spec, "ubyte") || strstr(spec, ".idx")) return " (IDX files are written idx:IMAGES,LABELS)";
+    if (strcmp(spec, "mnist") == 0 || strcmp(spec, "fashion_mnist") == 0 || strcmp(spec, "fashionmnist") == 0)
+        return " (did you mean fashion-mnist?)";
+    return "";
+}
+
+/* An IDX file starts with two zero bytes, which no CSV file of numbers does. */
+cf_dataset *cf_dataset_load_inputs(const char *path)
+{
+    if (!path) {
+        cf_seterr("error: cf_dataset_load_inputs: no path");
+        return NULL;
+    }
+    gzFile f = cf_data_gzopen(path);
+    if (!f) return NULL;
+    unsigned char b[2] = {1, 1};
+    int got = gzread(f, b, 2);
+    gzclose(f);
+    if (got == 2 && b[0] == 0 && b[1] == 0) return cf_data_idx_inputs(path);
+    return cf_data_csv_inputs(path);
+}
+
+int cf_data_open(const char *spec, int csv_label_col, cf_dataset **train, cf_dataset **test)
+{
+    if (train) *train = NULL;
+    if (test) *test = NULL;
+    if (!spec || !train || !test) return cf_seterr("error: cf_data_open: no spec or no place for the datasets");
+    if (strcmp(spec, "fashion-mnist") == 0) return open_fashion(train, test);
+
+    int idx = strncmp(spec, "idx:", 4) == 0, csv = strncmp(spec, "csv:", 4) == 0;
+    if (!idx && !csv) return cf_seterr("error: unknown data spec '%s'%s; use %s", spec, hint(spec), FORMS);
+    char *p[4], *block = NULL;
+    int n = split_commas(spec + 4, p, 4, &block);
+    if (n < 0) return -1;
+    int rc = -1;
+    int ok_count = idx ? (n == 2 || n == 4) : (n == 1 || n == 2);
+    int empty = 0;
+    for (int i = 0; i < n && i < 4; i++) empty |= !*p[i];
+    if (!ok_count || empty) {
+        if (idx)
+            cf_seterr("error: data spec '%s': idx: takes 2 or 4 file names separated by commas: "
+                      "idx:TRAIN_IMAGES,TRAIN_LABELS[,TEST_IMAGES,TEST_LABELS]", spec);
+        else
+            cf_seterr("error: data spec '%s': csv: takes 1 or 2 file names separated by commas: csv:TRAIN[,TEST]", spec);
+    } else if (idx) {
+        rc = open_idx(p[0], p[1], n == 4 ? p[2] : NULL, n == 4 ? p[3] : NULL, train, test);
+    } else {
+        rc = open_csv(p, n, csv_label_col, train, test);
+    }
+    free(block);
+    return rc;
+}

@@ -1,0 +1,264 @@
+/* test_train.c - training end to end on data made here: losses, fit, evaluate,
+ * predict, checkpoints that are repeatable and resume exactly, and clear errors. */
+#include <math.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "cflux.h"
+#include "test.h"
+
+static char dir[64];
+
+static const char *tmp(const char *name)
+{
+    static char path[4][128];
+    static int k;
+    k = (k + 1) % 4;
+    snprintf(path[k], sizeof path[k], "%s/%s", dir, name);
+    return path[k];
+}
+
+/* Three spirals in the plane: n points, labels 0..2. */
+static cf_dataset *spirals(int n, unsigned seed)
+{
+    float *x = malloc((size_t)n * 2 * sizeof *x), *y = malloc((size_t)n * sizeof *y);
+    srand(seed);
+    for (int i = 0; i < n; i++) {
+        int c = i % 3;
+        float r = (float)rand() / RAND_MAX, t = 4.0f * r + 2.0944f * (float)c + 0.1f * ((float)rand() / RAND_MAX - 0.5f);
+        x[2 * i] = r * sinf(t);
+        x[2 * i + 1] = r * cosf(t);
+        y[i] = (float)c;
+    }
+    cf_dataset *d = cf_dataset_from_arrays(x, CF_SHAPE(2), y, 1, (size_t)n);
+    free(x);
+    free(y);
+    return d;
+}
+
+static const char *classifier = "model = Chain(Input(2), Affine(32), tanh, Affine(32), tanh, Affine(3), softmax)\n";
+
+static cf_fit_opts opts(int epochs)
+{
+    cf_fit_opts o = cf_fit_defaults();
+    o.epochs = epochs;
+    o.batch = 32;
+    o.optim = cf_optim_defaults("adam");
+    o.optim.lr = 0.01f;
+    o.seed = 5;
+    return o;
+}
+
+TEST(fit_learns_and_evaluates)
+{
+    cf_dataset *train = spirals(601, 1), *test = spirals(300, 2);   /* 601: a last batch of 25 */
+    cf_model *m = cf_model_parse(classifier, "spirals.flux");
+    cf_fit_opts o = opts(40);
+    cf_trainer *t = cf_trainer_new(m, train, &o);
+    CHECK(t != NULL);
+    if (!t) {
+        fprintf(stderr, "%s\n", cf_last_error());
+        return;
+    }
+    CHECK(cf_model_has_loss(m) == CF_LOSS_XENT);
+    double before_loss, before_acc;
+    CHECK(cf_evaluate(m, test, 50, &before_loss, &before_acc) == 0);
+    CHECK(cf_fit(t, train, test) == 0);
+    CHECK(cf_trainer_epoch(t) == 40);
+    double loss, acc;
+    CHECK(cf_evaluate(m, test, 64, &loss, &acc) == 0);
+    CHECK(acc > 0.9 && loss < before_loss * 0.5);
+    printf("spirals: test accuracy %.3f -> %.3f, loss %.3f -> %.3f\n", before_acc, acc, before_loss, loss);
+    /* predict agrees with evaluate's accuracy */
+    float *p = malloc(300 * 3 * sizeof *p);
+    CHECK(cf_predict(m, test, 7, p) == 0);
+    int hits = 0;
+    for (int i = 0; i < 300; i++) {
+        int best = 0;
+        for (int c = 1; c < 3; c++)
+            if (p[i * 3 + c] > p[i * 3 + best]) best = c;
+        hits += best == (int)cf_dataset_y(test)[i];
+    }
+    CHECK_NEAR(hits / 300.0, acc, 1e-9);
+    free(p);
+    cf_trainer_free(t);
+    cf_model_free(m);
+    cf_dataset_free(train);
+    cf_dataset_free(test);
+}
+
+TEST(regression_uses_mean_squared_error)
+{
+    /* y = 2 x0 - x1 + 0.5 */
+    int n = 256;
+    float *x = malloc((size_t)n * 2 * sizeof *x), *y = malloc((size_t)n * sizeof *y);
+    srand(3);
+    for (int i = 0; i < n; i++) {
+        x[2 * i] = (float)rand() / RAND_MAX;
+        x[2 * i + 1] = (float)rand() / RAND_MAX;
+        y[i] = 2 * x[2 * i] - x[2 * i + 1] + 0.5f;
+    }
+    cf_dataset *d = cf_dataset_from_arrays(x, CF_SHAPE(2), y, 1, (size_t)n);
+    CHECK(cf_dataset_classes(d) == 0);
+    cf_model *m = cf_model_parse("model = Chain(Input(2), Affine(1))", "lin.flux");
+    cf_fit_opts o = opts(60);
+    o.optim = cf_optim_defaults("momentum");
+    o.optim.lr = 0.05f;
+    cf_trainer *t = cf_trainer_new(m, d, &o);
+    CHECK(t && cf_model_has_loss(m) == CF_LOSS_MSE);
+    CHECK(t && cf_fit(t, d, NULL) == 0);
+    double loss, acc;
+    CHECK(cf_evaluate(m, d, 32, &loss, &acc) == 0);
+    CHECK(loss < 1e-3 && isnan(acc));
+    const float *W = cf_model_param_data(m, cf_model_param_index(m, "1.W"));
+    CHECK_NEAR(W[0], 2.0, 0.05);
+    CHECK_NEAR(W[1], -1.0, 0.05);
+    cf_trainer_free(t);
+    cf_model_free(m);
+    cf_dataset_free(d);
+    free(x);
+    free(y);
+}
+
+TEST(classifier_must_end_with_softmax)
+{
+    cf_dataset *d = spirals(30, 1);
+    cf_model *m = cf_model_parse("model = Chain(Input(2), Affine(3), relu)\n", "nosoftmax.flux");
+    cf_fit_opts o = opts(1);
+    CHECK(cf_trainer_new(m, d, &o) == NULL);
+    CHECK_HAS(cf_last_error(), "classifier models must end with softmax, but this one ends with relu");
+    CHECK_HAS(cf_last_error(), "nosoftmax.flux:1:");
+    cf_model_free(m);
+    cf_dataset_free(d);
+}
+
+TEST(data_that_does_not_fit_is_refused)
+{
+    cf_dataset *d = spirals(30, 1);
+    cf_model *m = cf_model_parse("model = Chain(Input(3), Affine(3), softmax)\n", "three.flux");
+    cf_fit_opts o = opts(1);
+    CHECK(cf_trainer_new(m, d, &o) == NULL);
+    CHECK_HAS(cf_last_error(), "the samples are (2) (2 numbers) but the model's input 'x' takes (B, 3)");
+    cf_model_free(m);
+    /* labels beyond the model's classes */
+    m = cf_model_parse("model = Chain(Input(2), Affine(2), softmax)\n", "two.flux");
+    CHECK(cf_trainer_new(m, d, &o) == NULL);
+    CHECK_HAS(cf_last_error(), "label 2 of sample 2 is out of range for the model's 2 classes");
+    cf_model_free(m);
+    cf_dataset_free(d);
+}
+
+static int stop_at(const cf_epoch_stats *s, void *user) { return s->epoch == *(int *)user; }
+
+/* A run of 4 epochs from scratch, or resumed from `from`, that stops after epoch
+ * `stop` (as if interrupted); saves to `to`. */
+static int run(int stop, const char *from, const char *to, int threads)
+{
+    int epochs = 4;
+    cf_set_threads(threads);
+    cf_dataset *d = spirals(200, 9);
+    cf_model *m = cf_model_parse(classifier, "spirals.flux");
+    cf_model_set_seed(m, 11);
+    cf_fit_opts o = opts(epochs);
+    o.schedule = "cosine+warmup:5";
+    o.val_fraction = 0.1;
+    o.on_epoch = stop_at;
+    o.user = &stop;
+    cf_trainer *t = cf_trainer_new(m, d, &o);
+    int rc = !t || (from && cf_trainer_load(t, from)) || cf_fit(t, d, NULL) || cf_trainer_save(t, to);
+    if (rc) fprintf(stderr, "%s\n", cf_last_error());
+    cf_trainer_free(t);
+    cf_model_free(m);
+    cf_dataset_free(d);
+    cf_set_threads(0);
+    return rc ? -1 : 0;
+}
+
+static int same_file(const char *a, const char *b)
+{
+    FILE *fa = fopen(a, "rb"), *fb = fopen(b, "rb");
+    int same = fa && fb;
+    while (same) {
+        int ca = fgetc(fa), cb = fgetc(fb);
+        if (ca != cb) same = 0;
+        if (ca == EOF || cb == EOF) break;
+    }
+    if (fa) fclose(fa);
+    if (fb) fclose(fb);
+    return same;
+}
+
+TEST(checkpoints_repeat_and_resume_exactly)
+{
+    CHECK(run(4, NULL, tmp("a.ckpt"), 2) == 0);
+    CHECK(run(4, NULL, tmp("b.ckpt"), 2) == 0);
+    CHECK(same_file(tmp("a.ckpt"), tmp("b.ckpt")));
+    /* 2 epochs, then resume to 4 */
+    CHECK(run(2, NULL, tmp("half.ckpt"), 2) == 0);
+    CHECK(!same_file(tmp("a.ckpt"), tmp("half.ckpt")));
+    CHECK(run(4, tmp("half.ckpt"), tmp("c.ckpt"), 2) == 0);
+    CHECK(same_file(tmp("a.ckpt"), tmp("c.ckpt")));
+}
+
+TEST(bad_checkpoints_are_refused)
+{
+    CHECK(run(1, NULL, tmp("ok.ckpt"), 1) == 0);
+    cf_dataset *d = spirals(30, 1);
+    cf_fit_opts o = opts(2);
+    cf_model *m = cf_model_parse(classifier, "spirals.flux");
+    cf_trainer *t = cf_trainer_new(m, d, &o);
+    /* truncated */
+    FILE *f = fopen(tmp("ok.ckpt"), "rb"), *g = fopen(tmp("cut.ckpt"), "wb");
+    char buf[4096];
+    size_t n = fread(buf, 1, sizeof buf, f);
+    fwrite(buf, 1, n / 2, g);
+    fclose(f);
+    fclose(g);
+    CHECK(cf_trainer_load(t, tmp("cut.ckpt")) != 0);
+    CHECK_HAS(cf_last_error(), "cut.ckpt");
+    /* corrupt header */
+    g = fopen(tmp("junk.ckpt"), "wb");
+    fwrite("\x10\0\0\0\0\0\0\0{not json at all", 1, 24, g);
+    fclose(g);
+    CHECK(cf_trainer_load(t, tmp("junk.ckpt")) != 0);
+    CHECK_HAS(cf_last_error(), "junk.ckpt");
+    /* another model's checkpoint */
+    cf_model *other = cf_model_parse("model = Chain(Input(2), Affine(7), tanh, Affine(3), softmax)\n", "o.flux");
+    cf_trainer *to = cf_trainer_new(other, d, &o);
+    CHECK(cf_trainer_load(to, tmp("ok.ckpt")) != 0);
+    CHECK_HAS(cf_last_error(), "ok.ckpt: parameter '1.W' is (2, 7) in the model but (2, 32) in the file");
+    /* another optimizer */
+    cf_fit_opts o2 = o;
+    o2.optim = cf_optim_defaults("sgd");
+    cf_trainer *t2 = cf_trainer_new(m, d, &o2);
+    CHECK(cf_trainer_load(t2, tmp("ok.ckpt")) != 0);
+    CHECK_HAS(cf_last_error(), "the checkpoint's optimizer is adam but this run uses sgd");
+    /* a plain parameter file is not a checkpoint */
+    CHECK(cf_model_save_params(m, tmp("params.st")) == 0);
+    CHECK(cf_trainer_load(t, tmp("params.st")) != 0);
+    CHECK_HAS(cf_last_error(), "not a cflux checkpoint");
+    /* but a checkpoint serves as parameters */
+    CHECK(cf_model_load_params(m, tmp("ok.ckpt")) == 0);
+    cf_trainer_free(t);
+    cf_trainer_free(t2);
+    cf_trainer_free(to);
+    cf_model_free(m);
+    cf_model_free(other);
+    cf_dataset_free(d);
+}
+
+int main(void)
+{
+    snprintf(dir, sizeof dir, "/tmp/cflux-train-XXXXXX");
+    if (!mkdtemp(dir)) return 1;
+    RUN(fit_learns_and_evaluates);
+    RUN(regression_uses_mean_squared_error);
+    RUN(classifier_must_end_with_softmax);
+    RUN(data_that_does_not_fit_is_refused);
+    RUN(checkpoints_repeat_and_resume_exactly);
+    RUN(bad_checkpoints_are_refused);
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    if (system(cmd)) return 1;
+    return test_summary("train");
+}

@@ -1,0 +1,100 @@
+/* plot.c - the training curves as an SVG file: loss (left axis) and accuracy (right
+ * axis) per epoch, for train, validation and test where present. Written crash-safe
+ * (a temporary file renamed over the target). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "plot.h"
+
+#define W 720
+#define H 420
+#define L 70   /* margins */
+#define R 70
+#define T 40
+#define B 50
+
+static double px(int i, int n) { return L + (n > 1 ? (double)i / (n - 1) : 0.5) * (W - L - R); }
+static double py(double v, double lo, double hi) { return T + (1 - (v - lo) / (hi - lo)) * (H - T - B); }
+
+static void series(FILE *f, const double *v, int n, double lo, double hi, const char *color, const char *dash,
+                   const char *label, int legend)
+{
+    int any = 0;
+    for (int i = 0; i < n; i++) any |= isfinite(v[i]);
+    if (!any) return;
+    fprintf(f, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"2\"%s%s%s points=\"", color,
+            dash ? " stroke-dasharray=\"" : "", dash ? dash : "", dash ? "\"" : "");
+    for (int i = 0; i < n; i++)
+        if (isfinite(v[i])) fprintf(f, "%.1f,%.1f ", px(i, n), py(v[i], lo, hi));
+    fprintf(f, "\"/>\n");
+    for (int i = 0; i < n; i++)
+        if (isfinite(v[i])) fprintf(f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"2.5\" fill=\"%s\"/>\n", px(i, n), py(v[i], lo, hi), color);
+    int y = T + 14 * legend;
+    fprintf(f, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"%s\" stroke-width=\"2\"%s%s%s/>\n", L + 10, y + 8,
+            L + 34, y + 8, color, dash ? " stroke-dasharray=\"" : "", dash ? dash : "", dash ? "\"" : "");
+    fprintf(f, "<text x=\"%d\" y=\"%d\" font-size=\"11\">%s</text>\n", L + 40, y + 12, label);
+}
+
+int plot_write_svg(const char *path, const plot_epoch *e, int n, const char *title)
+{
+    char tmp[4096];
+    snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid());
+    FILE *f = fopen(tmp, "w");
+    if (!f) return -1;
+    double lo = INFINITY, hi = -INFINITY;
+    double *v[6];
+    for (int k = 0; k < 6; k++) v[k] = calloc((size_t)(n > 0 ? n : 1), sizeof(double));
+    for (int i = 0; i < n; i++) {
+        v[0][i] = e[i].train_loss, v[1][i] = e[i].val_loss, v[2][i] = e[i].test_loss;
+        v[3][i] = e[i].train_acc, v[4][i] = e[i].val_acc, v[5][i] = e[i].test_acc;
+        for (int k = 0; k < 3; k++)
+            if (isfinite(v[k][i])) lo = fmin(lo, v[k][i]), hi = fmax(hi, v[k][i]);
+    }
+    if (!(lo < hi)) lo = isfinite(lo) ? lo - 1 : 0, hi = isfinite(hi) ? hi + 1 : 1;
+    lo = fmax(0, lo - 0.05 * (hi - lo));
+    fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" font-family=\"sans-serif\">\n", W, H);
+    fprintf(f, "<rect width=\"%d\" height=\"%d\" fill=\"white\"/>\n", W, H);
+    fprintf(f, "<text x=\"%d\" y=\"22\" font-size=\"14\" text-anchor=\"middle\">%s</text>\n", W / 2, title);
+    fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"none\" stroke=\"#888\"/>\n", L, T, W - L - R,
+            H - T - B);
+    for (int k = 0; k <= 4; k++) {   /* grid and both axes' labels */
+        double fy = T + k * (H - T - B) / 4.0;
+        fprintf(f, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#eee\"/>\n", L, fy, W - R, fy);
+        fprintf(f, "<text x=\"%d\" y=\"%.1f\" font-size=\"11\" text-anchor=\"end\">%.3g</text>\n", L - 6, fy + 4,
+                hi - k * (hi - lo) / 4);
+        fprintf(f, "<text x=\"%d\" y=\"%.1f\" font-size=\"11\">%.2f</text>\n", W - R + 6, fy + 4, 1 - k * 0.25);
+    }
+    for (int i = 0; i < n; i++)
+        if (n <= 20 || i % (n / 10 + 1) == 0 || i == n - 1)
+            fprintf(f, "<text x=\"%.1f\" y=\"%d\" font-size=\"11\" text-anchor=\"middle\">%d</text>\n", px(i, n),
+                    H - B + 16, e[i].epoch);
+    fprintf(f, "<text x=\"%d\" y=\"%d\" font-size=\"12\" text-anchor=\"middle\">epoch</text>\n", W / 2, H - 12);
+    fprintf(f, "<text x=\"16\" y=\"%d\" font-size=\"12\" transform=\"rotate(-90 16 %d)\" text-anchor=\"middle\">loss</text>\n",
+            H / 2, H / 2);
+    fprintf(f, "<text x=\"%d\" y=\"%d\" font-size=\"12\" transform=\"rotate(90 %d %d)\" text-anchor=\"middle\">accuracy</text>\n",
+            W - 16, H / 2, W - 16, H / 2);
+    int legend = 0;
+    const char *names[6] = {"train loss", "validation loss", "test loss", "train accuracy", "validation accuracy",
+                            "test accuracy"};
+    const char *colors[3] = {"#1f77b4", "#2ca02c", "#d62728"};
+    for (int k = 0; k < 6; k++) {
+        int any = 0;
+        for (int i = 0; i < n; i++) any |= isfinite(v[k][i]);
+        if (!any) continue;
+        series(f, v[k], n, k < 3 ? lo : 0, k < 3 ? hi : 1, colors[k % 3], k < 3 ? NULL : "5,3", names[k], legend++);
+    }
+    fprintf(f, "</svg>\n");
+    for (int k = 0; k < 6; k++) free(v[k]);
+    int bad = ferror(f);
+    bad |= fflush(f) != 0;
+    bad |= fsync(fileno(f)) != 0;
+    bad |= fclose(f) != 0;
+    if (bad || rename(tmp, path) != 0) {
+        remove(tmp);
+        return -1;
+    }
+    return 0;
+}

@@ -1,6 +1,7 @@
 # The two commands of the README, and a few more.
 #
-#   make demo      build, then train a model and print how it does (the main job)
+#   make demo      build, then train models/mlp.flux on Fashion-MNIST and print its
+#                  test accuracy (the main job)
 #   make test      build and run every test: a release build (OpenBLAS), then a
 #                  build with AddressSanitizer and UndefinedBehaviorSanitizer that
 #                  uses the built-in matrix product, then 30 s of fuzzing of the
@@ -28,7 +29,8 @@ build: deps
 	@$(CMAKE) --build build -j $(JOBS)
 
 demo: build
-	@./build/example_train_mlp
+	@sh tools/bootstrap.sh demo
+	@./build/cflux train models/mlp.flux
 
 test: test-release test-asan test-fuzz
 

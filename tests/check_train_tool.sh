@@ -1,0 +1,82 @@
+#!/bin/sh
+# check_train_tool.sh CFLUX - `cflux train`, `eval` and `predict` on small data made
+# here: records (--log, --plot, --json), repeatable checkpoints, --resume, and one
+# clear error line with exit 1 for each kind of bad input.
+set -u
+tool=$1 pass=0 fail=0
+t=$(mktemp -d /tmp/cflux-train-tool-XXXXXX)
+trap 'rm -rf "$t"' EXIT
+ok() { pass=$((pass + 1)); }
+bad() { fail=$((fail + 1)); echo "FAILED: $*"; }
+
+# 3 classes in 4 features: the label is the index of the largest of the first three
+awk 'BEGIN { srand(7); print "label,a,b,c,d";
+  for (i = 0; i < 300; i++) { a = rand(); b = rand(); c = rand(); d = rand();
+    l = (a > b && a > c) ? 0 : (b > c ? 1 : 2); printf "%d,%.4f,%.4f,%.4f,%.4f\n", l, a, b, c, d } }' > "$t/train.csv"
+head -n 101 "$t/train.csv" > "$t/test.csv"
+cat > "$t/m.flux" <<'M'
+model = Chain(Input(4), Affine(16), tanh, Affine(3), softmax)
+M
+train() { "$tool" train "$t/m.flux" --data "csv:$t/train.csv,$t/test.csv" --batch 32 --seed 3 "$@"; }
+
+# a run with every record
+train --epochs 6 --lr 0.01 --log "$t/log.csv" --plot "$t/plot.svg" --json --save "$t/a.ckpt" > "$t/out" 2> "$t/err"
+rc=$?
+[ $rc -eq 0 ] && ok || bad "train exit $rc: $(cat "$t/err")"
+tail -n 1 "$t/out" | grep -q '^{"epochs": 6, .*"test_accuracy": 0\.[0-9]*, .*"samples_per_sec": .*"params": 131}$' && ok || bad "json: $(tail -n 1 "$t/out")"
+grep -q '^epoch  6/6  train loss' "$t/out" && ok || bad "no per-epoch line"
+[ "$(wc -l < "$t/log.csv")" -eq 7 ] && head -n 1 "$t/log.csv" | grep -q '^epoch,train_loss,train_accuracy,val_loss' && ok || bad "log.csv"
+grep -q '<svg' "$t/plot.svg" && grep -q 'polyline' "$t/plot.svg" && grep -q 'test accuracy' "$t/plot.svg" && ok || bad "plot.svg"
+
+# same seed, same bits; resume from epoch 3 of 6 ends where the uninterrupted run ends
+train --epochs 6 --lr 0.01 --quiet --save "$t/b.ckpt" && cmp -s "$t/a.ckpt" "$t/b.ckpt" && ok || bad "two runs differ"
+train --epochs 6 --lr 0.01 --schedule const --quiet --save "$t/c.ckpt" >/dev/null
+train --epochs 3 --lr 0.01 --schedule const --quiet --save "$t/half.ckpt" >/dev/null
+train --epochs 6 --lr 0.01 --schedule const --quiet --resume "$t/half.ckpt" --save "$t/d.ckpt" >/dev/null
+cmp -s "$t/c.ckpt" "$t/d.ckpt" && ok || bad "resumed run differs"
+
+# eval and predict with the checkpoint
+"$tool" eval "$t/m.flux" --params "$t/a.ckpt" --data "csv:$t/train.csv,$t/test.csv" | grep -q 'on the test set (100 samples): loss [0-9.]*, accuracy 0\.' && ok || bad "eval"
+cut -d, -f2- "$t/test.csv" > "$t/inputs.csv"
+[ "$("$tool" predict "$t/m.flux" --params "$t/a.ckpt" "$t/inputs.csv" | grep -c '^[0-9]*: class [0-2] (p = 0\.')" -eq 100 ] && ok || bad "predict"
+
+# bad input: exit 1 and one line naming the file
+one_line() {  # one_line PATTERN COMMAND...
+  pat=$1; shift
+  "$@" > /dev/null 2> "$t/err"; rc=$?
+  if [ $rc -eq 1 ] && [ "$(wc -l < "$t/err")" -eq 1 ] && grep -q -- "$pat" "$t/err"; then ok
+  else bad "$* -> exit $rc: $(cat "$t/err")"; fi
+}
+head -c 300 "$t/a.ckpt" > "$t/cut.ckpt"
+one_line "cut.ckpt" "$tool" eval "$t/m.flux" --params "$t/cut.ckpt" --data "csv:$t/test.csv"
+printf '\020\000\000\000\000\000\000\000{"a": [1, 2, 3' > "$t/junk.ckpt"
+one_line "junk.ckpt" "$tool" eval "$t/m.flux" --params "$t/junk.ckpt" --data "csv:$t/test.csv"
+echo 'model = Chain(Input(4), Affine(8), tanh, Affine(3), softmax)' > "$t/other.flux"
+one_line "a.ckpt: parameter '1.W' is (4, 8) in the model but (4, 16) in the file" \
+  "$tool" eval "$t/other.flux" --params "$t/a.ckpt" --data "csv:$t/test.csv"
+echo 'model = Chain(Input(4), Affine(16), tanh, tanh, Affine(3), softmax)' > "$t/renamed.flux"
+one_line "a.ckpt: the parameters do not match the model: missing" \
+  "$tool" eval "$t/renamed.flux" --params "$t/a.ckpt" --data "csv:$t/test.csv"
+one_line "a.ckpt: parameter" "$tool" train "$t/other.flux" --data "csv:$t/train.csv" --resume "$t/a.ckpt"
+sed '5s/.*/1,0.5,abc,0.1,0.2/' "$t/train.csv" > "$t/badrow.csv"
+one_line "badrow.csv:5: 'abc' is not a number" "$tool" train "$t/m.flux" --data "csv:$t/badrow.csv"
+sed '7s/.*/1,0.5,0.1/' "$t/train.csv" > "$t/ragged.csv"
+one_line "ragged.csv:7:" "$tool" train "$t/m.flux" --data "csv:$t/ragged.csv"
+sed '9s/^[0-9]/7/' "$t/train.csv" > "$t/range.csv"
+one_line "range.csv: label 7 of sample 7 is out of range for the model's 3 classes" \
+  "$tool" train "$t/m.flux" --data "csv:$t/range.csv"
+CFLUX_DATA="$t/nowhere" one_line "nowhere" "$tool" train "$t/m.flux"
+one_line "missing.csv" "$tool" train "$t/m.flux" --data "csv:$t/missing.csv"
+# IDX images and labels of different lengths
+printf '\000\000\010\003\000\000\000\002\000\000\000\002\000\000\000\002\001\002\003\004\005\006\007\010' > "$t/img.idx"
+printf '\000\000\010\001\000\000\000\003\000\001\002' > "$t/lab.idx"
+echo 'model = Chain(Input(4), Affine(3), softmax)' > "$t/idx.flux"
+one_line "img.idx has 2 images, .*lab.idx has 3 labels" "$tool" train "$t/idx.flux" --data "idx:$t/img.idx,$t/lab.idx"
+echo 'model = Chain(Input(4), Affine(3), relu)' > "$t/nosoft.flux"
+"$tool" train "$t/nosoft.flux" --data "csv:$t/train.csv" > /dev/null 2> "$t/err"
+[ $? -eq 1 ] && grep -q 'classifier models must end with softmax' "$t/err" && ok || bad "no softmax: $(cat "$t/err")"
+"$tool" train "$t/m.flux" --epochs 0 > /dev/null 2>&1; [ $? -eq 2 ] && ok || bad "--epochs 0 is bad usage"
+"$tool" train "$t/m.flux" --optim rmsprop > /dev/null 2>&1; [ $? -eq 2 ] && ok || bad "unknown optimizer is bad usage"
+
+echo "train tool: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]

@@ -9,6 +9,7 @@
 
 #include "cflux.h"
 #include "core/safetensors.h"
+#include "mlp.h"
 #include "test.h"
 
 #define BATCH 64
@@ -26,24 +27,16 @@ static uint32_t golden_next(void)
 }
 static float golden_uniform(void) { return (float)(golden_next() >> 8) * (1.0f / 16777216.0f); }
 
-static const int sizes[4] = {784, 128, 64, 10};
 static const char *names[3] = {"1", "3", "5"};
+#define sizes mlp_sizes
 
-/* Chain(Input(784), Affine(128), relu, Affine(64), relu, Affine(10), softmax), by hand. */
+/* Chain(Input(784), Affine(128), relu, Affine(64), relu, Affine(10), softmax), by hand;
+ * outputs: the probabilities and the loss. */
 static cf_model *build_mlp(void)
 {
     cf_model *m = cf_model_new();
-    cf_node *h = cf_input(m, "x", CF_SHAPE(784));
-    cf_node *y = cf_input(m, "y", CF_SCALAR);
-    for (int i = 0; i < 3; i++) {
-        cf_scope_begin(m, "Affine", names[i]);
-        cf_node *W = cf_param(m, "W", CF_SHAPE(sizes[i], sizes[i + 1]), CF_GLOROT);
-        cf_node *b = cf_param(m, "b", CF_SHAPE(1, sizes[i + 1]), CF_ZEROS);
-        h = cf_add(m, cf_matmul(m, h, W), b);
-        cf_scope_end(m);
-        if (i < 2) h = cf_relu(m, h);
-    }
-    cf_node *loss = cf_softmax_xent(m, h, y);
+    cf_node *h = mlp_logits(m);
+    cf_node *loss = cf_softmax_xent(m, h, cf_input(m, "y", CF_SCALAR));
     cf_output(m, cf_node_input(loss, 0));
     cf_output(m, loss);
     return m;

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 
 #include "cflux.h"
+#include "mlp.h"
 #include "test.h"
 
 static const char *tlp_src =
@@ -171,18 +172,7 @@ TEST(lambdas_functions_and_reshape_in_chains)
 static cf_model *mlp_in_c(void)
 {
     cf_model *m = cf_model_new();
-    cf_node *h = cf_input(m, "x", CF_SHAPE(784));
-    int sz[] = {784, 128, 64, 10};
-    for (int i = 0; i < 3; i++) {
-        char path[4] = {(char)('1' + 2 * i), 0};
-        cf_scope_begin(m, "Affine", path);
-        cf_node *W = cf_param(m, "W", CF_SHAPE(sz[i], sz[i + 1]), CF_GLOROT);
-        cf_node *b = cf_param(m, "b", CF_SHAPE(1, sz[i + 1]), CF_ZEROS);
-        h = cf_add(m, cf_matmul(m, h, W), b);
-        cf_scope_end(m);
-        h = i < 2 ? cf_relu(m, h) : cf_softmax(m, h);
-    }
-    cf_output(m, h);
+    cf_output(m, cf_softmax(m, mlp_logits(m)));
     return m;
 }
 

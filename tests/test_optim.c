@@ -21,38 +21,8 @@
 #define NA 5
 #define NW 12
 
-/* ---- counting allocations (off under the sanitizers, which own malloc) ---- */
-
-#if defined(__SANITIZE_ADDRESS__)
-#define SANITIZED 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define SANITIZED 1
-#endif
-#endif
-
-#ifndef SANITIZED
-extern void *__libc_malloc(size_t);
-extern void *__libc_calloc(size_t, size_t);
-extern void *__libc_realloc(void *, size_t);
-extern void *__libc_memalign(size_t, size_t);
-extern void __libc_free(void *);
-
-static volatile int counting, allocations;
-
-void *malloc(size_t n) { if (counting) allocations++; return __libc_malloc(n); }
-void *calloc(size_t n, size_t s) { if (counting) allocations++; return __libc_calloc(n, s); }
-void *realloc(void *p, size_t n) { if (counting) allocations++; return __libc_realloc(p, n); }
-void free(void *p) { __libc_free(p); }
-void *aligned_alloc(size_t a, size_t n) { if (counting) allocations++; return __libc_memalign(a, n); }
-void *memalign(size_t a, size_t n) { if (counting) allocations++; return __libc_memalign(a, n); }
-int posix_memalign(void **p, size_t a, size_t n)
-{
-    if (counting) allocations++;
-    *p = __libc_memalign(a, n);
-    return *p ? 0 : 12;
-}
-#endif
+/* counting allocations (off under the sanitizers, which own malloc) */
+#include "alloc_count.h"
 
 /* ---- the shared generator and the test model ---- */
 
@@ -539,7 +509,7 @@ TEST(model_without_parameters_or_gradients)
 /* A step allocates nothing, for every optimizer, with clipping and weight decay. */
 TEST(step_allocates_nothing)
 {
-#ifdef SANITIZED
+#ifdef ALLOC_COUNT_OFF
     printf("optim: allocation counting is off under the sanitizers\n");
 #else
     const char *kinds[] = {"sgd", "momentum", "nesterov", "adam", "adamw"};

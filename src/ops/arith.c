@@ -17,22 +17,11 @@ typedef struct {
     size_t rows, n;          /* rows = product of od[0..rank-2], n = od[rank-1] */
 } walk;
 
-static void strides_for(cf_shape in, cf_shape out, size_t *st)
-{
-    size_t s = 1;
-    for (int i = out.rank - 1; i >= 0; i--) {
-        int k = in.rank - out.rank + i;
-        int d = k >= 0 ? in.d[k] : 1;
-        st[i] = (d == 1 && out.d[i] != 1) ? 0 : s;
-        s *= (size_t)d;
-    }
-}
-
 static void walk_init(walk *w, cf_shape a, cf_shape b, cf_shape y)
 {
     size_t sa[CF_MAX_DIMS], sb[CF_MAX_DIMS];
-    strides_for(a, y, sa);
-    strides_for(b, y, sb);
+    cf_broadcast_strides(a, a.rank, y, y.rank, sa);
+    cf_broadcast_strides(b, b.rank, y, y.rank, sb);
     /* Merge dim i into the one after it where both strides continue it. */
     int r = 0;
     for (int i = 0; i < y.rank; i++) {

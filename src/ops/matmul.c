@@ -49,17 +49,6 @@ typedef struct {
     size_t count;
 } lead;
 
-static void lead_strides(cf_shape x, int xl, cf_shape o, int ol, size_t *st)
-{
-    size_t s = 1;
-    for (int i = ol - 1; i >= 0; i--) {
-        int k = xl - ol + i;
-        int d = k >= 0 ? x.d[k] : 1;
-        st[i] = (d == 1 && o.d[i] != 1) ? 0 : s;
-        s *= (size_t)d;
-    }
-}
-
 static void lead_init(lead *L, const cf_inst *k)
 {
     int ol = k->ys.rank - 2;
@@ -69,8 +58,8 @@ static void lead_init(lead *L, const cf_inst *k)
         L->od[i] = (size_t)k->ys.d[i];
         L->count *= L->od[i];
     }
-    lead_strides(k->xs[0], k->xs[0].rank - 2, k->ys, ol, L->sa);
-    lead_strides(k->xs[1], k->xs[1].rank - 2, k->ys, ol, L->sb);
+    cf_broadcast_strides(k->xs[0], k->xs[0].rank - 2, k->ys, ol, L->sa);
+    cf_broadcast_strides(k->xs[1], k->xs[1].rank - 2, k->ys, ol, L->sb);
 }
 
 static void lead_at(const lead *L, size_t l, size_t *ia, size_t *ib)

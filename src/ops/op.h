@@ -62,6 +62,11 @@ extern const cf_opdef *cf_ops[CF_OP_COUNT_];
 int cf_broadcast_shapes(const cf_node *n, cf_shape a, int ab, cf_shape b, int bb,
                         cf_shape *out, int *outb);
 
+/* Element strides, in `in`, of each of the first out_rank dims of `out` when `in`'s
+ * first in_rank dims broadcast against them (aligned from the right): 0 where `in`
+ * stretches. */
+void cf_broadcast_strides(cf_shape in, int in_rank, cf_shape out, int out_rank, size_t *st);
+
 /* Split a concrete shape at dim: outer = product of dims before, inner = after. */
 void cf_shape_split(cf_shape s, int dim, size_t *outer, size_t *inner);
 

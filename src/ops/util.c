@@ -26,6 +26,17 @@ int cf_broadcast_shapes(const cf_node *n, cf_shape a, int ab, cf_shape b, int bb
     return 0;
 }
 
+void cf_broadcast_strides(cf_shape in, int in_rank, cf_shape out, int out_rank, size_t *st)
+{
+    size_t s = 1;
+    for (int i = out_rank - 1; i >= 0; i--) {
+        int k = in_rank - out_rank + i;
+        int d = k >= 0 ? in.d[k] : 1;
+        st[i] = (d == 1 && out.d[i] != 1) ? 0 : s;
+        s *= (size_t)d;
+    }
+}
+
 void cf_shape_split(cf_shape s, int dim, size_t *outer, size_t *inner)
 {
     size_t o = 1, in = 1;

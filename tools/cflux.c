@@ -34,6 +34,7 @@ static const char usage[] =
     "                     $CFLUX_DATA), idx:TRAIN_IMAGES,TRAIN_LABELS[,TEST_IMAGES,TEST_LABELS],\n"
     "                     csv:TRAIN[,TEST] (label in --label-col, default 0)\n"
     "  --epochs N         10          --batch N          64\n"
+    "  --stop-after N     stop after epoch N of the --epochs planned (resume later)\n"
     "  --optim NAME       sgd, momentum, nesterov, adam, adamw (default adam)\n"
     "  --lr X             learning rate (sgd family 0.1, adam family 0.001)\n"
     "  --momentum X       0.9         --wd X             weight decay\n"

@@ -14,7 +14,7 @@
 
 typedef struct run {
     const char *model_path, *data, *save, *resume, *log, *plot, *params, *schedule, *optim;
-    int epochs, batch, threads, json, quiet, label_col;
+    int epochs, batch, threads, json, quiet, label_col, stop_after;
     double lr, wd, clip, val, momentum;
     unsigned long long seed;
     /* state during training */
@@ -23,6 +23,7 @@ typedef struct run {
     plot_epoch *hist;
     int nhist;
     FILE *logf;
+    int save_failed;
     cf_trainer *trainer;
     size_t weights;
 } run;
@@ -114,9 +115,10 @@ static int on_epoch(const cf_epoch_stats *s, void *user)
     }
     if (r->save && cf_trainer_save(r->trainer, r->save)) {
         fprintf(stderr, "%s\n", cf_last_error());
+        r->save_failed = 1;
         return 1;   /* stop: a checkpoint we cannot write is data we would lose */
     }
-    return 0;
+    return r->stop_after && s->epoch >= r->stop_after;
 }
 
 /* ---- train ---- */
@@ -131,6 +133,7 @@ static int parse_train(int argc, char **argv, run *r, const char *cmd)
 #define STR(opt, dst) \
     if (!strcmp(a, opt)) { if (!v) { usage_error(cmd, opt " needs a value", NULL); return -1; } dst = v; i++; continue; }
         NUM("--epochs", 1, 1e6, r->epochs)
+        NUM("--stop-after", 1, 1e6, r->stop_after)
         NUM("--batch", 1, 1 << 20, r->batch)
         NUM("--lr", 1e-12, 1e6, r->lr)
         NUM("--wd", 0, 1e6, r->wd)
@@ -227,6 +230,7 @@ int cmd_train(int argc, char **argv)
     r.start = now();
     int first = cf_trainer_epoch(r.trainer);
     if (cf_fit(r.trainer, train, test)) goto out;
+    if (r.save_failed) goto done;
     double secs = now() - r.start;
     if (r.plot && plot_write_svg(r.plot, r.hist, r.nhist, r.model_path)) {
         fprintf(stderr, "error: %s: cannot write the plot\n", r.plot);

@@ -8,7 +8,7 @@
 
 static const int mlp_sizes[4] = {784, 128, 64, 10};
 
-static cf_node *mlp_logits(cf_model *m)
+static __attribute__((unused)) cf_node *mlp_logits(cf_model *m)
 {
     static const char *paths[3] = {"1", "3", "5"};
     cf_node *h = cf_input(m, "x", CF_SHAPE(784));
@@ -22,6 +22,18 @@ static cf_node *mlp_logits(cf_model *m)
         if (i < 2) h = cf_relu(m, h);
     }
     return h;
+}
+
+/* The MLP as a classifier: inputs "x" and "y" (class indices); outputs 0 the
+ * probabilities (B, 10), 1 the mean cross-entropy. */
+static __attribute__((unused)) cf_model *mlp_classifier(void)
+{
+    cf_model *m = cf_model_new();
+    cf_node *h = mlp_logits(m);
+    cf_node *loss = cf_softmax_xent(m, h, cf_input(m, "y", CF_SCALAR));
+    cf_output(m, cf_node_input(loss, 0));
+    cf_output(m, loss);
+    return m;
 }
 
 #endif

@@ -94,11 +94,11 @@ def build(tmp):
         fp.write(DRIVER)
     inc = ["-I" + os.path.join(ROOT, "include")]
     if not os.path.exists(os.path.join(ROOT, "include", "cflux.h")):
-        stub = os.path.join(tmp, "stub")  # before include/cflux.h exists
-        os.makedirs(stub)
-        with open(os.path.join(stub, "cflux.h"), "w") as fp:
+        hdrdir = os.path.join(tmp, "hdrdir")  # before include/cflux.h exists
+        os.makedirs(hdrdir)
+        with open(os.path.join(hdrdir, "cflux.h"), "w") as fp:
             fp.write("const char *cf_last_error(void);\n")
-        inc = ["-I" + stub]
+        inc = ["-I" + hdrdir]
     subprocess.run(["cc", "-std=gnu11", "-O1", *inc, "-I" + os.path.join(ROOT, "src"), src,
                     os.path.join(ROOT, "src/core/safetensors.c"),
                     os.path.join(ROOT, "src/core/error.c"), "-o", exe, "-lcjson", "-lm"],

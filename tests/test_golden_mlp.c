@@ -10,54 +10,20 @@
 #include "cflux.h"
 #include "core/safetensors.h"
 #include "mlp.h"
+#include "golden.h"
 #include "test.h"
 
 #define BATCH 64
 #define GOLDEN "tests/golden/mlp_golden.safetensors"
 
-/* xorshift32; floats from the top 24 bits. Mirrors Gen in gen_mlp.py. */
-static uint32_t golden_state;
-static uint32_t golden_next(void)
-{
-    uint32_t s = golden_state;
-    s ^= s << 13;
-    s ^= s >> 17;
-    s ^= s << 5;
-    return golden_state = s;
-}
-static float golden_uniform(void) { return (float)(golden_next() >> 8) * (1.0f / 16777216.0f); }
 
 static const char *names[3] = {"1", "3", "5"};
 #define sizes mlp_sizes
 
-/* Chain(Input(784), Affine(128), relu, Affine(64), relu, Affine(10), softmax), by hand;
- * outputs: the probabilities and the loss. */
-static cf_model *build_mlp(void)
-{
-    cf_model *m = cf_model_new();
-    cf_node *h = mlp_logits(m);
-    cf_node *loss = cf_softmax_xent(m, h, cf_input(m, "y", CF_SCALAR));
-    cf_output(m, cf_node_input(loss, 0));
-    cf_output(m, loss);
-    return m;
-}
-
 /* |got - want| <= 1e-4 |want| + 1e-6 for every element; returns the mismatches. */
 static int compare(const char *what, const float *got, const cf_st_tensor *want, size_t n)
 {
-    if (!want || want->count != n) {
-        fprintf(stderr, "%s: golden tensor missing or of another size\n", what);
-        return 1;
-    }
-    int bad = 0;
-    for (size_t i = 0; i < n; i++) {
-        double w = want->data[i], g = got[i];
-        if (!(fabs(g - w) <= 1e-4 * fabs(w) + 1e-6)) {
-            if (bad++ < 3) fprintf(stderr, "%s[%zu]: cflux %.9g, pytorch %.9g\n", what, i, g, w);
-        }
-    }
-    if (bad) fprintf(stderr, "%s: %d of %zu elements differ\n", what, bad, n);
-    return bad;
+    return golden_compare(what, got, want, n, 1e-4, 1e-6);
 }
 
 static void run_golden(const char *engine, int threads)
@@ -70,7 +36,7 @@ static void run_golden(const char *engine, int threads)
     }
     CHECK(cf_set_gemm(engine) == 0);
     cf_set_threads(threads);
-    cf_model *m = build_mlp();
+    cf_model *m = mlp_classifier();
     CHECK(cf_model_init_params(m) == 0);
     CHECK(cf_model_param_count(m) == 6);
 
@@ -81,10 +47,10 @@ static void run_golden(const char *engine, int threads)
         snprintf(name, sizeof name, "%s.W", names[i]);
         float *W = cf_model_param_data(m, cf_model_param_index(m, name));
         float a = (float)sqrt(6.0 / (sizes[i] + sizes[i + 1]));
-        for (int j = 0; j < sizes[i] * sizes[i + 1]; j++) W[j] = (golden_uniform() * 2.0f - 1.0f) * a;
+        for (int j = 0; j < sizes[i] * sizes[i + 1]; j++) W[j] = golden_sym() * a;
         snprintf(name, sizeof name, "%s.b", names[i]);
         float *b = cf_model_param_data(m, cf_model_param_index(m, name));
-        for (int j = 0; j < sizes[i + 1]; j++) b[j] = (golden_uniform() * 2.0f - 1.0f) * 0.1f;
+        for (int j = 0; j < sizes[i + 1]; j++) b[j] = golden_sym() * 0.1f;
     }
 
     cf_exec *e = cf_bind(m, BATCH, CF_TRAIN);

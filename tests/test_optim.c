@@ -14,6 +14,7 @@
 
 #include "cflux.h"
 #include "core/safetensors.h"
+#include "golden.h"
 #include "test.h"
 
 #define GOLDEN "tests/golden/optim_golden.safetensors"
@@ -26,17 +27,6 @@
 
 /* ---- the shared generator and the test model ---- */
 
-/* xorshift32; floats from the top 24 bits, in [-1, 1). Mirrors Gen in gen_optim.py. */
-static uint32_t golden_state;
-static uint32_t golden_next(void)
-{
-    uint32_t s = golden_state;
-    s ^= s << 13;
-    s ^= s >> 17;
-    s ^= s << 5;
-    return golden_state = s;
-}
-static float golden_sym(void) { return (float)(golden_next() >> 8) * (1.0f / 16777216.0f) * 2.0f - 1.0f; }
 
 /* The starting values and six gradient sets, in the script's order. */
 static float init_a[NA], init_W[NW], grad_a[STEPS][NA], grad_W[STEPS][NW];
@@ -96,18 +86,7 @@ static void put_grads(fixture t, int k)
 /* |got - want| <= 1e-5 |want| + 1e-7 for every element; returns the mismatches. */
 static int compare(const char *what, const float *got, const cf_st_tensor *want, size_t n)
 {
-    if (!want || want->count != n) {
-        fprintf(stderr, "%s: golden tensor missing or of another size\n", what);
-        return 1;
-    }
-    int bad = 0;
-    for (size_t i = 0; i < n; i++) {
-        double w = want->data[i], g = got[i];
-        if (!(fabs(g - w) <= 1e-5 * fabs(w) + 1e-7))
-            if (bad++ < 3) fprintf(stderr, "%s[%zu]: cflux %.9g, pytorch %.9g\n", what, i, g, w);
-    }
-    if (bad) fprintf(stderr, "%s: %d of %zu elements differ\n", what, bad, n);
-    return bad;
+    return golden_compare(what, got, want, n, 1e-5, 1e-7);
 }
 
 /* ---- golden ---- */

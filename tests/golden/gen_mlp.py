@@ -14,34 +14,16 @@ PyTorch's Linear as (out, in), so W is transposed on the way out.
 
 Run: /usr/bin/python3 tests/golden/gen_mlp.py   (Debian's python3-torch)
 """
-import json
 import os
-import struct
 
 import numpy as np
 import torch
 
+from golden import Gen, write_safetensors
+
 torch.set_default_dtype(torch.float32)
 torch.use_deterministic_algorithms(True)
 torch.set_num_threads(1)
-
-
-class Gen:
-    """xorshift32; floats from the top 24 bits. Mirrors golden_gen in the C test."""
-
-    def __init__(self, seed):
-        self.s = seed & 0xFFFFFFFF
-
-    def next(self):
-        s = self.s
-        s ^= (s << 13) & 0xFFFFFFFF
-        s ^= s >> 17
-        s ^= (s << 5) & 0xFFFFFFFF
-        self.s = s
-        return s
-
-    def uniform(self, n):  # [0, 1)
-        return np.array([(self.next() >> 8) * (1.0 / 16777216.0) for _ in range(n)], dtype=np.float32)
 
 
 SIZES = [784, 128, 64, 10]
@@ -85,19 +67,6 @@ out["loss"] = np.array(losses, dtype=np.float32)
 for name, lin in layers:
     out["final." + name + ".W"] = lin.weight.detach().numpy().T.copy()
     out["final." + name + ".b"] = lin.bias.detach().numpy().reshape(1, -1).copy()
-
-
-def write_safetensors(path, tensors, meta):
-    header, blobs, off = {"__metadata__": meta}, [], 0
-    for name in sorted(tensors):
-        data = np.ascontiguousarray(tensors[name], dtype="<f4").tobytes()
-        header[name] = {"dtype": "F32", "shape": list(tensors[name].shape), "data_offsets": [off, off + len(data)]}
-        blobs.append(data)
-        off += len(data)
-    h = json.dumps(header, separators=(",", ":")).encode()
-    h += b" " * (-len(h) % 8)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(h)) + h + b"".join(blobs))
 
 
 here = os.path.dirname(os.path.abspath(__file__))

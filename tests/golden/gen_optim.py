@@ -20,35 +20,16 @@ replays the same six sets. Row-major: W's 12 values fill its rows in turn.
 
 Run: /usr/bin/python3 tests/golden/gen_optim.py   (Debian's python3-torch)
 """
-import json
 import os
-import struct
 
 import numpy as np
 import torch
 
+from golden import Gen, write_safetensors
+
 torch.set_default_dtype(torch.float32)
 torch.use_deterministic_algorithms(True)
 torch.set_num_threads(1)
-
-
-class Gen:
-    """xorshift32; floats from the top 24 bits. Mirrors golden_gen in the C test."""
-
-    def __init__(self, seed):
-        self.s = seed & 0xFFFFFFFF
-
-    def next(self):
-        s = self.s
-        s ^= (s << 13) & 0xFFFFFFFF
-        s ^= s >> 17
-        s ^= (s << 5) & 0xFFFFFFFF
-        self.s = s
-        return s
-
-    def sym(self, n):  # [-1, 1), exact in float32
-        u = np.array([(self.next() >> 8) * (1.0 / 16777216.0) for _ in range(n)], dtype=np.float32)
-        return u * np.float32(2) - np.float32(1)
 
 
 def f32(x):
@@ -113,19 +94,6 @@ for cfg, (kind, lr, mu, wd, clip, vary) in CONFIGS.items():
             out["%s.state.adam.v.%s" % (cfg, name)] = st["exp_avg_sq"].numpy().copy()
             steps = int(st["step"].item())
     out["%s.steps" % cfg] = np.array([steps], dtype=np.float32)
-
-
-def write_safetensors(path, tensors, meta):
-    header, blobs, off = {"__metadata__": meta}, [], 0
-    for name in sorted(tensors):
-        data = np.ascontiguousarray(tensors[name], dtype="<f4").tobytes()
-        header[name] = {"dtype": "F32", "shape": list(tensors[name].shape), "data_offsets": [off, off + len(data)]}
-        blobs.append(data)
-        off += len(data)
-    h = json.dumps(header, separators=(",", ":")).encode()
-    h += b" " * (-len(h) % 8)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(h)) + h + b"".join(blobs))
 
 
 here = os.path.dirname(os.path.abspath(__file__))

@@ -1,0 +1,46 @@
+/* golden.h - what the golden tests share with tests/golden/golden.py: the xorshift32
+ * generator that both sides use to make the same data, and the comparison with a
+ * fixture tensor. */
+#ifndef CF_TEST_GOLDEN_H
+#define CF_TEST_GOLDEN_H
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "core/safetensors.h"
+
+static uint32_t golden_state;
+
+static uint32_t golden_next(void)
+{
+    uint32_t s = golden_state;
+    s ^= s << 13;
+    s ^= s >> 17;
+    s ^= s << 5;
+    return golden_state = s;
+}
+
+static __attribute__((unused)) float golden_uniform(void) { return (float)(golden_next() >> 8) * (1.0f / 16777216.0f); }       /* [0, 1) */
+static __attribute__((unused)) float golden_sym(void) { return golden_uniform() * 2.0f - 1.0f; }                                /* [-1, 1) */
+
+/* |got - want| <= rtol |want| + atol for every element; returns the mismatches,
+ * printing the first few. */
+static int golden_compare(const char *what, const float *got, const cf_st_tensor *want, size_t n, double rtol,
+                          double atol)
+{
+    if (!want || want->count != n) {
+        fprintf(stderr, "%s: golden tensor missing or of another size\n", what);
+        return 1;
+    }
+    int bad = 0;
+    for (size_t i = 0; i < n; i++) {
+        double w = want->data[i], g = got[i];
+        if (!(fabs(g - w) <= rtol * fabs(w) + atol))
+            if (bad++ < 3) fprintf(stderr, "%s[%zu]: cflux %.9g, pytorch %.9g\n", what, i, g, w);
+    }
+    if (bad) fprintf(stderr, "%s: %d of %zu elements differ\n", what, bad, n);
+    return bad;
+}
+
+#endif

@@ -97,13 +97,17 @@ static int push(cf_node ***list, int *n, int *cap, cf_node *x)
     return 0;
 }
 
-static const char *intern_file(cf_model *m, const char *file)
+/* One copy of each file and frame name: the same few strings come with every node
+ * and every call (a small hash table of recent strings; a miss only costs a copy). */
+static const char *intern(cf_model *m, const char *s)
 {
-    /* The same file name is passed by every call of one source; keep one copy. */
-    for (int i = m->nnodes - 1; i >= 0 && i >= m->nnodes - 64; i--)
-        if (m->nodes[i]->loc.file && strcmp(m->nodes[i]->loc.file, file) == 0)
-            return m->nodes[i]->loc.file;
-    return cf_arena_strdup(&m->arena, file);
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (const char *p = s; *p; p++) h = (h ^ (unsigned char)*p) * 0x100000001b3ull;
+    const char **slot = &m->interned[h % CF_INTERN_SLOTS];
+    if (*slot && strcmp(*slot, s) == 0) return *slot;
+    const char *copy = cf_arena_strdup(&m->arena, s);
+    if (copy) *slot = copy;
+    return copy;
 }
 
 cf_node *cf_build_fail(cf_model *m, cf_srcloc loc, const char *fmt, ...)
@@ -138,7 +142,7 @@ static cf_node *node_new(cf_model *m, cf_opcode op, int nin, cf_node *const *in,
     }
     cf_node *n = cf_arena_alloc(&m->arena, sizeof *n);
     cf_node **ins = nin ? cf_arena_alloc(&m->arena, (size_t)nin * sizeof *ins) : NULL;
-    loc.file = file ? intern_file(m, file) : "?";
+    loc.file = file ? intern(m, file) : "?";
     if (!n || (nin && !ins) || !loc.file || push(&m->nodes, &m->nnodes, &m->cap_nodes, n)) {
         cf_oom(sizeof *n);
         if (!m->builderr) m->builderr = strdup(cf_last_error());
@@ -182,8 +186,8 @@ void cf_scope_begin_at(cf_model *m, const char *frame, const char *path,
     if (frame) {
         cf_frame *f = cf_arena_alloc(&m->arena, sizeof *f);
         if (f) {
-            f->name = cf_arena_strdup(&m->arena, frame);
-            f->call = (cf_srcloc){file ? cf_arena_strdup(&m->arena, file) : NULL, line, col};
+            f->name = intern(m, frame);
+            f->call = (cf_srcloc){file ? intern(m, file) : NULL, line, col};
             f->parent = m->frame;
             m->frame = f;
             m->framed[m->depth] = 1;

@@ -70,9 +70,11 @@ char *cf_arena_strdup(cf_arena *a, const char *s);
 void  cf_arena_free(cf_arena *a);
 
 #define CF_MAX_SCOPES 256
+#define CF_INTERN_SLOTS 64
 
 struct cf_model {
     cf_arena arena;
+    const char *interned[CF_INTERN_SLOTS];
     cf_node **nodes;   int nnodes, cap_nodes;
     cf_node **params;  int nparams, cap_params;
     cf_node **inputs;  int ninputs, cap_inputs;

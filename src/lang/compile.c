@@ -26,7 +26,7 @@
 #include "ops/op.h"
 
 #define MAX_INSTANTIATION_DEPTH 64
-#define MAX_NODES 2000000
+#define MAX_NODES 1000000
 #define MAX_ARGS 64
 
 typedef struct value value;
@@ -41,17 +41,17 @@ typedef enum vkind {
 
 struct value {
     vkind kind;
-    double num;          /* V_NUM */
-    cf_node *node;       /* V_TENSOR */
-    value *items;        /* V_TUPLE */
-    int n;
-    const ast *net;      /* V_TEMPLATE: the net, and where it was defined */
-    env *defenv;
-    inst *model;         /* V_MODEL */
-    int fn;              /* V_BUILTIN */
-    cf_init init;        /* V_INIT */
-    param *param;        /* V_PARAM */
-    partial *partial;    /* V_PARTIAL */
+    union {
+        double num;                                  /* V_NUM */
+        cf_node *node;                               /* V_TENSOR */
+        struct { value *items; int n; };             /* V_TUPLE */
+        struct { const ast *net; env *defenv; };     /* V_TEMPLATE: the net and where it was defined */
+        inst *model;                                 /* V_MODEL */
+        int fn;                                      /* V_BUILTIN */
+        cf_init init;                                /* V_INIT */
+        param *param;                                /* V_PARAM */
+        partial *partial;                            /* V_PARTIAL */
+    };
 };
 
 struct env {
@@ -251,7 +251,7 @@ static env *env_new(cc *c, env *parent, const char *file)
 static int bind(cc *c, env *en, const char *name, value v, const ast *where)
 {
     if (en->n == en->cap) {
-        int cap = en->cap ? en->cap * 2 : 8;
+        int cap = en->cap ? en->cap * 2 : 4;
         const char **names = cf_arena_alloc(&c->arena, (size_t)cap * sizeof *names);
         value *vals = cf_arena_alloc(&c->arena, (size_t)cap * sizeof *vals);
         const ast **wh = cf_arena_alloc(&c->arena, (size_t)cap * sizeof *wh);
@@ -542,8 +542,10 @@ static int eval_binop(cc *c, env *en, const ast *e, value *out)
     if (!spine) return cf_oom((size_t)n * sizeof *spine);
     int k = n;
     for (const ast *t = e; t->kind == AST_BINOP; t = t->a) spine[--k] = t;
+    const ast *leftmost = e;
+    while (leftmost->kind == AST_BINOP) leftmost = leftmost->a;
     value acc;
-    int rc = eval(c, en, spine[0]->a, &acc);
+    int rc = eval(c, en, leftmost, &acc);
     for (int i = 0; i < n && rc == 0; i++) {
         value b;
         rc = eval(c, en, spine[i]->b, &b);
@@ -791,13 +793,26 @@ static int call_builtin(cc *c, env *en, const ast *e, int fi, value *args, int n
     return unary_node(c, en, e, b->op, &args[0], a, out);
 }
 
+static int eval_call_with(cc *c, env *en, const ast *e, const value *callee, value *args, value *kwv,
+                          const char **kwn, value *out);
+
 static int eval_call(cc *c, env *en, const ast *e, value *out)
 {
     value callee;
     if (eval(c, en, e->a, &callee)) return -1;
-    value *args = cf_arena_alloc(&c->arena, 2 * MAX_ARGS * sizeof *args), *kwv = args + MAX_ARGS;
-    const char **kwn = cf_arena_alloc(&c->arena, MAX_ARGS * sizeof *kwn);
-    if (!args || !kwn) return cf_oom(2 * MAX_ARGS * sizeof *args);
+    /* on the heap, not the stack (calls nest) nor the arena (calls repeat): freed here */
+    value *args = malloc(2 * MAX_ARGS * sizeof *args), *kwv = args + MAX_ARGS;
+    const char **kwn = malloc(MAX_ARGS * sizeof *kwn);
+    int rc = args && kwn ? eval_call_with(c, en, e, &callee, args, kwv, kwn, out) : cf_oom(2 * MAX_ARGS * sizeof *args);
+    free(args);
+    free(kwn);
+    return rc;
+}
+
+static int eval_call_with(cc *c, env *en, const ast *e, const value *callee_v, value *args, value *kwv,
+                          const char **kwn, value *out)
+{
+    value callee = *callee_v;
     int nargs, nkw;
     int chain = callee.kind == V_BUILTIN && builtins[callee.fn].id == B_CHAIN;
     if (eval_args(c, en, e, args, &nargs, kwn, kwv, &nkw, chain)) return -1;

@@ -26,7 +26,11 @@
 #include "ops/op.h"
 
 #define MAX_INSTANTIATION_DEPTH 64
-#define MAX_NODES 1000000
+/* Operations in one model; fuzzing builds lower it so that huge models cost little. */
+#ifndef CF_MAX_MODEL_NODES
+#define CF_MAX_MODEL_NODES 1000000
+#endif
+#define MAX_NODES CF_MAX_MODEL_NODES
 #define MAX_ARGS 64
 
 typedef struct value value;

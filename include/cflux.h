@@ -1,10 +1,24 @@
 /* cflux.h - deep learning in C: a model is a static graph, checked before it runs.
  *
- * A model (cf_model) is a dataflow graph with named parameters. Build one with the
- * graph calls below (or, later, from the notation: cf_model_parse). Binding it for a
- * batch size (cf_bind) infers every shape, plans memory and gives an executor
- * (cf_exec) with buffers for inputs, outputs and gradients; cf_forward, cf_backward
- * and cf_update_sgd run on it. Executors of one model share its parameters.
+ * A model (cf_model) is a dataflow graph with named parameters. Write it in the
+ * notation (cf_model_load, docs/notation.md) or build it with the graph calls below.
+ * Binding it for a batch size (cf_bind) infers every shape, plans memory and gives an
+ * executor (cf_exec) with buffers for inputs, outputs and gradients; cf_forward,
+ * cf_backward and cf_update_sgd run on it. Executors of one model share its
+ * parameters. Above that sit datasets, optimizers and the training loop (cf_fit), the
+ * same that `cflux train` runs:
+ *
+ *     cf_model *m = cf_model_load("models/mlp.flux");
+ *     cf_dataset *train, *test;
+ *     cf_data_open("fashion-mnist", 0, &train, &test);
+ *     cf_fit_opts o = cf_fit_defaults();
+ *     o.optim = cf_optim_defaults("adam");
+ *     cf_trainer *t = cf_trainer_new(m, train, &o);   // adds the loss, binds
+ *     cf_fit(t, train, test);                         // (check every return)
+ *     cf_trainer_save(t, "mlp.ckpt");
+ *
+ * Headings below: shapes; errors and the library; models; the notation; building
+ * graphs in C; executors; data; optimizers; training.
  *
  * Conventions: float32, row-major, batch first. Every value carries a leading batch
  * dimension B that the graph calls never write: an input declared with shape (784)
@@ -14,7 +28,7 @@
  * Failures never exit: calls return NULL or non-zero and cf_last_error() says what
  * went wrong, naming the op, the shapes and the line of code that built it.
  *
- * A worked example: train a 784-128-10 classifier.
+ * A worked example in C: train a 784-128-10 classifier by hand.
  *
  *     cf_model *m = cf_model_new();
  *     cf_node *x  = cf_input(m, "x", CF_SHAPE(784));              // (B, 784)

@@ -9,10 +9,10 @@
 
 #include "plot.h"
 
-#define W 720
+#define W 860
 #define H 420
-#define L 70   /* margins */
-#define R 70
+#define L 70   /* margins; the legend sits in the right one */
+#define R 250
 #define T 40
 #define B 50
 
@@ -32,10 +32,10 @@ static void series(FILE *f, const double *v, int n, double lo, double hi, const 
     fprintf(f, "\"/>\n");
     for (int i = 0; i < n; i++)
         if (isfinite(v[i])) fprintf(f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"2.5\" fill=\"%s\"/>\n", px(i, n), py(v[i], lo, hi), color);
-    int y = T + 14 * legend;
-    fprintf(f, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"%s\" stroke-width=\"2\"%s%s%s/>\n", L + 10, y + 8,
-            L + 34, y + 8, color, dash ? " stroke-dasharray=\"" : "", dash ? dash : "", dash ? "\"" : "");
-    fprintf(f, "<text x=\"%d\" y=\"%d\" font-size=\"11\">%s</text>\n", L + 40, y + 12, label);
+    int y = T + 18 * legend, x = W - R + 70;
+    fprintf(f, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"%s\" stroke-width=\"2\"%s%s%s/>\n", x, y + 8,
+            x + 24, y + 8, color, dash ? " stroke-dasharray=\"" : "", dash ? dash : "", dash ? "\"" : "");
+    fprintf(f, "<text x=\"%d\" y=\"%d\" font-size=\"12\">%s</text>\n", x + 30, y + 12, label);
 }
 
 int plot_write_svg(const char *path, const plot_epoch *e, int n, const char *title)
@@ -55,9 +55,18 @@ int plot_write_svg(const char *path, const plot_epoch *e, int n, const char *tit
     }
     if (!(lo < hi)) lo = isfinite(lo) ? lo - 1 : 0, hi = isfinite(hi) ? hi + 1 : 1;
     lo = fmax(0, lo - 0.05 * (hi - lo));
+    /* accuracy: from a little below its lowest to a little above its highest, within [0, 1] */
+    double alo = INFINITY, ahi = -INFINITY;
+    for (int i = 0; i < n; i++)
+        for (int k = 3; k < 6; k++)
+            if (isfinite(v[k][i])) alo = fmin(alo, v[k][i]), ahi = fmax(ahi, v[k][i]);
+    if (!(alo <= ahi)) alo = 0, ahi = 1;
+    alo = fmax(0, floor(alo * 20 - 1) / 20);
+    ahi = fmin(1, ceil(ahi * 20 + 0.5) / 20);
+    if (!(alo < ahi)) alo = 0, ahi = 1;
     fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" font-family=\"sans-serif\">\n", W, H);
     fprintf(f, "<rect width=\"%d\" height=\"%d\" fill=\"white\"/>\n", W, H);
-    fprintf(f, "<text x=\"%d\" y=\"22\" font-size=\"14\" text-anchor=\"middle\">%s</text>\n", W / 2, title);
+    fprintf(f, "<text x=\"%d\" y=\"22\" font-size=\"14\" text-anchor=\"middle\">%s</text>\n", (W - R + L) / 2, title);
     fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"none\" stroke=\"#888\"/>\n", L, T, W - L - R,
             H - T - B);
     for (int k = 0; k <= 4; k++) {   /* grid and both axes' labels */
@@ -65,17 +74,18 @@ int plot_write_svg(const char *path, const plot_epoch *e, int n, const char *tit
         fprintf(f, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#eee\"/>\n", L, fy, W - R, fy);
         fprintf(f, "<text x=\"%d\" y=\"%.1f\" font-size=\"11\" text-anchor=\"end\">%.3g</text>\n", L - 6, fy + 4,
                 hi - k * (hi - lo) / 4);
-        fprintf(f, "<text x=\"%d\" y=\"%.1f\" font-size=\"11\">%.2f</text>\n", W - R + 6, fy + 4, 1 - k * 0.25);
+        fprintf(f, "<text x=\"%d\" y=\"%.1f\" font-size=\"11\">%.3g</text>\n", W - R + 6, fy + 4,
+                ahi - k * (ahi - alo) / 4);
     }
     for (int i = 0; i < n; i++)
         if (n <= 20 || i % (n / 10 + 1) == 0 || i == n - 1)
             fprintf(f, "<text x=\"%.1f\" y=\"%d\" font-size=\"11\" text-anchor=\"middle\">%d</text>\n", px(i, n),
                     H - B + 16, e[i].epoch);
-    fprintf(f, "<text x=\"%d\" y=\"%d\" font-size=\"12\" text-anchor=\"middle\">epoch</text>\n", W / 2, H - 12);
+    fprintf(f, "<text x=\"%d\" y=\"%d\" font-size=\"12\" text-anchor=\"middle\">epoch</text>\n", (W - R + L) / 2, H - 12);
     fprintf(f, "<text x=\"16\" y=\"%d\" font-size=\"12\" transform=\"rotate(-90 16 %d)\" text-anchor=\"middle\">loss</text>\n",
             H / 2, H / 2);
     fprintf(f, "<text x=\"%d\" y=\"%d\" font-size=\"12\" transform=\"rotate(90 %d %d)\" text-anchor=\"middle\">accuracy</text>\n",
-            W - 16, H / 2, W - 16, H / 2);
+            W - R + 50, H / 2, W - R + 50, H / 2);
     int legend = 0;
     const char *names[6] = {"train loss", "validation loss", "test loss", "train accuracy", "validation accuracy",
                             "test accuracy"};
@@ -84,7 +94,7 @@ int plot_write_svg(const char *path, const plot_epoch *e, int n, const char *tit
         int any = 0;
         for (int i = 0; i < n; i++) any |= isfinite(v[k][i]);
         if (!any) continue;
-        series(f, v[k], n, k < 3 ? lo : 0, k < 3 ? hi : 1, colors[k % 3], k < 3 ? NULL : "5,3", names[k], legend++);
+        series(f, v[k], n, k < 3 ? lo : alo, k < 3 ? hi : ahi, colors[k % 3], k < 3 ? NULL : "5,3", names[k], legend++);
     }
     fprintf(f, "</svg>\n");
     for (int k = 0; k < 6; k++) free(v[k]);

@@ -44,18 +44,10 @@ static void walk_init(walk *w, cf_shape a, cf_shape b, cf_shape y)
     for (int i = 0; i < r - 1; i++) w->rows *= w->od[i];
 }
 
-/* Offsets of row `row` in a and b. */
+/* Offsets of row `row` in a and b: the walk's dims but the last. */
 static void walk_row(const walk *w, size_t row, size_t *oa, size_t *ob)
 {
-    size_t a = 0, b = 0;
-    for (int i = w->rank - 2; i >= 0; i--) {
-        size_t k = row % w->od[i];
-        row /= w->od[i];
-        a += k * w->sa[i];
-        b += k * w->sb[i];
-    }
-    *oa = a;
-    *ob = b;
+    cf_walk_offsets(w->od, w->rank - 1, w->sa, w->sb, row, oa, ob);
 }
 
 #define ROW_LOOP(EXPR)                                                                  \

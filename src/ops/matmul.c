@@ -64,15 +64,7 @@ static void lead_init(lead *L, const cf_inst *k)
 
 static void lead_at(const lead *L, size_t l, size_t *ia, size_t *ib)
 {
-    size_t a = 0, b = 0;
-    for (int i = L->rank - 1; i >= 0; i--) {
-        size_t q = l % L->od[i];
-        l /= L->od[i];
-        a += q * L->sa[i];
-        b += q * L->sb[i];
-    }
-    *ia = a;
-    *ib = b;
+    cf_walk_offsets(L->od, L->rank, L->sa, L->sb, l, ia, ib);
 }
 
 static int matmul_forward(const cf_inst *k)

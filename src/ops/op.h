@@ -67,6 +67,22 @@ int cf_broadcast_shapes(const cf_node *n, cf_shape a, int ab, cf_shape b, int bb
  * stretches. */
 void cf_broadcast_strides(cf_shape in, int in_rank, cf_shape out, int out_rank, size_t *st);
 
+/* Offsets in a and b of element `index` of a walk over `rank` dims od[] (row-major),
+ * where a and b step by sa[] and sb[] along each dim. */
+static inline void cf_walk_offsets(const size_t *od, int rank, const size_t *sa, const size_t *sb, size_t index,
+                                   size_t *oa, size_t *ob)
+{
+    size_t a = 0, b = 0;
+    for (int i = rank - 1; i >= 0; i--) {
+        size_t k = index % od[i];
+        index /= od[i];
+        a += k * sa[i];
+        b += k * sb[i];
+    }
+    *oa = a;
+    *ob = b;
+}
+
 /* Split a concrete shape at dim: outer = product of dims before, inner = after. */
 void cf_shape_split(cf_shape s, int dim, size_t *outer, size_t *inner);
 

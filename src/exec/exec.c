@@ -202,38 +202,47 @@ cf_exec *cf_bind(cf_model *m, int batch, unsigned flags)
         free(block);
         return cf_oom((size_t)maxbuf * sizeof *bufs), NULL;
     }
+    /* Lifetimes in one pass over the consumers: a value lives until the last step that
+     * reads it (a consumer's forward, its backward if that reads inputs, its own backward
+     * if that reads the output); a gradient from the first backward that writes it. */
+    int *last = malloc(2 * (size_t)nn * sizeof *last), *gfirst = last ? last + nn : NULL;
+    if (!last) {
+        free(bufs);
+        free(block);
+        return cf_oom(2 * (size_t)nn * sizeof *last), NULL;
+    }
+    for (int i = 0; i < nn; i++) {
+        last[i] = tf[i] < 0 ? 0 : tf[i];
+        if (tb[i] > last[i] && (cf_ops[m->nodes[i]->op]->flags & CF_BWD_Y)) last[i] = tb[i];
+        gfirst[i] = end;
+    }
+    for (int c = 0; c < nn; c++) {
+        if (!live[c]) continue;
+        int reads_x = (cf_ops[m->nodes[c]->op]->flags & CF_BWD_X) != 0;
+        for (int j = 0; j < NSRC(c); j++) {
+            int i = SRC(c, j);
+            if (tf[c] > last[i]) last[i] = tf[c];
+            if (reads_x && tb[c] > last[i]) last[i] = tb[c];
+            if (tb[c] >= 0 && tb[c] < gfirst[i] && slot_differentiable(e, m->nodes[c], j)) gfirst[i] = tb[c];
+        }
+    }
+    /* outputs, the loss and inputs are kept for the whole step; their gradients from
+     * the backward's start */
+    for (int o = 0; o < m->noutputs; o++) last[m->outputs[o]->id] = end, gfirst[m->outputs[o]->id] = e->nfwd;
+    if (e->loss >= 0) last[e->loss] = end, gfirst[e->loss] = e->nfwd;
     for (int i = 0; i < nn; i++) {
         cf_node *n = m->nodes[i];
         if (!live[i] || n->op == CF_OP_PARAM || n->op == CF_OP_CONST) continue;
-        int last = tf[i] < 0 ? 0 : tf[i];
-        for (int c = i + 1; c < nn; c++) {    /* consumers come later */
-            for (int j = 0; j < NSRC(c); j++) {
-                if (SRC(c, j) != i || !live[c]) continue;
-                if (tf[c] > last) last = tf[c];
-                if (tb[c] > last && (cf_ops[m->nodes[c]->op]->flags & CF_BWD_X)) last = tb[c];
-            }
-        }
-        if (tb[i] > last && (cf_ops[n->op]->flags & CF_BWD_Y)) last = tb[i];
         int first = n->op == CF_OP_INPUT ? 0 : tf[i];
-        if (n->op == CF_OP_INPUT) last = end;
-        for (int o = 0; o < m->noutputs; o++)
-            if (m->outputs[o]->id == i) last = end;
-        if (i == e->loss) last = end;
-        bufs[nbuf++] = (cf_buf){cf_shape_count_b(n->shape, batch), 0, first, last, &e->val[i]};
-        if (!hasgrad[i] || n->op == CF_OP_PARAM) continue;
-        /* gradient: from the first consumer's backward (or the head) to its own */
-        int gfirst = end, glast = tb[i];
-        for (int c = nn - 1; c > i; c--)
-            for (int j = 0; j < NSRC(c); j++)
-                if (SRC(c, j) == i && tb[c] >= 0 && slot_differentiable(e, m->nodes[c], j) && tb[c] < gfirst)
-                    gfirst = tb[c];
-        for (int o = 0; o < m->noutputs; o++)
-            if (m->outputs[o]->id == i) gfirst = e->nfwd;
-        if (i == e->loss) gfirst = e->nfwd;
-        if (n->op == CF_OP_INPUT) gfirst = 0, glast = end;   /* kept until the next backward */
-        if (glast < gfirst) glast = gfirst;
-        bufs[nbuf++] = (cf_buf){cf_shape_count_b(n->shape, batch), 0, gfirst, glast, &e->grad[i]};
+        if (n->op == CF_OP_INPUT) last[i] = end;
+        bufs[nbuf++] = (cf_buf){cf_shape_count_b(n->shape, batch), 0, first, last[i], &e->val[i]};
+        if (!hasgrad[i]) continue;
+        int gf = gfirst[i], gl = tb[i];
+        if (n->op == CF_OP_INPUT) gf = 0, gl = end;   /* kept until the next backward */
+        if (gl < gf) gl = gf;
+        bufs[nbuf++] = (cf_buf){cf_shape_count_b(n->shape, batch), 0, gf, gl, &e->grad[i]};
     }
+    free(last);
     if (train)
         for (int o = 0; o < m->noutputs; o++)
             bufs[nbuf++] = (cf_buf){cf_shape_count_b(m->outputs[o]->shape, batch), 0, 0, end, &e->head[o]};

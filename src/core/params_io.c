@@ -15,12 +15,8 @@
 #define PARAMS_FORMAT "cflux-params"
 #define PARAMS_VERSION 1
 
-int cf_model_save_params(cf_model *m, const char *path)
+void cf_model_params_as_tensors(const cf_model *m, cf_st_tensor *t)
 {
-    if (!m || !path) return cf_seterr("error: cf_model_save_params: no model or no path");
-    if (cf_model_init_params(m)) return -1;
-    cf_st_tensor *t = calloc((size_t)m->nparams + 1, sizeof *t);
-    if (!t) return cf_oom((size_t)m->nparams * sizeof *t);
     for (int i = 0; i < m->nparams; i++) {
         const cf_node *p = m->params[i];
         t[i].name = p->name;
@@ -29,6 +25,15 @@ int cf_model_save_params(cf_model *m, const char *path)
         t[i].count = cf_shape_count(p->shape);
         t[i].data = m->pdata + m->poff[i];
     }
+}
+
+int cf_model_save_params(cf_model *m, const char *path)
+{
+    if (!m || !path) return cf_seterr("error: cf_model_save_params: no model or no path");
+    if (cf_model_init_params(m)) return -1;
+    cf_st_tensor *t = calloc((size_t)m->nparams + 1, sizeof *t);
+    if (!t) return cf_oom((size_t)m->nparams * sizeof *t);
+    cf_model_params_as_tensors(m, t);
     char version[16];
     snprintf(version, sizeof version, "%d", PARAMS_VERSION);
     const char *keys[] = {"format", "format_version", "cflux_version"};

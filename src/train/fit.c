@@ -35,7 +35,7 @@ struct cf_trainer {
     int epoch;
     long step;
     int classes;                 /* of the model's output; 0 for regression */
-    size_t xcount, ycount;       /* floats per sample: input, target */
+    size_t xcount, ycount;       /* floats per sample: input, target (labels: one per row) */
     size_t *perm;
     size_t nperm;
 };
@@ -77,18 +77,21 @@ static int bind_for(cf_model *m, bound *b, int batch, size_t n, unsigned flags)
     return 0;
 }
 
-static const char *shape_words(cf_shape s, char *buf, size_t size) { return cf_shape_format(s, buf, size); }
+/* The data's samples must hold as many numbers as the model's input 0. */
+static int check_input(const cf_model *m, const cf_dataset *d)
+{
+    cf_shape xs = cf_dataset_sample_shape(d);
+    if (cf_shape_count(xs) == cf_shape_count(m->inputs[0]->shape)) return 0;
+    char s1[96], s2[96];
+    return cf_seterr("error: %s: the samples are %s (%zu numbers) but the model's input '%s' takes %s",
+                     cf_dataset_name(d), cf_shape_format(xs, s1, sizeof s1), cf_shape_count(xs), m->inputs[0]->name,
+                     cf_shape_format(m->inputs[0]->shape, s2, sizeof s2));
+}
 
 /* The data must fit the model: input element counts, targets, label range. */
 static int check_data(cf_trainer *t, const cf_dataset *d)
 {
-    cf_model *m = t->m;
-    char s1[96], s2[96];
-    cf_shape xs = cf_dataset_sample_shape(d);
-    if (cf_shape_count(xs) != t->xcount)
-        return cf_seterr("error: %s: the samples are %s (%zu numbers) but the model's input '%s' takes %s",
-                         cf_dataset_name(d), shape_words(xs, s1, sizeof s1), cf_shape_count(xs), m->inputs[0]->name,
-                         shape_words(m->inputs[0]->shape, s2, sizeof s2));
+    if (check_input(t->m, d)) return -1;
     size_t ys = (size_t)cf_dataset_target_size(d);
     if (ys != t->ycount)
         return cf_seterr("error: %s: each sample has %zu target number%s but the model's %s takes %zu", cf_dataset_name(d),
@@ -174,9 +177,6 @@ static size_t correct(const cf_trainer *t, cf_exec *e)
     return hits;
 }
 
-/* Rows of labels per sample (sequence models label every step). */
-static size_t label_rows(const cf_trainer *t) { return t->ycount; }
-
 static int evaluate(cf_trainer *t, const cf_dataset *d, double *loss, double *acc)
 {
     size_t n = cf_dataset_count(d);
@@ -201,7 +201,7 @@ static int evaluate(cf_trainer *t, const cf_dataset *d, double *loss, double *ac
     }
     free(idx);
     *loss = total / (double)n;
-    if (t->classes) *acc = (double)hits / (double)(n * label_rows(t));
+    if (t->classes) *acc = (double)hits / (double)(n * t->ycount);
     return 0;
 }
 
@@ -269,14 +269,14 @@ int cf_fit(cf_trainer *t, const cf_dataset *train_all, const cf_dataset *test)
             if (t->o.on_batch) {
                 double done = (double)(at + b), secs = now() - t0;
                 t->o.on_batch(epoch, s + 1, steps, loss / done,
-                              t->classes ? (double)hits / (done * (double)label_rows(t)) : NAN,
+                              t->classes ? (double)hits / (done * (double)t->ycount) : NAN,
                               secs > 0 ? done / secs : 0, t->o.user);
             }
         }
         cf_epoch_stats st = {epoch, t->o.epochs, loss / (double)n, NAN, NAN, NAN, NAN, NAN, lr, 0, 0};
         st.seconds = now() - t0;
         st.samples_per_sec = st.seconds > 0 ? (double)n / st.seconds : 0;
-        if (t->classes) st.train_accuracy = (double)hits / ((double)n * (double)label_rows(t));
+        if (t->classes) st.train_accuracy = (double)hits / ((double)n * (double)t->ycount);
         if (val && evaluate(t, val, &st.val_loss, &st.val_accuracy)) goto out;
         if (test && evaluate(t, test, &st.test_loss, &st.test_accuracy)) goto out;
         t->epoch = epoch;
@@ -313,13 +313,7 @@ int cf_predict(cf_model *m, const cf_dataset *d, int batch, float *out)
     if (!m || !d || !out || batch < 1) return cf_seterr("error: cf_predict: no model, data or output, or a batch below 1");
     if (cf_model_infer_shapes(m)) return -1;
     size_t xcount = cf_shape_count(m->inputs[0]->shape), n = cf_dataset_count(d);
-    cf_shape xs = cf_dataset_sample_shape(d);
-    if (cf_shape_count(xs) != xcount) {
-        char s1[96], s2[96];
-        return cf_seterr("error: %s: the samples are %s (%zu numbers) but the model's input '%s' takes %s",
-                         cf_dataset_name(d), cf_shape_format(xs, s1, sizeof s1), cf_shape_count(xs), m->inputs[0]->name,
-                         cf_shape_format(m->inputs[0]->shape, s2, sizeof s2));
-    }
+    if (check_input(m, d)) return -1;
     bound b = {0};
     if (bind_for(m, &b, batch, n, 0)) {
         unbind(&b);
@@ -354,14 +348,7 @@ int cf_trainer_save(cf_trainer *t, const char *path)
         free(names);
         return cf_oom((size_t)n * sizeof *ts);
     }
-    for (int i = 0; i < m->nparams; i++) {
-        const cf_node *p = m->params[i];
-        ts[i].name = p->name;
-        ts[i].rank = p->shape.rank;
-        for (int d = 0; d < p->shape.rank; d++) ts[i].shape[d] = p->shape.d[d];
-        ts[i].count = cf_shape_count(p->shape);
-        ts[i].data = cf_model_param_data(m, i);
-    }
+    cf_model_params_as_tensors(m, ts);
     int rc = 0;
     for (int i = 0; i < ns; i++) {
         size_t count;

@@ -241,7 +241,8 @@ cf_node *cf_input_at(cf_model *m, const char *name, cf_shape s, const char *file
 {
     cf_srcloc loc = {file, line, col};
     if (!name || !*name) return cf_build_fail(m, loc, "an input needs a name");
-    if (!m || check_shape(m, s, loc, "input", name)) return m ? NULL : cf_build_fail(m, loc, "no model");
+    if (!m) return cf_build_fail(NULL, loc, "input '%s': no model", name);
+    if (check_shape(m, s, loc, "input", name)) return NULL;
     if (s.rank == CF_MAX_DIMS)
         return cf_build_fail(m, loc, "input '%s': at most %d dimensions per sample", name, CF_MAX_DIMS - 1);
     for (int i = 0; i < m->ninputs; i++)
@@ -264,7 +265,8 @@ cf_node *cf_param_at(cf_model *m, const char *name, cf_shape s, cf_init init,
 {
     cf_srcloc loc = {file, line, col};
     if (!name || !*name) return cf_build_fail(m, loc, "a parameter needs a name");
-    if (!m || check_shape(m, s, loc, "parameter", name)) return m ? NULL : cf_build_fail(m, loc, "no model");
+    if (!m) return cf_build_fail(NULL, loc, "parameter '%s': no model", name);
+    if (check_shape(m, s, loc, "parameter", name)) return NULL;
     if (init.kind < CF_INIT_GLOROT || init.kind > CF_INIT_CONST)
         return cf_build_fail(m, loc, "parameter '%s': unknown initialiser %d", name, (int)init.kind);
     /* The full name: the innermost scope path, then the name. */

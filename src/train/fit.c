@@ -182,7 +182,7 @@ static int evaluate(cf_trainer *t, const cf_dataset *d, double *loss, double *ac
     size_t n = cf_dataset_count(d);
     *loss = *acc = NAN;
     if (n == 0) return 0;
-    if (check_data(t, d) || bind_for(t->m, &t->eval, t->o.batch, n, CF_LOSS)) return -1;
+    if (bind_for(t->m, &t->eval, t->o.batch, n, CF_LOSS)) return -1;   /* d checked by the caller */
     size_t *idx = malloc((size_t)t->o.batch * sizeof *idx);
     if (!idx) return cf_oom((size_t)t->o.batch * sizeof *idx);
     double total = 0;
@@ -235,7 +235,8 @@ int cf_fit(cf_trainer *t, const cf_dataset *train_all, const cf_dataset *test)
         cf_seterr("error: %s: no samples to train on", cf_dataset_name(train_all));
         goto out;
     }
-    if (check_data(t, train) || (test && check_data(t, test))) goto out;
+    /* once, before any epoch: the training data (the validation split comes from it) and the test data */
+    if (check_data(t, train_all) || (test && check_data(t, test))) goto out;
     if (bind_for(t->m, &t->train, B, n, CF_TRAIN)) goto out;
     if (t->nperm < n) {
         free(t->perm);

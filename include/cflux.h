@@ -17,7 +17,7 @@
  *     cf_fit(t, train, test);                         // (check every return)
  *     cf_trainer_save(t, "mlp.ckpt");
  *
- * Headings below: shapes; errors and the library; models; the notation; building
+ * Headings below: shapes; errors and the library; files; models; the notation; building
  * graphs in C; executors; data; optimizers; training.
  *
  * Conventions: float32, row-major, batch first. Every value carries a leading batch
@@ -117,6 +117,26 @@ CF_API int  cf_threads(void);
  * -1 for a name this build does not have. */
 CF_API int cf_set_gemm(const char *name);
 CF_API const char *cf_gemm_name(void);
+
+/* ---- Files ------------------------------------------------------------------------
+ *
+ * Every file cflux writes (checkpoints, parameters, the tool's logs and plots) goes
+ * through one crash-safe writer: a temporary file beside the target, created so that
+ * a file or a symbolic link planted there is never followed, is written, flushed,
+ * fsync'd and renamed over the target. A crash leaves the old file or the new one,
+ * never a mix, and a failure leaves no temporary file behind. Between create and
+ * commit (or abort) the calling thread holds back SIGINT, SIGTERM, SIGHUP and
+ * SIGQUIT, so that a signal cannot leave a temporary file: it arrives right after. */
+
+typedef struct cf_file cf_file;
+
+CF_API cf_file *cf_file_create(const char *path);  /* NULL and the error (which names why) */
+CF_API FILE    *cf_file_stream(cf_file *f);        /* write here */
+CF_API int      cf_file_commit(cf_file *f);        /* replace path with what was written; frees f; 0 or -1 */
+CF_API void     cf_file_abort(cf_file *f);         /* keep the old file; frees f */
+/* Whether path could be written now (a temporary is made beside it and removed):
+ * 0, or -1 with the reason ("the directory /x does not exist", "it is a directory"). */
+CF_API int      cf_file_check(const char *path);
 
 /* ---- Models ------------------------------------------------------------------------ */
 

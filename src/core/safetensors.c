@@ -24,6 +24,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "cflux.h"
 #include "core/error.h"
 #include "core/safetensors.h"
 
@@ -862,87 +863,30 @@ static int write_floats(FILE *fp, const float *x, size_t count)
     return 0;
 }
 
-/* fsync the directory holding path, so the rename itself is durable. */
-static int sync_dir(const char *path)
-{
-    const char *slash = strrchr(path, '/');
-    char *dir;
-    int fd, rc = 0;
-    if (!slash) dir = strdup(".");
-    else if (slash == path) dir = strdup("/");
-    else dir = strndup(path, (size_t)(slash - path));
-    if (!dir) return cf_oom(strlen(path) + 1);
-    fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd >= 0) {
-        if (fsync(fd) != 0 && errno != EINVAL && errno != ENOTSUP)
-            rc = cf_seterr("error: %s: written, but syncing its directory %s failed: %s", path,
-                           dir, strerror(errno));
-        close(fd);
-    }
-    free(dir);
-    return rc;
-}
-
 int cf_st_write(const char *path, int n, const cf_st_tensor *tensors,
                 int nmeta, const char *const *meta_keys, const char *const *meta_values)
 {
-    static atomic_uint counter;
     unsigned char len8[8];
-    char *hdr, *tmp;
-    size_t hlen, tlen;
-    FILE *fp = NULL;
-    int fd = -1, i, ok, e = 0, tries;
+    size_t hlen;
+    char *hdr;
 
     if (!path || !path[0]) return cf_seterr("error: cf_st_write: no path given");
     if (check_write_args(path, n, tensors, nmeta, meta_keys, meta_values)) return -1;
     if (!(hdr = make_header(path, n, tensors, nmeta, meta_keys, meta_values, &hlen))) return -1;
-    tlen = strlen(path) + 64;
-    if (!(tmp = malloc(tlen))) {
+    cf_file *f = cf_file_create(path);
+    if (!f) {
         free(hdr);
-        return cf_oom(tlen);
+        return -1;
     }
-
-    for (tries = 0; fd < 0 && tries < 100; tries++) {
-        snprintf(tmp, tlen, "%s.tmp.%ld.%u", path, (long)getpid(), atomic_fetch_add(&counter, 1));
-        fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-        if (fd < 0 && errno != EEXIST) break;
-    }
-    if (fd < 0) {
-        cf_seterr("error: %s: cannot create the temporary file %s: %s", path, tmp, strerror(errno));
-        goto fail;
-    }
-    if (!(fp = fdopen(fd, "wb"))) {
-        e = errno;
-        close(fd);
-        goto fail_write;
-    }
-
-    for (i = 0; i < 8; i++) len8[i] = (unsigned char)((uint64_t)hlen >> 8 * i);
-    ok = fwrite(len8, 1, 8, fp) == 8 && fwrite(hdr, 1, hlen, fp) == hlen;
-    for (i = 0; ok && i < n; i++) ok = !write_floats(fp, tensors[i].data, tensors[i].count);
-    ok = ok && fflush(fp) == 0 && fsync(fileno(fp)) == 0;
-    if (!ok) e = errno;
-    if (fclose(fp) != 0 && ok) {
-        ok = 0;
-        e = errno;
-    }
-    if (!ok) goto fail_write;
-
-    if (rename(tmp, path) != 0) {
-        e = errno;
-        unlink(tmp);
-        cf_seterr("error: %s: cannot replace it with the new file: %s", path, strerror(e));
-        goto fail;
-    }
+    FILE *fp = cf_file_stream(f);
+    for (int i = 0; i < 8; i++) len8[i] = (unsigned char)((uint64_t)hlen >> 8 * i);
+    int ok = fwrite(len8, 1, 8, fp) == 8 && fwrite(hdr, 1, hlen, fp) == hlen;
+    for (int i = 0; ok && i < n; i++) ok = !write_floats(fp, tensors[i].data, tensors[i].count);
     free(hdr);
-    free(tmp);
-    return sync_dir(path);
-
-fail_write:
-    unlink(tmp);
-    cf_seterr("error: %s: writing failed: %s", path, strerror(e ? e : EIO));
-fail:
-    free(hdr);
-    free(tmp);
-    return -1;
+    if (!ok) {
+        int e = errno;
+        cf_file_abort(f);
+        return cf_seterr("error: %s: writing failed: %s", path, strerror(e ? e : EIO));
+    }
+    return cf_file_commit(f);
 }

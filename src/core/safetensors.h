@@ -41,8 +41,8 @@ typedef struct cf_st_tensor {
 } cf_st_tensor;
 
 /* Write n float32 tensors and nmeta string pairs (the "__metadata__" object) to
- * path, crash-safe: a temporary file "path.tmp.PID.N" in the same directory, written,
- * flushed and fsync'ed, renamed over path, then the directory fsync'ed. Tensors go
+ * path, crash-safe (through cf_file_create: a temporary file renamed over path,
+ * fsync'd, see core/file.c). Tensors go
  * into the header and the data buffer in the order given; the header is padded with
  * spaces so the data starts 8-byte aligned. Refuses empty, non-UTF-8 or duplicate
  * names, the reserved name "__metadata__", a count that is not the product of the

@@ -116,6 +116,7 @@ CF_API int  cf_threads(void);
  * when the library was built with it; $CFLUX_GEMM=builtin overrides). Returns 0, or
  * -1 for a name this build does not have. */
 CF_API int cf_set_gemm(const char *name);
+CF_API int cf_set_memory_limit(size_t bytes);   /* placeholder until the data layer lands */
 CF_API const char *cf_gemm_name(void);
 
 /* ---- Files ------------------------------------------------------------------------
@@ -410,6 +411,13 @@ CF_API int          cf_dataset_classes(const cf_dataset *d);
 CF_API const float *cf_dataset_x(const cf_dataset *d);   /* n * sample count floats */
 CF_API const float *cf_dataset_y(const cf_dataset *d);   /* n * target_size floats */
 CF_API const char  *cf_dataset_name(const cf_dataset *d);  /* where it came from, for messages */
+/* Where the targets came from: the labels file of an IDX pair, else the name. */
+CF_API const char  *cf_dataset_target_name(const cf_dataset *d);
+/* For CSV data: the file's column of the labels (0-based; -1 otherwise), the number
+ * of columns (0 otherwise) and a column's name from the header (NULL without one). */
+CF_API int          cf_dataset_label_column(const cf_dataset *d);
+CF_API int          cf_dataset_column_count(const cf_dataset *d);
+CF_API const char  *cf_dataset_column_name(const cf_dataset *d, int col);
 /* Split off a validation set: round(fraction * n) samples, chosen by the seed. */
 CF_API int cf_dataset_split(const cf_dataset *d, double fraction, uint64_t seed, cf_dataset **train,
                             cf_dataset **val);
@@ -515,37 +523,75 @@ typedef struct cf_fit_opts {
     const char *schedule;     /* "const" (see cf_schedule_lr) */
     double val_fraction;      /* 0: no validation split */
     uint64_t seed;            /* shuffling (and, with cf_model_set_seed, everything) */
+    cf_loss loss;             /* 0: from the model (see cf_trainer_new) */
+    int normalize;            /* standardise the inputs (see cf_model_set_input_norm) */
     /* Called after each epoch; return non-zero to stop. May be NULL. */
     int (*on_epoch)(const cf_epoch_stats *s, void *user);
     /* Called after each batch: step of steps in this epoch, running loss/accuracy. */
     void (*on_batch)(int epoch, long step, long steps, double loss, double accuracy, double samples_per_sec,
                      void *user);
+    /* Called with a line to show the user: "warning: ..." or "note: ..." (a resumed
+     * run whose settings changed, an epoch at learning rate 0). May be NULL. */
+    void (*on_warning)(const char *message, void *user);
     void *user;
 } cf_fit_opts;
 
 CF_API cf_fit_opts cf_fit_defaults(void);
 
 /* A model in training: the model (with its loss), an optimizer, the executors, the
- * epoch reached. */
+ * place reached in the run. */
 typedef struct cf_trainer cf_trainer;
 
-/* Prepare to train m on data like `train`: adds the loss if the model has none
- * (cross-entropy when the data has classes, else mean squared error), checks that the
- * data fits the model's input and output, binds. NULL and the error otherwise. */
+/* Prepare to train m on data like `train`: adds the loss o->loss, or if that is 0
+ * and the model has none, cross-entropy for a model whose output 0 is a softmax and
+ * mean squared error for any other; checks that the data fits the model's input and
+ * output; binds. NULL and the error otherwise (CF_LOSS_XENT on a model that does not
+ * end with softmax names the layer it ends with). */
 CF_API cf_trainer *cf_trainer_new(cf_model *m, const cf_dataset *train, const cf_fit_opts *o);
 CF_API void        cf_trainer_free(cf_trainer *t);
-/* Train from the epoch reached up to o->epochs, evaluating on test (may be NULL) after
- * each epoch. Same seed, data and thread count: bitwise the same parameters. 0 or -1. */
-CF_API int cf_fit(cf_trainer *t, const cf_dataset *train, const cf_dataset *test);
-CF_API int cf_trainer_epoch(const cf_trainer *t);   /* epochs done */
 
-/* A checkpoint: the parameters, the optimizer's state, the epoch reached, the seed and
- * the model's source text, in one safetensors file written crash-safe. Loading it
- * into a trainer of the same model resumes training exactly where it stopped. */
+/* Train from the place reached up to o->epochs, evaluating on test (may be NULL)
+ * after each epoch. Same seed, data and thread count: bitwise the same parameters.
+ * Before the first step the data is checked whole: every number finite, labels in
+ * range, and a classifier's training labels not all one class. Training stops with
+ * an error, before the update that would spoil the parameters, when the loss is not
+ * finite or grows past 10^4 times the run's first loss (at least 1).
+ * Returns 0 when done (or on_epoch asked to stop), CF_STOPPED when cf_trainer_stop
+ * asked (the place reached can be saved with cf_trainer_save), or -1. */
+#define CF_STOPPED 1
+CF_API int cf_fit(cf_trainer *t, const cf_dataset *train, const cf_dataset *test);
+/* Ask cf_fit to stop after the step it is running: it returns CF_STOPPED. Safe to call
+ * from a signal handler or another thread. */
+CF_API void cf_trainer_stop(cf_trainer *t);
+CF_API int     cf_trainer_epoch(const cf_trainer *t);          /* epochs done */
+CF_API size_t  cf_trainer_epoch_samples(const cf_trainer *t);  /* samples of the next epoch done */
+CF_API cf_loss cf_trainer_loss(const cf_trainer *t);           /* the loss it trains */
+/* Every epoch done so far, in order, including those of the run a checkpoint
+ * resumed; *h is valid until the next cf_fit or cf_trainer_load. Returns the count. */
+CF_API int     cf_trainer_history(const cf_trainer *t, const cf_epoch_stats **h);
+
+/* A checkpoint: the parameters (and input standardisation), the optimizer's state,
+ * the place reached (within an epoch too), the run's settings and a hash of the
+ * model's graph, with its source text, in one safetensors file written crash-safe.
+ * Loading it into a trainer of the same model resumes training exactly where it
+ * stopped (bitwise, with the same settings). A checkpoint of another model or
+ * optimizer, or with metadata out of range or inconsistent, is refused; settings that
+ * changed (seed, learning rate, schedule, batch size, epochs, validation fraction,
+ * amount of data) are passed to on_warning: the schedule goes on by the share of the
+ * run done, so a batch size or a number of epochs may change. */
 CF_API int cf_trainer_save(cf_trainer *t, const char *path);
 CF_API int cf_trainer_load(cf_trainer *t, const char *path);
 
-/* Mean loss and accuracy (NAN for regression) of a model over a dataset. */
+/* Input standardisation, part of the model: x' = (x - mean) / std for each of the
+ * count numbers of input 0's sample, applied by cf_fit, cf_evaluate and cf_predict as
+ * they copy samples in (not by cf_forward on an executor). cf_fit with o.normalize
+ * fits it on the training split when the model has none; parameter files and
+ * checkpoints carry it ("input.mean", "input.std"). mean NULL removes it. 0 or -1. */
+CF_API int    cf_model_set_input_norm(cf_model *m, const float *mean, const float *std, size_t count);
+CF_API size_t cf_model_input_norm(const cf_model *m, const float **mean, const float **std);  /* count; 0: none */
+
+/* Mean loss and accuracy (NAN for regression) of a model over a dataset (the loss the
+ * model has, or as cf_trainer_new chooses). */
 CF_API int cf_evaluate(cf_model *m, const cf_dataset *d, int batch, double *loss, double *accuracy);
 /* Output 0 for every sample of d, into out (count * output size floats). */
 CF_API int cf_predict(cf_model *m, const cf_dataset *d, int batch, float *out);

@@ -22,11 +22,11 @@ expect 0 'output 0: (B, 15)' check "$src/models/tlp.flux"
 sed 's/Affine(20, 15)/Affine(21, 15)/' "$src/models/tlp.flux" > "$tmp/bad.flux"
 expect 1 'in TLP at .*bad.flux:5:13' check "$tmp/bad.flux"
 expect 1 'cannot open' check "$tmp/missing.flux"
-expect 2 'check takes one model file' check
-expect 2 'check takes one model file' check a b
+expect 2 'cflux check: needs MODEL' check
+expect 2 "cflux check: takes MODEL; 'b' is one argument too many" check a b
 expect 0 '(7, 784) \* (784, 128) -> (7, 128)' shapes "$src/models/mlp.flux" --batch 7
 expect 1 'shapes stop fitting here' shapes "$tmp/bad.flux"
-expect 2 'needs a positive number' shapes "$src/models/mlp.flux" --batch 0
+expect 2 'cflux shapes: --batch needs a whole number from 1 to 1048576' shapes "$src/models/mlp.flux" --batch 0
 expect 2 "unknown option '--frob'" shapes "$src/models/mlp.flux" --frob
 expect 0 'digraph model' graph "$src/models/tlp.flux"
 expect 0 'param first.W' graph "$src/models/tlp.flux"

@@ -73,8 +73,10 @@ printf '\000\000\010\001\000\000\000\003\000\001\002' > "$t/lab.idx"
 echo 'model = Chain(Input(4), Affine(3), softmax)' > "$t/idx.flux"
 one_line "img.idx has 2 images, .*lab.idx has 3 labels" "$tool" train "$t/idx.flux" --data "idx:$t/img.idx,$t/lab.idx"
 echo 'model = Chain(Input(4), Affine(3), relu)' > "$t/nosoft.flux"
-"$tool" train "$t/nosoft.flux" --data "csv:$t/train.csv" > /dev/null 2> "$t/err"
-[ $? -eq 1 ] && grep -q 'classifier models must end with softmax' "$t/err" && ok || bad "no softmax: $(cat "$t/err")"
+one_line "train.csv: each sample has one label but the model's output has 3 numbers; a classifier ends with softmax, and this model ends with relu at .*nosoft.flux:1:36" \
+  "$tool" train "$t/nosoft.flux" --data "csv:$t/train.csv"
+one_line "classifier models must end with softmax, but this one ends with relu at .*nosoft.flux:1:36" \
+  "$tool" train "$t/nosoft.flux" --data "csv:$t/train.csv" --loss xent
 "$tool" train "$t/m.flux" --epochs 0 > /dev/null 2>&1; [ $? -eq 2 ] && ok || bad "--epochs 0 is bad usage"
 "$tool" train "$t/m.flux" --optim rmsprop > /dev/null 2>&1; [ $? -eq 2 ] && ok || bad "unknown optimizer is bad usage"
 

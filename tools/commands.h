@@ -1,10 +1,19 @@
-/* commands.h - the tool's commands that live outside cflux.c. Each returns the exit
- * status: 0 ok, 1 bad model or data, 2 bad usage. */
+/* commands.h - the tool's commands. Each takes its parsed arguments and returns the
+ * exit status: 0 ok, 1 bad model or data, 2 bad usage, 128 + N when stopped by
+ * signal N. */
 #ifndef CF_TOOLS_COMMANDS_H
 #define CF_TOOLS_COMMANDS_H
 
-int cmd_train(int argc, char **argv);
-int cmd_eval(int argc, char **argv);
-int cmd_predict(int argc, char **argv);
+#include "options.h"
+
+int cmd_check(const args *a);
+int cmd_shapes(const args *a);
+int cmd_graph(const args *a);
+int cmd_train(const args *a);
+int cmd_eval(const args *a);
+int cmd_predict(const args *a);
+
+/* Settings every command takes: --threads and --max-memory. 0, or 1 with the error. */
+int apply_common(const args *a);
 
 #endif

@@ -1,12 +1,13 @@
 /* plot.c - the training curves as an SVG file: loss (left axis) and accuracy (right
- * axis) per epoch, for train, validation and test where present. Written crash-safe
- * (a temporary file renamed over the target). */
+ * axis) per epoch, for train, validation and test where present. Written through the
+ * library's crash-safe writer. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "cflux.h"
 #include "plot.h"
 
 #define W 860
@@ -38,18 +39,41 @@ static void series(FILE *f, const double *v, int n, double lo, double hi, const 
     fprintf(f, "<text x=\"%d\" y=\"%d\" font-size=\"12\">%s</text>\n", x + 30, y + 12, label);
 }
 
-int plot_write_svg(const char *path, const plot_epoch *e, int n, const char *title)
+/* text for SVG: the five characters that XML reserves escaped */
+static void put_text(FILE *f, const char *s)
 {
-    char tmp[4096];
-    snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid());
-    FILE *f = fopen(tmp, "w");
-    if (!f) return -1;
+    for (; *s; s++) {
+        switch (*s) {
+        case '<': fputs("&lt;", f); break;
+        case '>': fputs("&gt;", f); break;
+        case '&': fputs("&amp;", f); break;
+        case '"': fputs("&quot;", f); break;
+        case '\'': fputs("&#39;", f); break;
+        default: fputc(*s, f);
+        }
+    }
+}
+
+int plot_write_svg(const char *path, const cf_epoch_stats *e, int n, const char *title)
+{
+    double *v[6] = {0};
+    for (int k = 0; k < 6; k++)
+        if (!(v[k] = calloc((size_t)(n > 0 ? n : 1), sizeof(double)))) {
+            for (int j = 0; j < k; j++) free(v[j]);
+            fprintf(stderr, "error: %s: out of memory for the plot\n", path);
+            return -1;
+        }
+    cf_file *out = cf_file_create(path);
+    if (!out) {
+        for (int k = 0; k < 6; k++) free(v[k]);
+        fprintf(stderr, "%s\n", cf_last_error());
+        return -1;
+    }
+    FILE *f = cf_file_stream(out);
     double lo = INFINITY, hi = -INFINITY;
-    double *v[6];
-    for (int k = 0; k < 6; k++) v[k] = calloc((size_t)(n > 0 ? n : 1), sizeof(double));
     for (int i = 0; i < n; i++) {
         v[0][i] = e[i].train_loss, v[1][i] = e[i].val_loss, v[2][i] = e[i].test_loss;
-        v[3][i] = e[i].train_acc, v[4][i] = e[i].val_acc, v[5][i] = e[i].test_acc;
+        v[3][i] = e[i].train_accuracy, v[4][i] = e[i].val_accuracy, v[5][i] = e[i].test_accuracy;
         for (int k = 0; k < 3; k++)
             if (isfinite(v[k][i])) lo = fmin(lo, v[k][i]), hi = fmax(hi, v[k][i]);
     }
@@ -66,7 +90,9 @@ int plot_write_svg(const char *path, const plot_epoch *e, int n, const char *tit
     if (!(alo < ahi)) alo = 0, ahi = 1;
     fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" font-family=\"sans-serif\">\n", W, H);
     fprintf(f, "<rect width=\"%d\" height=\"%d\" fill=\"white\"/>\n", W, H);
-    fprintf(f, "<text x=\"%d\" y=\"22\" font-size=\"14\" text-anchor=\"middle\">%s</text>\n", (W - R + L) / 2, title);
+    fprintf(f, "<text x=\"%d\" y=\"22\" font-size=\"14\" text-anchor=\"middle\">", (W - R + L) / 2);
+    put_text(f, title);
+    fprintf(f, "</text>\n");
     fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"none\" stroke=\"#888\"/>\n", L, T, W - L - R,
             H - T - B);
     for (int k = 0; k <= 4; k++) {   /* grid and both axes' labels */
@@ -98,12 +124,8 @@ int plot_write_svg(const char *path, const plot_epoch *e, int n, const char *tit
     }
     fprintf(f, "</svg>\n");
     for (int k = 0; k < 6; k++) free(v[k]);
-    int bad = ferror(f);
-    bad |= fflush(f) != 0;
-    bad |= fsync(fileno(f)) != 0;
-    bad |= fclose(f) != 0;
-    if (bad || rename(tmp, path) != 0) {
-        remove(tmp);
+    if (cf_file_commit(out)) {
+        fprintf(stderr, "%s\n", cf_last_error());
         return -1;
     }
     return 0;

@@ -2,13 +2,10 @@
 #ifndef CF_TOOLS_PLOT_H
 #define CF_TOOLS_PLOT_H
 
-typedef struct plot_epoch {
-    int epoch;
-    double train_loss, val_loss, test_loss;   /* NAN: absent */
-    double train_acc, val_acc, test_acc;
-} plot_epoch;
+#include "cflux.h"
 
-/* Write the curves of n epochs to path; 0 or -1 (errno says why). */
-int plot_write_svg(const char *path, const plot_epoch *e, int n, const char *title);
+/* Write the curves of n epochs to path (crash-safe; the title is escaped); 0, or -1
+ * with the message printed. */
+int plot_write_svg(const char *path, const cf_epoch_stats *e, int n, const char *title);
 
 #endif

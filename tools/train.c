@@ -1,7 +1,8 @@
 /* train.c - `cflux train`, `cflux eval`, `cflux predict`: the training loop of the
- * library, with progress on a terminal, plain lines elsewhere, and CSV, SVG and JSON
- * records of the run. */
+ * library, with progress on a terminal, plain lines elsewhere, CSV, SVG and JSON
+ * records of the run, and a clean stop on SIGINT or SIGTERM. */
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,19 +14,13 @@
 #include "plot.h"
 
 typedef struct run {
-    const char *model_path, *data, *save, *resume, *log, *plot, *params, *schedule, *optim;
-    int epochs, batch, threads, json, quiet, label_col, stop_after;
-    double lr, wd, clip, val, momentum;
-    unsigned long long seed;
-    /* state during training */
-    int tty;
-    double last_draw, start;
-    plot_epoch *hist;
-    int nhist;
-    FILE *logf;
-    int save_failed;
+    const args *a;
+    int epochs, batch;
     cf_trainer *trainer;
-    size_t weights;
+    int tty, drawn;           /* stderr is a terminal; a progress line is on it */
+    double last_draw;
+    int failed;               /* a record or checkpoint could not be written */
+    int saved_epoch;          /* the epoch of the last checkpoint written, or -1 */
 } run;
 
 static double now(void)
@@ -35,32 +30,10 @@ static double now(void)
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
-static int usage_error(const char *cmd, const char *what, const char *arg)
-{
-    fprintf(stderr, "cflux %s: %s%s%s%s (try 'cflux help')\n", cmd, what, arg ? " '" : "", arg ? arg : "",
-            arg ? "'" : "");
-    return 2;
-}
-
 static int fail(void)
 {
     fprintf(stderr, "%s\n", cf_last_error());
     return 1;
-}
-
-/* Numbers from the command line; -1 (and a message) when malformed. */
-static int num_arg(const char *cmd, const char *opt, const char *s, double lo, double hi, double *out)
-{
-    char *end;
-    double v = s ? strtod(s, &end) : 0;
-    if (!s || !*s || *end || !(v >= lo && v <= hi)) {
-        char what[128];
-        snprintf(what, sizeof what, "%s needs a number from %g to %g, not", opt, lo, hi);
-        usage_error(cmd, what, s ? s : "(nothing)");
-        return -1;
-    }
-    *out = v;
-    return 0;
 }
 
 static const char *fmt_num(double v, char *buf)
@@ -70,12 +43,57 @@ static const char *fmt_num(double v, char *buf)
     return buf;
 }
 
-/* ---- progress ---- */
+static void json_num(const char *key, double v, int last)
+{
+    if (isfinite(v)) printf("\"%s\": %.6g%s", key, v, last ? "" : ", ");
+    else printf("\"%s\": null%s", key, last ? "" : ", ");
+}
+
+/* ---- signals: the first stops training after its step, a second exits at once ---- */
+
+static cf_trainer *volatile stop_target;
+static volatile sig_atomic_t stop_signal;
+
+static void on_signal(int sig)
+{
+    if (stop_signal) {
+        static const char nl[] = "\ncflux: stopped at once; the last checkpoint written is intact\n";
+        ssize_t ignored = write(2, nl, sizeof nl - 1);
+        (void)ignored;
+        _exit(128 + sig);
+    }
+    stop_signal = sig;
+    if (stop_target) cf_trainer_stop(stop_target);
+}
+
+static void catch_signals(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+}
+
+/* ---- progress and records ---- */
+
+static void end_progress(run *r)
+{
+    if (r->drawn) fprintf(stderr, "\r\033[K");
+    r->drawn = 0;
+}
+
+static void on_warning(const char *msg, void *user)
+{
+    end_progress(user);
+    fprintf(stderr, "%s\n", msg);
+}
 
 static void on_batch(int epoch, long step, long steps, double loss, double acc, double sps, void *user)
 {
     run *r = user;
-    if (!r->tty || r->quiet) return;
+    if (!r->tty || r->a->quiet) return;
     double t = now();
     if (step != steps && t - r->last_draw < 0.1) return;
     r->last_draw = t;
@@ -88,179 +106,262 @@ static void on_batch(int epoch, long step, long steps, double loss, double acc, 
     fprintf(stderr, "\repoch %d/%d [%s] %3d%%  loss %.4f  acc %s  %.0f samples/s  ETA %.0fs \033[K", epoch, r->epochs,
             bar, (int)(100 * step / steps), loss, fmt_num(acc, b1), sps, eta);
     fflush(stderr);
+    r->drawn = 1;
+}
+
+/* The whole history as CSV, written crash-safe: a resumed run's log holds every epoch. */
+static int write_log(const char *path, const cf_epoch_stats *h, int n)
+{
+    cf_file *f = cf_file_create(path);
+    if (!f) return -1;
+    FILE *fp = cf_file_stream(f);
+    fprintf(fp, "epoch,train_loss,train_accuracy,val_loss,val_accuracy,test_loss,test_accuracy,lr,seconds,"
+                "samples_per_sec\n");
+    for (int i = 0; i < n; i++) {
+        double v[9] = {h[i].train_loss, h[i].train_accuracy, h[i].val_loss, h[i].val_accuracy, h[i].test_loss,
+                       h[i].test_accuracy, h[i].lr, h[i].seconds, h[i].samples_per_sec};
+        fprintf(fp, "%d", h[i].epoch);
+        for (int k = 0; k < 9; k++)   /* NaN (nothing measured) as an empty field */
+            if (isnan(v[k])) fprintf(fp, ",");
+            else fprintf(fp, k == 7 ? ",%.3f" : k == 8 ? ",%.0f" : ",%.6g", v[k]);
+        fprintf(fp, "\n");
+    }
+    return cf_file_commit(f);
 }
 
 static int on_epoch(const cf_epoch_stats *s, void *user)
 {
     run *r = user;
     char a[32], b[32], c[32], d[32], e[32], f[32];
-    if (r->tty && !r->quiet) fprintf(stderr, "\r\033[K");
-    if (!r->quiet)
+    end_progress(r);
+    if (!r->a->quiet)
         printf("epoch %2d/%d  train loss %s acc %s | val loss %s acc %s | test loss %s acc %s | %.1f s, %.0f samples/s\n",
                s->epoch, s->epochs, fmt_num(s->train_loss, a), fmt_num(s->train_accuracy, b), fmt_num(s->val_loss, c),
                fmt_num(s->val_accuracy, d), fmt_num(s->test_loss, e), fmt_num(s->test_accuracy, f), s->seconds,
                s->samples_per_sec);
     fflush(stdout);
-    plot_epoch *h = realloc(r->hist, (size_t)(r->nhist + 1) * sizeof *h);
-    if (h) {
-        r->hist = h;
-        h[r->nhist++] = (plot_epoch){s->epoch, s->train_loss, s->val_loss, s->test_loss, s->train_accuracy,
-                                     s->val_accuracy, s->test_accuracy};
+    const cf_epoch_stats *h;
+    int n = cf_trainer_history(r->trainer, &h);
+    /* a record or checkpoint we cannot write is work we would lose: stop */
+    if (r->a->log && write_log(r->a->log, h, n)) {
+        r->failed = 1;
+        return fail();
     }
-    if (r->logf) {
-        fprintf(r->logf, "%d,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.3f,%.0f\n", s->epoch, s->train_loss,
-                s->train_accuracy, s->val_loss, s->val_accuracy, s->test_loss, s->test_accuracy, s->lr, s->seconds,
-                s->samples_per_sec);
-        fflush(r->logf);
+    if (r->a->save) {
+        if (cf_trainer_save(r->trainer, r->a->save)) {
+            r->failed = 1;
+            return fail();
+        }
+        r->saved_epoch = s->epoch;
     }
-    if (r->save && cf_trainer_save(r->trainer, r->save)) {
-        fprintf(stderr, "%s\n", cf_last_error());
-        r->save_failed = 1;
-        return 1;   /* stop: a checkpoint we cannot write is data we would lose */
-    }
-    return r->stop_after && s->epoch >= r->stop_after;
+    return !isnan(r->a->stop_after) && s->epoch >= (int)r->a->stop_after;
 }
 
 /* ---- train ---- */
 
-static int parse_train(int argc, char **argv, run *r, const char *cmd)
+/* What was inferred from the data and the model, in one line: the task, the loss,
+ * and for CSV data which column holds the labels and which the features. */
+static void describe_task(const cf_dataset *d, cf_trainer *t, const cf_model *m)
 {
-    for (int i = 0; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        double x;
-#define NUM(opt, lo, hi, dst) \
-    if (!strcmp(a, opt)) { if (num_arg(cmd, opt, v, lo, hi, &x)) return -1; dst = x; i++; continue; }
-#define STR(opt, dst) \
-    if (!strcmp(a, opt)) { if (!v) { usage_error(cmd, opt " needs a value", NULL); return -1; } dst = v; i++; continue; }
-        NUM("--epochs", 1, 1e6, r->epochs)
-        NUM("--stop-after", 1, 1e6, r->stop_after)
-        NUM("--batch", 1, 1 << 20, r->batch)
-        NUM("--lr", 1e-12, 1e6, r->lr)
-        NUM("--wd", 0, 1e6, r->wd)
-        NUM("--clip", 0, 1e12, r->clip)
-        NUM("--val", 0, 0.99, r->val)
-        NUM("--momentum", 0, 0.9999, r->momentum)
-        NUM("--threads", 1, 1024, r->threads)
-        NUM("--seed", 0, 1e18, r->seed)
-        NUM("--label-col", -1e6, 1e6, r->label_col)
-        STR("--data", r->data)
-        STR("--optim", r->optim)
-        STR("--schedule", r->schedule)
-        STR("--save", r->save)
-        STR("--resume", r->resume)
-        STR("--log", r->log)
-        STR("--plot", r->plot)
-        STR("--params", r->params)
-#undef NUM
-#undef STR
-        if (!strcmp(a, "--json")) { r->json = 1; continue; }
-        if (!strcmp(a, "--quiet")) { r->quiet = 1; continue; }
-        if (a[0] == '-' && a[1]) { usage_error(cmd, "unknown option", a); return -1; }
-        if (r->model_path) { usage_error(cmd, "takes one model file; also got", a); return -1; }
-        r->model_path = a;
+    int xent = cf_trainer_loss(t) == CF_LOSS_XENT;
+    cf_shape out = cf_model_output_shape(m, 0);
+    if (xent) printf("task: classification into %d classes (cross-entropy)", out.d[out.rank - 1]);
+    else printf("task: regression (mean squared error)");
+    int col = cf_dataset_label_column(d), ncols = cf_dataset_column_count(d);
+    if (col >= 0) {
+        const char *name = cf_dataset_column_name(d, col);
+        printf("; %s: column %d%s%s%s of %d, features: the other %d", xent ? "labels" : "targets", col + 1,
+               name ? " '" : "", name ? name : "", name ? "'" : "", ncols, ncols - 1);
     }
-    if (!r->model_path) {
-        usage_error(cmd, "needs a model file", NULL);
-        return -1;
-    }
+    printf("\n");
+}
+
+/* Check each file the run will write, before the first step. 0 or 1. */
+static int check_outputs(const args *a)
+{
+    const char *paths[3] = {a->save, a->log, a->plot};
+    for (int i = 0; i < 3; i++)
+        if (paths[i] && cf_file_check(paths[i])) return fail();
     return 0;
 }
 
-static void json_num(const char *key, double v, int last)
+/* How to go on from a checkpoint: this command line with --resume PATH. */
+static void print_resume(const args *a, const char *path)
 {
-    if (isfinite(v)) printf("\"%s\": %.6g%s", key, v, last ? "" : ", ");
-    else printf("\"%s\": null%s", key, last ? "" : ", ");
+    fprintf(stderr, "resume with: cflux train");
+    for (int i = 0; i < a->argc; i++) {
+        const char *s = a->argv[i];
+        if (!strcmp(s, "--resume")) {
+            i++;
+            continue;
+        }
+        if (!strncmp(s, "--resume=", 9)) continue;
+        fprintf(stderr, " %s", s);
+    }
+    fprintf(stderr, " --resume %s\n", path);
 }
 
-int cmd_train(int argc, char **argv)
+static cf_loss loss_arg(const char *s)
 {
-    run r = {0};
-    r.data = "fashion-mnist";
-    r.epochs = 10;
-    r.batch = 64;
-    r.optim = "adam";
-    r.schedule = "cosine";
-    r.momentum = -1;
-    r.wd = -1;
-    if (parse_train(argc, argv, &r, "train")) return 2;
-    cf_optim_opts oo = cf_optim_defaults(r.optim);
-    if (!oo.name) return usage_error("train", "unknown optimizer (sgd, momentum, nesterov, adam, adamw):", r.optim);
-    if (r.lr > 0) oo.lr = (float)r.lr;
-    if (r.wd >= 0) oo.weight_decay = (float)r.wd;
-    if (r.momentum >= 0) oo.momentum = (float)r.momentum;
-    oo.clip_norm = (float)r.clip;
-    if (r.threads) cf_set_threads(r.threads);
+    if (!s) return 0;
+    if (!strcmp(s, "xent")) return CF_LOSS_XENT;
+    if (!strcmp(s, "mse")) return CF_LOSS_MSE;
+    return (cf_loss)-1;
+}
+
+/* The data spec's datasets; the label column defaults to 0. */
+static int open_data(const args *a, cf_dataset **train, cf_dataset **test)
+{
+    int col = isnan(a->label_col) ? 0 : (int)a->label_col;
+    return cf_data_open(a->data ? a->data : "fashion-mnist", col, train, test);
+}
+
+int cmd_train(const args *a)
+{
+    run r = {.a = a, .saved_epoch = -1};
+    r.epochs = isnan(a->epochs) ? 10 : (int)a->epochs;
+    r.batch = isnan(a->batch) ? 64 : (int)a->batch;
+    cf_optim_opts oo = cf_optim_defaults(a->optim ? a->optim : "adam");
+    if (!oo.name) {
+        fprintf(stderr, "cflux train: unknown optimizer '%s' (sgd, momentum, nesterov, adam, adamw)\n", a->optim);
+        return 2;
+    }
+    if (!isnan(a->lr)) oo.lr = (float)a->lr;
+    if (!isnan(a->wd)) oo.weight_decay = (float)a->wd;
+    if (!isnan(a->momentum)) oo.momentum = (float)a->momentum;
+    if (!isnan(a->clip)) oo.clip_norm = (float)a->clip;
+    cf_loss loss = loss_arg(a->loss);
+    if ((int)loss < 0) {
+        fprintf(stderr, "cflux train: --loss is xent or mse, not '%s'\n", a->loss);
+        return 2;
+    }
+    if (a->init && a->resume) {
+        fprintf(stderr, "cflux train: --init starts a new run from weights and --resume continues a run: give one\n");
+        return 2;
+    }
+    if (!isnan(a->stop_after) && (int)a->stop_after > r.epochs) {
+        fprintf(stderr, "cflux train: --stop-after %d is past the %d epochs planned\n", (int)a->stop_after, r.epochs);
+        return 2;
+    }
+    const char *schedule = a->schedule ? a->schedule : "cosine";
     float lr0;
-    if (cf_schedule_lr(r.schedule, 1, 0, 1, 1, &lr0)) return fail();
+    if (cf_schedule_lr(schedule, 1, 0, 1, 1, &lr0)) return fail();
+    if (apply_common(a) || check_outputs(a)) return 1;
+    catch_signals();
 
     cf_dataset *train = NULL, *test = NULL;
-    cf_model *m = cf_model_load(r.model_path);
+    cf_model *m = cf_model_load(a->pos[0]);
     int rc = 1;
     if (!m) return fail();
-    cf_model_set_seed(m, r.seed);
-    if (cf_data_open(r.data, r.label_col, &train, &test)) goto out;
+    cf_model_set_seed(m, a->seed);
+    if (open_data(a, &train, &test)) goto out;
     cf_fit_opts fo = cf_fit_defaults();
     fo.epochs = r.epochs;
     fo.batch = r.batch;
     fo.optim = oo;
-    fo.schedule = r.schedule;
-    fo.val_fraction = r.val;
-    fo.seed = r.seed;
+    fo.schedule = schedule;
+    fo.val_fraction = isnan(a->val) ? 0 : a->val;
+    fo.seed = a->seed;
+    fo.loss = loss;
+    fo.normalize = a->normalize;
     fo.on_epoch = on_epoch;
     fo.on_batch = on_batch;
+    fo.on_warning = on_warning;
     fo.user = &r;
-    if (!(r.trainer = cf_trainer_new(m, train, &fo))) goto out;
-    if (r.resume && cf_trainer_load(r.trainer, r.resume)) goto out;
-    if (r.log) {
-        if (!(r.logf = fopen(r.log, "w"))) {
-            fprintf(stderr, "error: %s: cannot write the log\n", r.log);
-            rc = 1;
-            goto done;
-        }
-        fprintf(r.logf, "epoch,train_loss,train_accuracy,val_loss,val_accuracy,test_loss,test_accuracy,lr,seconds,"
-                        "samples_per_sec\n");
-    }
     r.tty = isatty(fileno(stderr));
-    r.weights = cf_model_weight_count(m);
-    if (!r.quiet)
-        printf("training %s on %s: %zu train%s%zu test samples, %zu weights, %s lr %g, batch %d, %d thread%s\n",
-               r.model_path, r.data, cf_dataset_count(train), r.val > 0 ? " (less a validation split), " : ", ",
-               test ? cf_dataset_count(test) : 0, r.weights, oo.name, (double)oo.lr, r.batch, cf_threads(),
-               cf_threads() == 1 ? "" : "s");
-    r.start = now();
+    if (!(r.trainer = cf_trainer_new(m, train, &fo))) goto out;
+    if (a->init) {
+        if (cf_model_load_params(m, a->init)) goto out;
+    } else if (a->resume && cf_trainer_load(r.trainer, a->resume)) {
+        goto out;
+    }
     int first = cf_trainer_epoch(r.trainer);
-    if (cf_fit(r.trainer, train, test)) goto out;
-    if (r.save_failed) goto done;
-    double secs = now() - r.start;
-    if (r.plot && plot_write_svg(r.plot, r.hist, r.nhist, r.model_path)) {
-        fprintf(stderr, "error: %s: cannot write the plot\n", r.plot);
+    if (first >= r.epochs || (!isnan(a->stop_after) && first >= (int)a->stop_after)) {
+        fprintf(stderr, "cflux train: %s has done %d epochs of the %d asked for: nothing to train (raise --epochs)\n",
+                a->resume, first, !isnan(a->stop_after) && (int)a->stop_after < r.epochs ? (int)a->stop_after : r.epochs);
+        rc = 0;
         goto done;
     }
-    const plot_epoch *last = r.nhist ? &r.hist[r.nhist - 1] : NULL;
-    double samples = (double)cf_dataset_count(train) * (1 - r.val) * (cf_trainer_epoch(r.trainer) - first);
+    if (!a->quiet) {
+        int nt = cf_threads();
+        printf("training %s on %s: %zu train%s%zu test samples, %zu weights, %s lr %g, batch %d, %d thread%s\n",
+               a->pos[0], a->data ? a->data : "fashion-mnist", cf_dataset_count(train),
+               fo.val_fraction > 0 ? " (less a validation split), " : ", ", test ? cf_dataset_count(test) : 0,
+               cf_model_weight_count(m), oo.name, (double)oo.lr, r.batch, nt, nt == 1 ? "" : "s");
+        describe_task(train, r.trainer, m);
+        if (a->init) printf("starting from the weights in %s\n", a->init);
+        if (cf_trainer_epoch_samples(r.trainer))
+            printf("resuming in epoch %d after %zu samples\n", first + 1, cf_trainer_epoch_samples(r.trainer));
+        fflush(stdout);
+    }
+    double start = now();
+    stop_target = r.trainer;
+    if (stop_signal) cf_trainer_stop(r.trainer);   /* a signal while the data loaded */
+    int fit = cf_fit(r.trainer, train, test);
+    stop_target = NULL;
+    end_progress(&r);
+    if (fit < 0 || r.failed) {
+        if (fit < 0) fail();
+        if (r.saved_epoch >= 0) fprintf(stderr, "the checkpoint of epoch %d is in %s\n", r.saved_epoch, a->save);
+        goto plot;
+    }
+    double secs = now() - start;
+    const cf_epoch_stats *h;
+    int nh = cf_trainer_history(r.trainer, &h);
+    if (fit == CF_STOPPED) {
+        int sig = stop_signal ? stop_signal : SIGINT;
+        int epoch = cf_trainer_epoch(r.trainer);
+        size_t part = cf_trainer_epoch_samples(r.trainer);
+        fprintf(stderr, "cflux train: interrupted (%s) ", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+        if (part) fprintf(stderr, "in epoch %d after %zu samples\n", epoch + 1, part);
+        else fprintf(stderr, "after epoch %d\n", epoch);
+        if (a->save) {
+            if (cf_trainer_save(r.trainer, a->save)) {
+                fail();
+            } else {
+                fprintf(stderr, "saved %s\n", a->save);
+                print_resume(a, a->save);
+            }
+        } else {
+            fprintf(stderr, "nothing saved (no --save)\n");
+        }
+        if (a->plot) plot_write_svg(a->plot, h, nh, a->pos[0]);
+        rc = 128 + sig;
+        goto done;
+    }
+    if (a->plot && plot_write_svg(a->plot, h, nh, a->pos[0])) goto done;
+    const cf_epoch_stats *last = nh ? &h[nh - 1] : NULL;
+    double samples = 0;
+    for (int i = 0; i < nh; i++)
+        if (h[i].epoch > first) samples += h[i].samples_per_sec * h[i].seconds;
     double sps = secs > 0 ? samples / secs : 0;   /* evaluation included: what a user waits for */
-    if (last && !r.quiet && !isnan(last->test_acc)) printf("test accuracy %.4f\n", last->test_acc);
-    if (r.save && !r.quiet) printf("saved %s\n", r.save);
-    if (r.json) {
+    if (last && !a->quiet && !isnan(last->test_accuracy)) printf("test accuracy %.4f\n", last->test_accuracy);
+    if (r.saved_epoch >= 0 && !a->quiet) printf("saved %s (epoch %d)\n", a->save, r.saved_epoch);
+    if (a->json) {
         printf("{");
         printf("\"epochs\": %d, ", cf_trainer_epoch(r.trainer));
         json_num("train_loss", last ? last->train_loss : NAN, 0);
-        json_num("train_accuracy", last ? last->train_acc : NAN, 0);
+        json_num("train_accuracy", last ? last->train_accuracy : NAN, 0);
         json_num("val_loss", last ? last->val_loss : NAN, 0);
-        json_num("val_accuracy", last ? last->val_acc : NAN, 0);
+        json_num("val_accuracy", last ? last->val_accuracy : NAN, 0);
         json_num("test_loss", last ? last->test_loss : NAN, 0);
-        json_num("test_accuracy", last ? last->test_acc : NAN, 0);
+        json_num("test_accuracy", last ? last->test_accuracy : NAN, 0);
         json_num("samples_per_sec", sps, 0);
         json_num("seconds", secs, 0);
-        printf("\"params\": %zu}\n", r.weights);
+        printf("\"params\": %zu}\n", cf_model_weight_count(m));
     }
     rc = 0;
+    goto done;
+plot:
+    if (a->plot) {
+        const cf_epoch_stats *hh;
+        int n = cf_trainer_history(r.trainer, &hh);
+        if (n) plot_write_svg(a->plot, hh, n, a->pos[0]);
+    }
     goto done;
 out:
     fail();
 done:
-    if (r.logf) fclose(r.logf);
-    free(r.hist);
     cf_trainer_free(r.trainer);
     cf_dataset_free(train);
     cf_dataset_free(test);
@@ -270,32 +371,41 @@ done:
 
 /* ---- eval ---- */
 
-int cmd_eval(int argc, char **argv)
+int cmd_eval(const args *a)
 {
-    run r = {0};
-    r.data = "fashion-mnist";
-    r.batch = 256;
-    if (parse_train(argc, argv, &r, "eval")) return 2;
-    if (!r.params) return usage_error("eval", "needs --params CHECKPOINT", NULL);
-    if (r.threads) cf_set_threads(r.threads);
+    if (!a->params) {
+        fprintf(stderr, "cflux eval: needs --params CHECKPOINT (the trained weights)\n");
+        return 2;
+    }
+    cf_loss loss = loss_arg(a->loss);
+    if ((int)loss < 0) {
+        fprintf(stderr, "cflux eval: --loss is xent or mse, not '%s'\n", a->loss);
+        return 2;
+    }
+    if (apply_common(a)) return 1;
     cf_dataset *train = NULL, *test = NULL;
-    cf_model *m = cf_model_load(r.model_path);
+    cf_model *m = cf_model_load(a->pos[0]);
     int rc = 1;
     if (!m) return fail();
-    if (cf_data_open(r.data, r.label_col, &train, &test)) goto out;
+    if (open_data(a, &train, &test)) goto out;
     const cf_dataset *d = test ? test : train;
-    if (cf_model_add_loss(m, cf_dataset_classes(d) > 0 ? CF_LOSS_XENT : CF_LOSS_MSE)) goto out;
-    if (cf_model_load_params(m, r.params)) goto out;
-    double loss, acc;
-    if (cf_evaluate(m, d, r.batch, &loss, &acc)) goto out;
-    if (r.json) {
+    if (loss && cf_model_add_loss(m, loss)) goto out;
+    if (cf_model_load_params(m, a->params)) goto out;
+    double l, acc;
+    if (cf_evaluate(m, d, isnan(a->batch) ? 256 : (int)a->batch, &l, &acc)) goto out;
+    if (!isfinite(l)) {
+        fprintf(stderr, "error: %s: the loss on %s is %g: the weights overflow on this data\n", a->params,
+                cf_dataset_name(d), l);
+        goto done;
+    }
+    if (a->json) {
         printf("{\"samples\": %zu, ", cf_dataset_count(d));
-        json_num("loss", loss, 0);
+        json_num("loss", l, 0);
         json_num("accuracy", acc, 1);
         printf("}\n");
     } else {
-        printf("%s on %s (%zu samples): loss %.4f", r.model_path, test ? "the test set" : "the data",
-               cf_dataset_count(d), loss);
+        printf("%s on %s (%zu samples): loss %.4f", a->pos[0], test ? "the test set" : "the data", cf_dataset_count(d),
+               l);
         if (!isnan(acc)) printf(", accuracy %.4f", acc);
         printf("\n");
     }
@@ -312,54 +422,43 @@ done:
 
 /* ---- predict ---- */
 
-int cmd_predict(int argc, char **argv)
+int cmd_predict(const args *a)
 {
-    const char *model = NULL, *params = NULL, *input = NULL;
-    int json = 0;
-    for (int i = 0; i < argc; i++) {
-        if (!strcmp(argv[i], "--params")) {
-            if (i + 1 >= argc) return usage_error("predict", "--params needs a checkpoint", NULL);
-            params = argv[++i];
-        } else if (!strcmp(argv[i], "--json")) {
-            json = 1;
-        } else if (argv[i][0] == '-' && argv[i][1]) {
-            return usage_error("predict", "unknown option", argv[i]);
-        } else if (!model) {
-            model = argv[i];
-        } else if (!input) {
-            input = argv[i];
-        } else {
-            return usage_error("predict", "takes a model and an input file; also got", argv[i]);
-        }
+    if (!a->params) {
+        fprintf(stderr, "cflux predict: needs --params CHECKPOINT (the trained weights)\n");
+        return 2;
     }
-    if (!model || !input || !params) return usage_error("predict", "usage: cflux predict MODEL --params CKPT INPUT", NULL);
-    cf_model *m = cf_model_load(model);
+    if (apply_common(a)) return 1;
+    cf_model *m = cf_model_load(a->pos[0]);
     if (!m) return fail();
-    cf_dataset *d = cf_dataset_load_inputs(input);
+    cf_dataset *d = cf_dataset_load_inputs(a->pos[1]);
     int rc = 1;
     float *out = NULL;
-    if (!d || cf_model_load_params(m, params)) goto out;
+    if (!d || cf_model_load_params(m, a->params)) goto out;
     size_t n = cf_dataset_count(d), k = cf_shape_count(cf_model_output_shape(m, 0));
-    if (!(out = malloc(n * k * sizeof *out))) goto out;
-    if (cf_predict(m, d, 256, out)) goto out;
+    if (!(out = malloc(n * k * sizeof *out))) {
+        fprintf(stderr, "error: %s: out of memory for the %zu outputs of %zu samples\n", a->pos[1], n * k, n);
+        goto done;
+    }
+    if (cf_predict(m, d, isnan(a->batch) ? 256 : (int)a->batch, out)) goto out;
     int classify = cf_model_output_count(m) > 0 && !strcmp(cf_model_output_op(m, 0), "softmax");
-    if (json) printf("[");
+    if (a->json) printf("[");
     for (size_t i = 0; i < n; i++) {
         const float *p = out + i * k;
         if (classify) {
             size_t best = 0;
             for (size_t c = 1; c < k; c++)
                 if (p[c] > p[best]) best = c;
-            if (json) printf("%s{\"class\": %zu, \"probability\": %.6g}", i ? ", " : "", best, (double)p[best]);
+            if (a->json) printf("%s{\"class\": %zu, \"probability\": %.6g}", i ? ", " : "", best, (double)p[best]);
             else printf("%zu: class %zu (p = %.4f)\n", i, best, (double)p[best]);
         } else {
-            if (json) printf("%s[", i ? ", " : "");
+            if (a->json) printf("%s[", i ? ", " : "");
             else printf("%zu:", i);
-            for (size_t c = 0; c < k; c++) printf(json ? "%s%.6g" : "%s %.6g", json && c ? ", " : "", (double)p[c]);
-            printf(json ? "]" : "\n");
+            for (size_t c = 0; c < k; c++) printf(a->json ? "%s%.6g" : "%s %.6g", a->json && c ? ", " : "", (double)p[c]);
+            printf(a->json ? "]" : "\n");
         }
     }
-    if (json) printf("]\n");
+    if (a->json) printf("]\n");
     rc = 0;
     goto done;
 out:

@@ -21,8 +21,10 @@ int cf_model_dump_dot(cf_model *m, const char *path)
 {
     if (!m || !path) return cf_seterr("error: cf_model_dump_dot: no model or no path");
     int shaped = cf_model_infer_shapes(m) == 0;
-    FILE *f = strcmp(path, "-") == 0 ? stdout : fopen(path, "w");
-    if (!f) return cf_seterr("error: %s: cannot write: %s", path, strerror(errno));
+    int to_stdout = strcmp(path, "-") == 0;
+    cf_file *out = to_stdout ? NULL : cf_file_create(path);
+    if (!to_stdout && !out) return -1;
+    FILE *f = to_stdout ? stdout : cf_file_stream(out);
     fprintf(f, "digraph model {\n  rankdir=TB;\n  node [shape=box, fontname=\"Helvetica\", fontsize=10];\n");
     for (int i = 0; i < m->nnodes; i++) {
         const cf_node *n = m->nodes[i];
@@ -44,10 +46,11 @@ int cf_model_dump_dot(cf_model *m, const char *path)
     for (int o = 0; o < m->noutputs; o++)
         fprintf(f, "  out%d [label=\"output %d\", shape=plaintext];\n  n%d -> out%d;\n", o, o, m->outputs[o]->id, o);
     fprintf(f, "}\n");
-    int bad = ferror(f);
-    if (f != stdout) bad |= fclose(f) != 0;
-    else fflush(f);
-    if (bad) return cf_seterr("error: %s: write failed", path);
+    if (!to_stdout) {
+        if (cf_file_commit(out)) return -1;
+    } else if (fflush(f) != 0 || ferror(f)) {
+        return cf_seterr("error: writing the graph to the standard output failed");
+    }
     if (!shaped) cf_clearerr();
     return 0;
 }

@@ -77,6 +77,8 @@ void cf_model_free(cf_model *m)
     free(m->pdata);
     free(m->pgrad);
     free(m->poff);
+    free(m->norm_mean);
+    free(m->norm_std);
     cf_arena_free(&m->arena);
     free(m);
 }

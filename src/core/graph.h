@@ -100,6 +100,12 @@ struct cf_model {
     float *pdata, *pgrad;
     size_t *poff;
     size_t nweights;
+
+    /* Input standardisation (cf_model_set_input_norm): x' = (x - mean) / std per
+     * element of input 0's sample, applied by cf_fit, cf_evaluate and cf_predict as
+     * they copy samples in; NULL when there is none. Saved with the parameters. */
+    float *norm_mean, *norm_std;
+    size_t norm_count;
 };
 
 /* Record a build error (the first one wins) and set cf_last_error. Returns NULL. */
@@ -119,6 +125,14 @@ void cf_adderr_trace(const cf_node *n);
 
 /* Allocate the parameter gradients (zeroed), once. 0 or -1. */
 int cf_model_alloc_grads(cf_model *m);
+
+/* A hash of the graph (ops, inputs, attributes, shapes, names, outputs): what a
+ * checkpoint records to know the model it was trained with. */
+uint64_t cf_model_graph_hash(const cf_model *m);
+
+/* A node as the user wrote it: "Affine at model.flux:1:42" (the template call that
+ * made it) or "relu at model.flux:1:36" (an op written directly). Returns buf. */
+char *cf_node_describe(const cf_node *n, char *buf, size_t size);
 
 /* Write a shape as "(B, 20)" into buf (at least 96 bytes). Returns buf. */
 char *cf_shape_str(cf_shape s, char *buf, size_t size);

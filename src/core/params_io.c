@@ -2,18 +2,28 @@
  *
  * The file's metadata says what wrote it: format "cflux-params", format_version 1.
  * Files without that metadata (from PyTorch, say) load too, as long as names and
- * shapes fit; a file of a newer format version is refused with both versions named. */
+ * shapes fit; a file of a newer format version is refused with both versions named.
+ * Beside the parameters, a model's input standardisation (if it has one) is stored as
+ * "input.mean" and "input.std". Every value loaded must be finite: a file holding
+ * NaN or infinity is refused, naming the tensor. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/error.h"
 #include "core/graph.h"
+#include "core/num.h"
 #include "core/safetensors.h"
 #include "core/params_io.h"
 
 #define PARAMS_FORMAT "cflux-params"
 #define PARAMS_VERSION 1
+
+#define NORM_MEAN "input.mean"
+#define NORM_STD "input.std"
+
+int cf_model_params_tensor_count(const cf_model *m) { return m->nparams + (m->norm_count ? 2 : 0); }
 
 void cf_model_params_as_tensors(const cf_model *m, cf_st_tensor *t)
 {
@@ -25,20 +35,28 @@ void cf_model_params_as_tensors(const cf_model *m, cf_st_tensor *t)
         t[i].count = cf_shape_count(p->shape);
         t[i].data = m->pdata + m->poff[i];
     }
+    if (!m->norm_count) return;
+    t += m->nparams;
+    t[0] = (cf_st_tensor){.name = NORM_MEAN, .rank = 1, .shape = {(long long)m->norm_count}, .count = m->norm_count,
+                          .data = m->norm_mean};
+    t[1] = t[0];
+    t[1].name = NORM_STD;
+    t[1].data = m->norm_std;
 }
 
 int cf_model_save_params(cf_model *m, const char *path)
 {
     if (!m || !path) return cf_seterr("error: cf_model_save_params: no model or no path");
     if (cf_model_init_params(m)) return -1;
-    cf_st_tensor *t = calloc((size_t)m->nparams + 1, sizeof *t);
-    if (!t) return cf_oom((size_t)m->nparams * sizeof *t);
+    int n = cf_model_params_tensor_count(m);
+    cf_st_tensor *t = calloc((size_t)n + 1, sizeof *t);
+    if (!t) return cf_oom((size_t)n * sizeof *t);
     cf_model_params_as_tensors(m, t);
     char version[16];
     snprintf(version, sizeof version, "%d", PARAMS_VERSION);
     const char *keys[] = {"format", "format_version", "cflux_version"};
     const char *vals[] = {PARAMS_FORMAT, version, cf_version()};
-    int rc = cf_st_write(path, m->nparams, t, 3, keys, vals);
+    int rc = cf_st_write(path, n, t, 3, keys, vals);
     free(t);
     return rc;
 }
@@ -71,6 +89,36 @@ static void list_add(char *buf, size_t size, const char *name)
     strcat(buf, name);
 }
 
+/* Every value of a tensor finite: 0, or -1 naming the first that is not. */
+static int check_finite(const cf_st_tensor *t, const char *path)
+{
+    for (size_t i = 0; i < t->count; i++)
+        if (!isfinite(t->data[i]))
+            return cf_seterr("error: %s: '%s' holds %g (element %zu), not a finite number; the run that wrote it "
+                             "diverged", path, t->name, (double)t->data[i], i);
+    return 0;
+}
+
+/* Input standardisation in a file: both tensors or neither, sized for the model's
+ * input, finite, std above 0. */
+static int check_norm(const cf_model *m, const cf_st_tensor *mean, const cf_st_tensor *std, const char *path)
+{
+    if (!mean && !std) return 0;
+    if (!mean || !std)
+        return cf_seterr("error: %s: the file has '%s' without '%s'", path, mean ? NORM_MEAN : NORM_STD,
+                         mean ? NORM_STD : NORM_MEAN);
+    size_t want = m->ninputs ? cf_shape_count(m->inputs[0]->shape) : 0;
+    if (mean->count != want || std->count != want)
+        return cf_seterr("error: %s: the input standardisation is for %zu numbers, but the model's input takes %zu",
+                         path, mean->count, want);
+    if (check_finite(mean, path) || check_finite(std, path)) return -1;
+    for (size_t i = 0; i < std->count; i++)
+        if (!(std->data[i] > 0))
+            return cf_seterr("error: %s: '%s' holds %g (element %zu); a standard deviation is above 0", path,
+                             NORM_STD, (double)std->data[i], i);
+    return 0;
+}
+
 int cf_model_load_params_ex(cf_model *m, const char *path, unsigned flags)
 {
     if (!m || !path) return cf_seterr("error: cf_model_load_params: no model or no path");
@@ -85,10 +133,17 @@ int cf_model_load_params_ex(cf_model *m, const char *path, unsigned flags)
 int cf_model_params_from(cf_model *m, const cf_st_file *f, const char *path, unsigned flags)
 {
     const char *format = cf_st_meta(f, "format"), *ver = cf_st_meta(f, "format_version");
-    if (format && strcmp(format, PARAMS_FORMAT) == 0 && ver && atoi(ver) > PARAMS_VERSION) {
-        return cf_seterr("error: %s: written by parameter format %s; this build reads 1 to %d", path, ver,
-                         PARAMS_VERSION);
+    int64_t v;
+    if (format && strcmp(format, PARAMS_FORMAT) == 0) {
+        if (cf_parse_i64(ver, 1, INT32_MAX, &v))
+            return cf_seterr("error: %s: the parameter file's format_version is \"%.40s\", not a whole number", path,
+                             ver ? ver : "(none)");
+        if (v > PARAMS_VERSION)
+            return cf_seterr("error: %s: written by parameter format %s; this build reads 1 to %d", path, ver,
+                             PARAMS_VERSION);
     }
+    const cf_st_tensor *mean = cf_st_find(f, NORM_MEAN), *std = cf_st_find(f, NORM_STD);
+    if (check_norm(m, mean, std, path)) return -1;
     /* a training checkpoint also holds the optimizer's state: not parameters */
     int ckpt = format && strcmp(format, "cflux-checkpoint") == 0;
     /* check everything before changing anything */
@@ -109,10 +164,12 @@ int cf_model_params_from(cf_model *m, const cf_st_file *f, const char *path, uns
             return cf_seterr("error: %s: parameter '%s' is %s in the model but %s in the file", path, p->name,
                              want, have);
         }
+        if (check_finite(t, path)) return -1;
     }
     for (int i = 0; i < cf_st_count(f); i++) {
         const cf_st_tensor *t = cf_st_get(f, i);
         if (ckpt && strncmp(t->name, "optim.", 6) == 0) continue;
+        if (t == mean || t == std) continue;
         if (cf_model_param_index(m, t->name) < 0) {
             nunexpected++;
             list_add(unexpected, sizeof unexpected, t->name);
@@ -125,6 +182,7 @@ int cf_model_params_from(cf_model *m, const cf_st_file *f, const char *path, uns
         return -1;
     }
     if (flags & CF_LOAD_CHECK) return 0;
+    if (cf_model_set_input_norm(m, mean ? mean->data : NULL, std ? std->data : NULL, mean ? mean->count : 0)) return -1;
     for (int i = 0; i < m->nparams; i++) {
         const cf_st_tensor *t = cf_st_find(f, m->params[i]->name);
         if (t) memcpy(m->pdata + m->poff[i], t->data, t->count * sizeof(float));

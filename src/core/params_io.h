@@ -11,8 +11,10 @@
  * model's parameters must exist. 0 or -1. */
 int cf_model_params_from(cf_model *m, const cf_st_file *f, const char *path, unsigned flags);
 
-/* The model's parameters (initialised) as safetensors entries t[0 .. nparams), for
- * writing; the entries point into the model. */
+/* The model's parameters (initialised) and its input standardisation, if any, as
+ * safetensors entries t[0 .. cf_model_params_tensor_count(m)), for writing; the
+ * entries point into the model. */
+int cf_model_params_tensor_count(const cf_model *m);
 void cf_model_params_as_tensors(const cf_model *m, cf_st_tensor *t);
 
 #endif

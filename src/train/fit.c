@@ -1,12 +1,19 @@
-/* fit.c - the training loop: shuffle, batch, forward, backward, update; evaluate;
- * checkpoints that resume exactly.
+/* fit.c - the training loop: shuffle, batch, forward, backward, update; evaluate.
  *
  * Everything random in a run comes from the seed: epoch e's order of samples is a
  * Fisher-Yates shuffle from a generator seeded by (seed, e), so a run resumed at any
- * epoch continues exactly as the uninterrupted one would. Executors are bound once:
- * one for full batches, one for the smaller last batch of an epoch, and the same two
- * without gradients for evaluation. */
+ * point (an epoch's end, or the middle of one after cf_trainer_stop) continues
+ * exactly as the uninterrupted one would. The learning-rate schedule is a function
+ * of the position in the run, (epoch - 1) * steps + step, so a run resumed with
+ * another batch size or more epochs continues it by the fraction of the run done.
+ * Executors are bound once: one for full batches, one for the smaller last batch of
+ * an epoch, and the same two without gradients for evaluation.
+ *
+ * Training stops with an error, before the update that would spoil the parameters,
+ * when the loss is not finite or grows past CF_DIVERGED times the run's first loss
+ * (at least 1): such a run is diverging, and every later step would be wasted. */
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,30 +22,9 @@
 #include "core/error.h"
 #include "core/graph.h"
 #include "core/rng.h"
-#include "core/safetensors.h"
-#include "core/params_io.h"
+#include "train/trainer.h"
 
-#define CKPT_FORMAT "cflux-checkpoint"
-#define CKPT_VERSION 1
-
-/* Executors for one batch size and one for the remainder of a dataset's size. */
-typedef struct bound {
-    cf_exec *full, *tail;
-    int batch, tail_batch;
-} bound;
-
-struct cf_trainer {
-    cf_model *m;
-    cf_fit_opts o;
-    cf_optim *opt;
-    bound train, eval;
-    int epoch;
-    long step;
-    int classes;                 /* of the model's output; 0 for regression */
-    size_t xcount, ycount;       /* floats per sample: input, target (labels: one per row) */
-    size_t *perm;
-    size_t nperm;
-};
+#define CF_DIVERGED 1e4
 
 cf_fit_opts cf_fit_defaults(void)
 {
@@ -55,6 +41,17 @@ static double now(void)
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+void cf_trainer_warn(const cf_trainer *t, const char *fmt, ...)
+{
+    if (!t->o.on_warning) return;
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    t->o.on_warning(msg, t->o.user);
 }
 
 static void unbind(bound *b)
@@ -88,24 +85,68 @@ static int check_input(const cf_model *m, const cf_dataset *d)
                      cf_shape_format(m->inputs[0]->shape, s2, sizeof s2));
 }
 
-/* The data must fit the model: input element counts, targets, label range. */
-static int check_data(cf_trainer *t, const cf_dataset *d)
+/* Where a dataset's labels come from, for messages that suspect the wrong column:
+ * " (the labels are column 1 'price' of the file; --label-col chooses another, -1 the
+ * last)", or "" when they do not come from a column. */
+static const char *label_source(const cf_dataset *d, char *buf, size_t size)
+{
+    int col = cf_dataset_label_column(d);
+    if (col < 0) return "";
+    const char *name = cf_dataset_column_name(d, col);
+    snprintf(buf, size, " (the labels are column %d%s%s%s of the file; --label-col chooses another, -1 the last)",
+             col + 1, name ? " '" : "", name ? name : "", name ? "'" : "");
+    return buf;
+}
+
+/* How much check_data looks at: the shapes alone (cheap, when a trainer is made),
+ * every number, or every number and, for a classifier's training set, the classes. */
+enum { CHECK_SHAPES, CHECK_VALUES, CHECK_TRAINING };
+
+/* The data must fit the model: input element counts, targets, label range, finite
+ * numbers; a training set for a classifier must have more than one class. */
+static int check_data(cf_trainer *t, const cf_dataset *d, int level)
 {
     if (check_input(t->m, d)) return -1;
-    size_t ys = (size_t)cf_dataset_target_size(d);
-    if (ys != t->ycount)
-        return cf_seterr("error: %s: each sample has %zu target number%s but the model's %s takes %zu", cf_dataset_name(d),
-                         ys, ys == 1 ? "" : "s", t->classes ? "labels" : "output", t->ycount);
-    if (t->classes) {
-        const float *y = cf_dataset_y(d);
-        size_t n = cf_dataset_count(d) * ys;
-        for (size_t i = 0; i < n; i++)
-            if (!(y[i] >= 0 && y[i] < (float)t->classes) || y[i] != (float)(int)y[i])
-                return cf_seterr("error: %s: label %g of sample %zu is out of range for the model's %d classes",
-                                 cf_dataset_name(d), (double)y[i], i / ys, t->classes);
+    size_t ys = (size_t)cf_dataset_target_size(d), n = cf_dataset_count(d);
+    char where[256], at[256];
+    if (ys != t->ycount) {
+        const cf_node *out = t->m->outputs[0];
+        if (!t->classes && cf_dataset_classes(d) > 0 && ys == 1)
+            return cf_seterr("error: %s: each sample has one label but the model's output has %zu numbers; a "
+                             "classifier ends with softmax, and this model ends with %s", cf_dataset_name(d),
+                             t->ycount, cf_node_describe(out, at, sizeof at));
+        return cf_seterr("error: %s: each sample has %zu target number%s but the model's %s takes %zu",
+                         cf_dataset_name(d), ys, ys == 1 ? "" : "s", t->classes ? "labels" : "output", t->ycount);
+    }
+    if (level == CHECK_SHAPES) return 0;
+    const float *x = cf_dataset_x(d), *y = cf_dataset_y(d);
+    for (size_t i = 0; i < n * t->xcount; i++)
+        if (!isfinite(x[i]))
+            return cf_seterr("error: %s: sample %zu holds %g, not a finite number", cf_dataset_name(d), i / t->xcount,
+                             (double)x[i]);
+    for (size_t i = 0; i < n * ys; i++) {
+        if (!isfinite(y[i]))
+            return cf_seterr("error: %s: the target of sample %zu is %g, not a finite number", cf_dataset_target_name(d),
+                             i / ys, (double)y[i]);
+        if (t->classes && (!(y[i] >= 0 && y[i] < (float)t->classes) || y[i] != floorf(y[i])))
+            return cf_seterr("error: %s: label %g of sample %zu is %s for the model's %d classes%s",
+                             cf_dataset_target_name(d), (double)y[i], i / ys,
+                             y[i] == floorf(y[i]) ? "out of range" : "not a class index", t->classes,
+                             label_source(d, where, sizeof where));
+    }
+    if (level == CHECK_TRAINING && t->classes && n > 1) {
+        size_t i = 1;
+        while (i < n * ys && y[i] == y[0]) i++;
+        if (i == n * ys)
+            return cf_seterr("error: %s: every label is %g: there is nothing to learn%s", cf_dataset_target_name(d),
+                             (double)y[0], *label_source(d, where, sizeof where) ? where : "");
     }
     return 0;
 }
+
+/* The loss a model trains with when none is asked for: cross-entropy for a model
+ * that ends with softmax, mean squared error for anything else. */
+static cf_loss default_loss(const cf_model *m) { return m->outputs[0]->op == CF_OP_SOFTMAX ? CF_LOSS_XENT : CF_LOSS_MSE; }
 
 cf_trainer *cf_trainer_new(cf_model *m, const cf_dataset *train, const cf_fit_opts *o)
 {
@@ -114,25 +155,31 @@ cf_trainer *cf_trainer_new(cf_model *m, const cf_dataset *train, const cf_fit_op
         return cf_seterr("error: epochs and batch must be at least 1 (got %d and %d)", o->epochs, o->batch), NULL;
     if (!(o->val_fraction >= 0 && o->val_fraction < 1))
         return cf_seterr("error: the validation fraction must be in [0, 1), not %g", o->val_fraction), NULL;
+    if (o->loss != 0 && o->loss != CF_LOSS_XENT && o->loss != CF_LOSS_MSE)
+        return cf_seterr("error: unknown loss %d (CF_LOSS_XENT or CF_LOSS_MSE)", (int)o->loss), NULL;
     float lr;
     if (cf_schedule_lr(o->schedule ? o->schedule : "const", 1, 0, 1, 1, &lr)) return NULL;
     if (cf_model_infer_shapes(m)) return NULL;
-    if (!cf_model_has_loss(m)) {
-        int ninputs = m->ninputs;
-        if (ninputs != 1)
-            return cf_seterr("error: training takes models of one input; this one has %d", ninputs), NULL;
-        if (cf_model_add_loss(m, cf_dataset_classes(train) > 0 ? CF_LOSS_XENT : CF_LOSS_MSE)) return NULL;
-    }
+    if (m->ninputs - (m->target != NULL) != 1)
+        return cf_seterr("error: training takes models of one input; this one has %d", m->ninputs), NULL;
+    cf_loss want = o->loss ? o->loss : cf_model_has_loss(m) ? (cf_loss)cf_model_has_loss(m) : default_loss(m);
     cf_trainer *t = calloc(1, sizeof *t);
     if (!t) return cf_oom(sizeof *t), NULL;
     t->m = m;
     t->o = *o;
+    t->o.loss = want;
     if (!t->o.schedule) t->o.schedule = "const";
+    /* the targets: the output's shape, less the classes for labels */
     const cf_node *out = m->outputs[0];
-    t->classes = m->loss_kind == CF_LOSS_XENT ? out->shape.d[out->shape.rank - 1] : 0;
+    t->classes = want == CF_LOSS_XENT ? out->shape.d[out->shape.rank - 1] : 0;
     t->xcount = cf_shape_count(m->inputs[0]->shape);
-    t->ycount = cf_shape_count(m->target->shape);
-    if (check_data(t, train) || cf_model_init_params(m) || !(t->opt = cf_optim_new(m, &t->o.optim))) {
+    t->ycount = cf_shape_count(out->shape) / (t->classes ? (size_t)t->classes : 1);
+    t->ntrain = cf_dataset_count(train);
+    t->initial_loss = NAN;
+    atomic_init(&t->stop, 0);
+    /* the model changes (its loss) only once the data fits */
+    if (check_data(t, train, CHECK_VALUES) || cf_model_add_loss(m, want) || cf_model_init_params(m) ||
+        !(t->opt = cf_optim_new(m, &t->o.optim))) {
         cf_trainer_free(t);
         return NULL;
     }
@@ -146,12 +193,39 @@ void cf_trainer_free(cf_trainer *t)
     unbind(&t->eval);
     cf_optim_free(t->opt);
     free(t->perm);
+    free(t->hist);
     free(t);
 }
 
-int cf_trainer_epoch(const cf_trainer *t) { return t ? t->epoch : 0; }
+int cf_trainer_record(cf_trainer *t, const cf_epoch_stats *st)
+{
+    if (t->nhist == t->cap_hist) {
+        int cap = t->cap_hist ? 2 * t->cap_hist : 16;
+        cf_epoch_stats *h = realloc(t->hist, (size_t)cap * sizeof *h);
+        if (!h) return cf_oom((size_t)cap * sizeof *h);
+        t->hist = h;
+        t->cap_hist = cap;
+    }
+    t->hist[t->nhist++] = *st;
+    return 0;
+}
 
-/* Copy samples idx[0..b) of d into an executor's input and target. */
+int cf_trainer_history(const cf_trainer *t, const cf_epoch_stats **h)
+{
+    if (h) *h = t ? t->hist : NULL;
+    return t ? t->nhist : 0;
+}
+
+int cf_trainer_epoch(const cf_trainer *t) { return t ? t->epoch : 0; }
+size_t cf_trainer_epoch_samples(const cf_trainer *t) { return t ? t->epoch_samples : 0; }
+cf_loss cf_trainer_loss(const cf_trainer *t) { return t ? t->o.loss : 0; }
+void cf_trainer_stop(cf_trainer *t)
+{
+    if (t) atomic_store(&t->stop, 1);
+}
+
+/* Copy samples idx[0..b) of d into an executor's input (standardised, when the model
+ * says so) and target. */
 static void load_batch(cf_trainer *t, cf_exec *e, const cf_dataset *d, const size_t *idx, size_t b)
 {
     float *x = cf_exec_input(e, 0, NULL), *y = cf_exec_input(e, t->m->target->index, NULL);
@@ -160,9 +234,11 @@ static void load_batch(cf_trainer *t, cf_exec *e, const cf_dataset *d, const siz
         memcpy(x + i * t->xcount, dx + idx[i] * t->xcount, t->xcount * sizeof *x);
         memcpy(y + i * t->ycount, dy + idx[i] * t->ycount, t->ycount * sizeof *y);
     }
+    cf_norm_apply(t->m, x, b);
 }
 
-/* Correct predictions in an executor's output 0 (argmax over the classes). */
+/* Correct predictions in an executor's output 0: the first class of the highest
+ * score (as argmax in PyTorch and NumPy) against the label. */
 static size_t correct(const cf_trainer *t, cf_exec *e)
 {
     size_t n, hits = 0;
@@ -219,6 +295,67 @@ static void shuffle(cf_trainer *t, size_t n, int epoch)
     }
 }
 
+/* A loss that says the run diverged: 0, or -1 with the message. */
+static int check_loss(cf_trainer *t, double loss, int epoch, long step, float lr)
+{
+    if (isnan(t->initial_loss)) t->initial_loss = loss;
+    double limit = CF_DIVERGED * (t->initial_loss > 1 ? t->initial_loss : 1);
+    if (isfinite(loss) && loss <= limit) return 0;
+    if (!isfinite(loss))
+        return cf_seterr("error: epoch %d, step %ld: the loss is %g: training diverged; try a smaller learning rate "
+                         "(it is %g) or clipping the gradients", epoch, step, loss, (double)lr);
+    return cf_seterr("error: epoch %d, step %ld: the loss grew to %g, over %g times the first (%g): training "
+                     "diverged; try a smaller learning rate (it is %g) or clipping the gradients",
+                     epoch, step, loss, CF_DIVERGED, t->initial_loss, (double)lr);
+}
+
+/* Train samples [start, n) of the epoch's order; on_batch reports. Sets *stopped when
+ * cf_trainer_stop asked to stop before the epoch's end. 0 or -1. */
+static int train_epoch(cf_trainer *t, const cf_dataset *train, int epoch, size_t start, cf_epoch_stats *st,
+                       int *stopped)
+{
+    size_t n = cf_dataset_count(train), B = (size_t)t->o.batch;
+    long steps = (long)((n + B - 1) / B), total = steps * t->o.epochs;
+    double t0 = now(), loss = 0;
+    size_t hits = 0, done = 0;
+    float lr = 0, lr_max = 0;
+    for (long s = (long)(start / B); s < steps; s++) {
+        size_t at = (size_t)s * B, b = n - at < B ? n - at : B;
+        cf_exec *e = b == B ? t->train.full : t->train.tail;
+        load_batch(t, e, train, t->perm + at, b);
+        if (cf_schedule_lr(t->o.schedule, t->o.optim.lr, (long)(epoch - 1) * steps + s, total, steps, &lr)) return -1;
+        if (lr > lr_max) lr_max = lr;
+        if (cf_forward(e, 1) || check_loss(t, (double)cf_exec_loss(e), epoch, s + 1, lr) || cf_backward(e)) return -1;
+        if (cf_optim_step(t->opt, lr))
+            return cf_seterr("error: epoch %d, step %ld: a gradient is not finite (the loss was %g); "
+                             "try a smaller learning rate or clipping the gradients",
+                             epoch, s + 1, (double)cf_exec_loss(e));
+        loss += (double)cf_exec_loss(e) * (double)b;
+        if (t->classes) hits += correct(t, e);
+        done += b;
+        t->epoch_samples = at + b;
+        if (t->o.on_batch) {
+            double secs = now() - t0;
+            t->o.on_batch(epoch, s + 1, steps, loss / (double)done,
+                          t->classes ? (double)hits / ((double)done * (double)t->ycount) : NAN,
+                          secs > 0 ? (double)done / secs : 0, t->o.user);
+        }
+        if (at + b < n && atomic_load(&t->stop)) {
+            *stopped = 1;
+            break;
+        }
+    }
+    st->train_loss = loss / (double)done;
+    if (t->classes) st->train_accuracy = (double)hits / ((double)done * (double)t->ycount);
+    st->lr = lr;
+    st->seconds = now() - t0;
+    st->samples_per_sec = st->seconds > 0 ? (double)done / st->seconds : 0;
+    if (lr_max == 0 && !*stopped)
+        cf_trainer_warn(t, "warning: epoch %d: the learning rate was 0 for the whole epoch (schedule '%s', base %g): "
+                        "the parameters did not change", epoch, t->o.schedule, (double)t->o.optim.lr);
+    return 0;
+}
+
 int cf_fit(cf_trainer *t, const cf_dataset *train_all, const cf_dataset *test)
 {
     if (!t || !train_all) return cf_seterr("error: cf_fit: no trainer or data");
@@ -229,15 +366,17 @@ int cf_fit(cf_trainer *t, const cf_dataset *train_all, const cf_dataset *test)
         if (cf_dataset_split(train_all, t->o.val_fraction, t->o.seed, &tr, &val)) return -1;
         train = tr;
     }
-    size_t n = cf_dataset_count(train);
-    int B = t->o.batch;
+    size_t n = cf_dataset_count(train), B = (size_t)t->o.batch;
     if (n == 0) {
         cf_seterr("error: %s: no samples to train on", cf_dataset_name(train_all));
         goto out;
     }
     /* once, before any epoch: the training data (the validation split comes from it) and the test data */
-    if (check_data(t, train_all) || (test && check_data(t, test))) goto out;
-    if (bind_for(t->m, &t->train, B, n, CF_TRAIN)) goto out;
+    if (check_data(t, train, CHECK_TRAINING) || (val && check_data(t, val, CHECK_VALUES)) ||
+        (test && check_data(t, test, CHECK_VALUES)))
+        goto out;
+    if (t->o.normalize && !t->m->norm_count && cf_norm_fit(t->m, train)) goto out;
+    if (bind_for(t->m, &t->train, (int)B, n, CF_TRAIN)) goto out;
     if (t->nperm < n) {
         free(t->perm);
         if (!(t->perm = malloc(n * sizeof *t->perm))) {
@@ -246,44 +385,40 @@ int cf_fit(cf_trainer *t, const cf_dataset *train_all, const cf_dataset *test)
         }
         t->nperm = n;
     }
-    long steps = (long)((n + (size_t)B - 1) / (size_t)B), total = steps * t->o.epochs;
+    rc = 0;
     for (int epoch = t->epoch + 1; epoch <= t->o.epochs; epoch++) {
         shuffle(t, n, epoch);
-        double t0 = now(), loss = 0;
-        size_t hits = 0;
-        float lr = t->o.optim.lr;
-        for (long s = 0; s < steps; s++) {
-            size_t at = (size_t)s * (size_t)B, b = n - at < (size_t)B ? n - at : (size_t)B;
-            cf_exec *e = b == (size_t)B ? t->train.full : t->train.tail;
-            load_batch(t, e, train, t->perm + at, b);
-            if (cf_schedule_lr(t->o.schedule, t->o.optim.lr, t->step, total, steps, &lr)) goto out;
-            if (cf_forward(e, 1) || cf_backward(e)) goto out;
-            if (cf_optim_step(t->opt, lr)) {
-                cf_seterr("error: epoch %d, step %ld: a gradient is not finite (the loss was %g); "
-                          "try a smaller learning rate or --clip",
-                          epoch, s + 1, (double)cf_exec_loss(e));
-                goto out;
-            }
-            t->step++;
-            loss += (double)cf_exec_loss(e) * (double)b;
-            if (t->classes) hits += correct(t, e);
-            if (t->o.on_batch) {
-                double done = (double)(at + b), secs = now() - t0;
-                t->o.on_batch(epoch, s + 1, steps, loss / done,
-                              t->classes ? (double)hits / (done * (double)t->ycount) : NAN,
-                              secs > 0 ? done / secs : 0, t->o.user);
-            }
+        /* a run stopped mid-epoch goes on from its batch (from the batch that holds
+         * its place, when the batch size changed) */
+        size_t start = t->epoch_samples / B * B;
+        if (start >= n) start = (n - 1) / B * B;
+        cf_epoch_stats st = {epoch, t->o.epochs, NAN, NAN, NAN, NAN, NAN, NAN, 0, 0, 0};
+        int stopped = 0;
+        if (train_epoch(t, train, epoch, start, &st, &stopped)) {
+            rc = -1;
+            break;
         }
-        cf_epoch_stats st = {epoch, t->o.epochs, loss / (double)n, NAN, NAN, NAN, NAN, NAN, lr, 0, 0};
-        st.seconds = now() - t0;
-        st.samples_per_sec = st.seconds > 0 ? (double)n / st.seconds : 0;
-        if (t->classes) st.train_accuracy = (double)hits / ((double)n * (double)t->ycount);
-        if (val && evaluate(t, val, &st.val_loss, &st.val_accuracy)) goto out;
-        if (test && evaluate(t, test, &st.test_loss, &st.test_accuracy)) goto out;
+        if (stopped) {
+            rc = CF_STOPPED;
+            break;
+        }
+        if ((val && evaluate(t, val, &st.val_loss, &st.val_accuracy)) ||
+            (test && evaluate(t, test, &st.test_loss, &st.test_accuracy))) {
+            rc = -1;
+            break;
+        }
         t->epoch = epoch;
+        t->epoch_samples = 0;
+        if (cf_trainer_record(t, &st)) {
+            rc = -1;
+            break;
+        }
         if (t->o.on_epoch && t->o.on_epoch(&st, t->o.user)) break;
+        if (atomic_load(&t->stop) && epoch < t->o.epochs) {
+            rc = CF_STOPPED;
+            break;
+        }
     }
-    rc = 0;
 out:
     cf_dataset_free(tr);
     cf_dataset_free(val);
@@ -301,7 +436,7 @@ int cf_evaluate(cf_model *m, const cf_dataset *d, int batch, double *loss, doubl
     cf_trainer *t = cf_trainer_new(m, d, &o);
     if (!t) return -1;
     double l, a;
-    int rc = evaluate(t, d, &l, &a);
+    int rc = check_data(t, d, CHECK_VALUES) || evaluate(t, d, &l, &a) ? -1 : 0;
     cf_trainer_free(t);
     if (rc) return -1;
     if (loss) *loss = l;
@@ -324,7 +459,9 @@ int cf_predict(cf_model *m, const cf_dataset *d, int batch, float *out)
     for (size_t at = 0; at < n; at += (size_t)batch) {
         size_t k = n - at < (size_t)batch ? n - at : (size_t)batch;
         cf_exec *e = k == (size_t)batch ? b.full : b.tail;
-        memcpy(cf_exec_input(e, 0, NULL), cf_dataset_x(d) + at * xcount, k * xcount * sizeof(float));
+        float *x = cf_exec_input(e, 0, NULL);
+        memcpy(x, cf_dataset_x(d) + at * xcount, k * xcount * sizeof(float));
+        cf_norm_apply(m, x, k);
         if (cf_forward(e, 0)) {
             unbind(&b);
             return -1;
@@ -333,110 +470,4 @@ int cf_predict(cf_model *m, const cf_dataset *d, int batch, float *out)
     }
     unbind(&b);
     return 0;
-}
-
-/* ---- checkpoints ---- */
-
-int cf_trainer_save(cf_trainer *t, const char *path)
-{
-    if (!t || !path) return cf_seterr("error: cf_trainer_save: no trainer or path");
-    cf_model *m = t->m;
-    int ns = cf_optim_state_count(t->opt), n = m->nparams + ns;
-    cf_st_tensor *ts = calloc((size_t)n + 1, sizeof *ts);
-    char **names = calloc((size_t)ns + 1, sizeof *names);
-    if (!ts || !names) {
-        free(ts);
-        free(names);
-        return cf_oom((size_t)n * sizeof *ts);
-    }
-    cf_model_params_as_tensors(m, ts);
-    int rc = 0;
-    for (int i = 0; i < ns; i++) {
-        size_t count;
-        const char *sn = cf_optim_state_name(t->opt, i);
-        names[i] = malloc(strlen(sn) + 8);
-        if (!names[i]) {
-            rc = cf_oom(strlen(sn) + 8);
-            break;
-        }
-        sprintf(names[i], "optim.%s", sn);
-        cf_st_tensor *x = &ts[m->nparams + i];
-        x->name = names[i];
-        x->data = cf_optim_state_data(t->opt, i, &count);
-        x->rank = 1;
-        x->shape[0] = (long long)count;
-        x->count = count;
-    }
-    char version[16], epoch[16], step[32], seed[32], batch[16], hyper[256];
-    snprintf(version, sizeof version, "%d", CKPT_VERSION);
-    snprintf(epoch, sizeof epoch, "%d", t->epoch);
-    snprintf(step, sizeof step, "%ld", t->step);
-    snprintf(seed, sizeof seed, "%llu", (unsigned long long)t->o.seed);
-    snprintf(batch, sizeof batch, "%d", t->o.batch);
-    const cf_optim_opts *op = &t->o.optim;
-    snprintf(hyper, sizeof hyper,
-             "{\"lr\": %.9g, \"momentum\": %.9g, \"beta1\": %.9g, \"beta2\": %.9g, \"eps\": %.9g, "
-             "\"weight_decay\": %.9g, \"clip_norm\": %.9g}",
-             op->lr, op->momentum, op->beta1, op->beta2, op->eps, op->weight_decay, op->clip_norm);
-    const char *keys[] = {"format", "format_version", "cflux_version", "epoch", "optimizer_steps", "seed", "batch",
-                          "optimizer", "optimizer_settings", "schedule", "loss", "model_file", "model_source"};
-    const char *vals[] = {CKPT_FORMAT, version, cf_version(), epoch, step, seed, batch, op->name, hyper,
-                          t->o.schedule, m->loss_kind == CF_LOSS_XENT ? "cross-entropy" : "mean squared error",
-                          m->source_name ? m->source_name : "", m->source ? m->source : ""};
-    if (rc == 0) rc = cf_st_write(path, n, ts, 13, keys, vals);
-    for (int i = 0; i < ns; i++) free(names[i]);
-    free(names);
-    free(ts);
-    return rc;
-}
-
-int cf_trainer_load(cf_trainer *t, const char *path)
-{
-    if (!t || !path) return cf_seterr("error: cf_trainer_load: no trainer or path");
-    cf_st_file *f = cf_st_read(path);
-    if (!f) return -1;
-    int rc = -1;
-    const char *format = cf_st_meta(f, "format"), *ver = cf_st_meta(f, "format_version");
-    const char *epoch = cf_st_meta(f, "epoch"), *steps = cf_st_meta(f, "optimizer_steps");
-    const char *optim = cf_st_meta(f, "optimizer");
-    if (!format || strcmp(format, CKPT_FORMAT) != 0 || !ver || !epoch || !steps || !optim) {
-        cf_seterr("error: %s: not a cflux checkpoint (no format metadata); load parameters alone with --params", path);
-        goto out;
-    }
-    if (atoi(ver) < 1 || atoi(ver) > CKPT_VERSION) {
-        cf_seterr("error: %s: written by checkpoint format %s; this build reads 1 to %d", path, ver, CKPT_VERSION);
-        goto out;
-    }
-    if (strcmp(optim, t->o.optim.name) != 0) {
-        cf_seterr("error: %s: the checkpoint's optimizer is %s but this run uses %s", path, optim, t->o.optim.name);
-        goto out;
-    }
-    /* parameters and every optimizer tensor fit, before anything changes */
-    if (cf_model_params_from(t->m, f, path, CF_LOAD_CHECK)) goto out;
-    for (int i = 0; i < cf_optim_state_count(t->opt); i++) {
-        char name[512];
-        size_t count;
-        snprintf(name, sizeof name, "optim.%s", cf_optim_state_name(t->opt, i));
-        cf_optim_state_data(t->opt, i, &count);
-        const cf_st_tensor *x = cf_st_find(f, name);
-        if (!x || x->count != count) {
-            cf_seterr("error: %s: the optimizer state '%s' is %s", path, name, x ? "of another size" : "missing");
-            goto out;
-        }
-    }
-    if (cf_model_params_from(t->m, f, path, 0)) goto out;   /* by name; skips optim.* */
-    for (int i = 0; i < cf_optim_state_count(t->opt); i++) {
-        char name[512];
-        size_t count;
-        snprintf(name, sizeof name, "optim.%s", cf_optim_state_name(t->opt, i));
-        float *dst = cf_optim_state_data(t->opt, i, &count);
-        memcpy(dst, cf_st_find(f, name)->data, count * sizeof *dst);
-    }
-    cf_optim_set_steps(t->opt, atol(steps));
-    t->epoch = atoi(epoch);
-    t->step = atol(steps);
-    rc = 0;
-out:
-    cf_st_free(f);
-    return rc;
 }

@@ -8,7 +8,11 @@ int cf_model_has_loss(const cf_model *m) { return m && m->loss ? m->loss_kind : 
 int cf_model_add_loss(cf_model *m, cf_loss kind)
 {
     if (!m) return cf_seterr("error: cf_model_add_loss: no model");
-    if (m->loss) return m->loss_kind == (int)kind ? 0 : cf_seterr("error: the model already has another loss");
+    static const char *const names[] = {"", "cross-entropy", "mean squared error"};
+    if (m->loss)
+        return m->loss_kind == (int)kind ? 0
+                                         : cf_seterr("error: the model already has a loss (%s); it cannot also train "
+                                                     "with %s", names[m->loss_kind], names[kind == CF_LOSS_XENT ? 1 : 2]);
     if (kind != CF_LOSS_XENT && kind != CF_LOSS_MSE) return cf_seterr("error: unknown loss %d", (int)kind);
     if (cf_model_infer_shapes(m)) return -1;
     cf_node *out = m->outputs[0];
@@ -19,10 +23,9 @@ int cf_model_add_loss(cf_model *m, cf_loss kind)
     for (int i = 1; i < out->shape.rank; i++) t.d[i - 1] = out->shape.d[i];
     if (kind == CF_LOSS_XENT) {
         if (out->op != CF_OP_SOFTMAX) {
-            cf_seterr("error: classifier models must end with softmax, but this one ends with %s",
-                      cf_node_op_name(out));
-            cf_adderr_trace(out);
-            return -1;
+            char at[256];
+            return cf_seterr("error: classifier models must end with softmax, but this one ends with %s (for "
+                             "regression, train with mean squared error)", cf_node_describe(out, at, sizeof at));
         }
         t.rank--;
     }

@@ -1,0 +1,47 @@
+/* trainer.h - the trainer's insides, shared by the training loop (fit.c) and
+ * checkpoints (checkpoint.c), and input standardisation (normalize.c). */
+#ifndef CF_TRAIN_TRAINER_H
+#define CF_TRAIN_TRAINER_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+
+#include "cflux.h"
+
+/* Executors for one batch size and one for the remainder of a dataset's size. */
+typedef struct bound {
+    cf_exec *full, *tail;
+    int batch, tail_batch;
+} bound;
+
+struct cf_trainer {
+    cf_model *m;
+    cf_fit_opts o;               /* o.loss is the loss in use */
+    cf_optim *opt;
+    bound train, eval;
+    int epoch;                   /* epochs done */
+    size_t epoch_samples;        /* samples of epoch `epoch + 1` trained already (a run stopped mid-epoch) */
+    int classes;                 /* of the model's output; 0 for regression */
+    size_t xcount, ycount;       /* floats per sample: input, target (labels: one per row) */
+    size_t ntrain;               /* samples of the data given to cf_trainer_new, before any validation split */
+    double initial_loss;         /* the run's first loss, what divergence is measured against; NAN before */
+    atomic_int stop;             /* cf_trainer_stop was called */
+    cf_epoch_stats *hist;        /* every epoch done, from checkpoints too */
+    int nhist, cap_hist;
+    size_t *perm;
+    size_t nperm;
+};
+
+/* Append an epoch to the history; 0 or -1. */
+int cf_trainer_record(cf_trainer *t, const cf_epoch_stats *st);
+
+/* Pass a warning to o.on_warning, if there is one. */
+void cf_trainer_warn(const cf_trainer *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Standardise nsamples samples of input 0 in place with the model's statistics (none:
+ * nothing happens). */
+void cf_norm_apply(const cf_model *m, float *x, size_t nsamples);
+/* Fit the model's input statistics on d's samples. 0 or -1. */
+int cf_norm_fit(cf_model *m, const cf_dataset *d);
+
+#endif

@@ -1,0 +1,100 @@
+/* commands.c - the tool's commands and the options each takes, as tables. The help
+ * (`cflux help train`, `cflux train --help`) is made from them. */
+#include <stddef.h>
+
+#include "commands.h"
+#include "options.h"
+
+#define OFF(f) offsetof(args, f)
+#define END {NULL, OPT_FLAG, 0, 0, 0, NULL, NULL}
+
+#define THREADS {"--threads", OPT_INT, 1, 1024, OFF(threads), "N", "threads for the kernels (default: $CFLUX_THREADS or all CPUs)"}
+#define MAXMEM {"--max-memory", OPT_SIZE, 0, 0, OFF(max_memory), "SIZE", "refuse to use more memory than SIZE, e.g. 4G (default:\n$CFLUX_MAX_MEMORY or the machine's memory)"}
+#define JSON {"--json", OPT_FLAG, 0, 0, OFF(json), NULL, "end with one JSON object of the results"}
+#define DATA(what) {"--data", OPT_STR, 0, 0, OFF(data), "SPEC", what}
+#define LABELCOL {"--label-col", OPT_INT, -1e6, 1e6, OFF(label_col), "N", "CSV data: the column of the labels or targets (0-based;\n-1 the last; default 0)"}
+#define LOSS {"--loss", OPT_STR, 0, 0, OFF(loss), "xent|mse", "cross-entropy on class labels or mean squared error on targets\n(default: xent for a model that ends with softmax, else mse)"}
+
+static const opt check_opts[] = {MAXMEM, END};
+
+static const opt shapes_opts[] = {
+    {"--batch", OPT_INT, 1, 1 << 20, OFF(batch), "N", "write N for the batch dimension B"},
+    END,
+};
+
+static const opt graph_opts[] = {
+    {"-o", OPT_STR, 0, 0, OFF(out), "FILE", "write to FILE instead of the standard output"},
+    END,
+};
+
+static const opt train_opts[] = {
+    DATA("fashion-mnist (default), idx:TRAIN_IMAGES,TRAIN_LABELS[,TEST_IMAGES,\nTEST_LABELS] or csv:TRAIN[,TEST]"),
+    LABELCOL,
+    LOSS,
+    {"--normalize", OPT_FLAG, 0, 0, OFF(normalize), NULL, "standardise each input feature with the training split's mean and\nstd (kept in the checkpoint; eval and predict apply it)"},
+    {"--epochs", OPT_INT, 1, 1e6, OFF(epochs), "N", "epochs to train (10)"},
+    {"--batch", OPT_INT, 1, 1 << 20, OFF(batch), "N", "samples per step (64)"},
+    {"--stop-after", OPT_INT, 1, 1e6, OFF(stop_after), "N", "stop after epoch N of the --epochs planned (resume later)"},
+    {"--optim", OPT_STR, 0, 0, OFF(optim), "NAME", "sgd, momentum, nesterov, adam, adamw (default adam)"},
+    {"--lr", OPT_NUM, 1e-12, 1e6, OFF(lr), "X", "learning rate (sgd family 0.1, adam family 0.001)"},
+    {"--momentum", OPT_NUM, 0, 0.9999, OFF(momentum), "X", "momentum of momentum and nesterov (0.9)"},
+    {"--wd", OPT_NUM, 0, 1e6, OFF(wd), "X", "weight decay (0; adamw 0.01)"},
+    {"--clip", OPT_NUM, 0, 1e12, OFF(clip), "X", "clip the gradients' global norm to X"},
+    {"--schedule", OPT_STR, 0, 0, OFF(schedule), "S", "const, step:E:G or cosine (default), each optionally\nfollowed by +warmup:N"},
+    {"--val", OPT_NUM, 0, 0.99, OFF(val), "X", "hold out a fraction X of the training data for validation"},
+    {"--seed", OPT_U64, 0, 0, OFF(seed), "N", "everything random: initialisation, shuffling (0)"},
+    THREADS,
+    MAXMEM,
+    {"--init", OPT_STR, 0, 0, OFF(init), "FILE", "start from the weights in FILE (a checkpoint or a parameter\nfile, matched by name) instead of random ones"},
+    {"--params", OPT_STR, 0, 0, OFF(init), "FILE", "the same as --init"},
+    {"--save", OPT_STR, 0, 0, OFF(save), "PATH", "write a checkpoint after every epoch, and when interrupted"},
+    {"--resume", OPT_STR, 0, 0, OFF(resume), "PATH", "continue the run saved in a checkpoint of the same model"},
+    {"--log", OPT_STR, 0, 0, OFF(log), "CSV", "per-epoch figures as CSV (the whole run's, when resumed)"},
+    {"--plot", OPT_STR, 0, 0, OFF(plot), "SVG", "loss and accuracy curves as SVG (the whole run's)"},
+    JSON,
+    {"--quiet", OPT_FLAG, 0, 0, OFF(quiet), NULL, "no per-epoch lines"},
+    END,
+};
+
+static const opt eval_opts[] = {
+    {"--params", OPT_STR, 0, 0, OFF(params), "CKPT", "the trained weights (a checkpoint or a parameter file; required)"},
+    DATA("the data to evaluate on: its test set when it has one, else\nall of it (default fashion-mnist)"),
+    LABELCOL,
+    LOSS,
+    {"--batch", OPT_INT, 1, 1 << 20, OFF(batch), "N", "samples per step (256)"},
+    THREADS,
+    MAXMEM,
+    JSON,
+    END,
+};
+
+static const opt predict_opts[] = {
+    {"--params", OPT_STR, 0, 0, OFF(params), "CKPT", "the trained weights (a checkpoint or a parameter file; required)"},
+    {"--batch", OPT_INT, 1, 1 << 20, OFF(batch), "N", "samples per step (256)"},
+    THREADS,
+    MAXMEM,
+    {"--json", OPT_FLAG, 0, 0, OFF(json), NULL, "one JSON array of the results"},
+    END,
+};
+
+static const opt none[] = {END};
+
+const command cf_commands[] = {
+    {"check", "MODEL", 1, "Compile MODEL (a .flux file) and check every shape; say what it holds.",
+     "Nothing is allocated for the weights: a model too large to train is still checked.\n", check_opts, cmd_check},
+    {"shapes", "MODEL", 1, "List the model's forward function with every value's shape.",
+     "The step where shapes stop fitting is marked.\n", shapes_opts, cmd_shapes},
+    {"graph", "MODEL", 1, "Write the model's graph in Graphviz DOT.", NULL, graph_opts, cmd_graph},
+    {"train", "MODEL", 1, "Train MODEL; report loss and accuracy per epoch.",
+     "Interrupted (Ctrl-C, SIGTERM), training stops after the current step; with --save\n"
+     "a checkpoint of that place is written, and --resume continues from it. A second\n"
+     "Ctrl-C stops at once.\n",
+     train_opts, cmd_train},
+    {"eval", "MODEL", 1, "Loss and accuracy of trained weights on data.", NULL, eval_opts, cmd_eval},
+    {"predict", "MODEL INPUT", 2, "Class and probability (or the outputs) for each sample of INPUT.",
+     "INPUT is an IDX file of images or a CSV file of numbers (every column a feature).\n", predict_opts,
+     cmd_predict},
+    {"help", "[COMMAND]", 1, "Say what the commands do, or what one command takes.", NULL, none, NULL},
+    {"version", "", 0, "Print the version and the engine's settings.", NULL, none, NULL},
+    {NULL, NULL, 0, NULL, NULL, NULL, NULL},
+};

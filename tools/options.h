@@ -1,0 +1,58 @@
+/* options.h - the tool's commands and their options as tables: one parser for all,
+ * each command's help made from its table, and a suggestion for an option that is
+ * not there (the nearest name, or the command that has it). */
+#ifndef CF_TOOLS_OPTIONS_H
+#define CF_TOOLS_OPTIONS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/* Everything any command takes; an option not given stays NULL (strings) or NAN
+ * (numbers). */
+typedef struct args {
+    const char *pos[2];   /* the positional arguments: MODEL, INPUT */
+    int npos;
+    const char *data, *optim, *schedule, *save, *resume, *log, *plot, *init, *params, *loss, *out, *max_memory;
+    double epochs, batch, stop_after, lr, wd, clip, val, momentum, threads, label_col;
+    uint64_t seed;
+    int has_seed, json, quiet, normalize;
+    int argc;             /* the command's own arguments, for messages */
+    char **argv;
+} args;
+
+typedef enum opt_kind { OPT_FLAG, OPT_INT, OPT_NUM, OPT_STR, OPT_U64, OPT_SIZE } opt_kind;
+
+typedef struct opt {
+    const char *name;   /* "--epochs" */
+    opt_kind kind;
+    double lo, hi;      /* OPT_INT and OPT_NUM: the range */
+    size_t off;         /* the field in struct args */
+    const char *arg;    /* what the value is, in the help: "N" */
+    const char *help;
+} opt;
+
+typedef struct command {
+    const char *name;
+    const char *positional;   /* "MODEL", "MODEL INPUT" */
+    int npos;                 /* how many positional arguments it takes */
+    const char *about;        /* one line for `cflux help` */
+    const char *more;         /* paragraphs for `cflux help NAME`, or NULL */
+    const opt *opts;
+    int (*run)(const args *a);
+} command;
+
+/* The commands, ended by a NULL name (commands.c). */
+extern const command cf_commands[];
+
+/* Fill a from argv (the arguments after the command's name). 0; 1 when --help or -h
+ * was given (the help is printed); or 2 with one line printed to stderr. */
+int args_parse(const command *c, int argc, char **argv, args *a);
+
+/* The help of one command, made from its table. */
+void command_help(const command *c, FILE *f);
+
+/* A size such as 512M, 4G, 1.5G or 1000000 (bytes): 0, or -1 when malformed. */
+int parse_size(const char *s, size_t *out);
+
+#endif

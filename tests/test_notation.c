@@ -8,7 +8,7 @@
 #include "test.h"
 
 static const char *tlp_src =
-    "# Two layers, a template that takes other models (LANGUAGE.md's example).\n"
+    "# Two layers, a template that takes other models (docs/notation.md's example).\n"
     "net TLP(first, second) {\n"
     "  x -> {\n"
     "    l1 = σ(first(x))\n"

@@ -1,4 +1,4 @@
-# Two layers, a template that takes other models (LANGUAGE.md's example).
+# Two layers, a template that takes other models (docs/notation.md's example).
 net TLP(first, second) {
   x -> {
     l1 = σ(first(x))

@@ -8,7 +8,7 @@
 #include "test.h"
 
 static const char *tlp_src =
-    "# Two layers, a template that takes other models (LANGUAGE.md's example).\n"
+    "# Two layers, a template that takes other models (docs/notation.md's example).\n"
     "net TLP(first, second) {\n"
     "  x -> {\n"
     "    l1 = σ(first(x))\n"
@@ -167,6 +167,55 @@ TEST(lambdas_functions_and_reshape_in_chains)
     cf_model_free(m);
 }
 
+/* Inside a Chain, `in` is the channels C of an image (B, C, H, W) and the last
+ * dimension of anything else (docs/notation.md, "How a Chain fills in the input
+ * size"). Size's W is (in, 5) whatever flows in, so its rows show what the Chain
+ * gave; Affine after flatten gets the flattened size. */
+TEST(chain_fills_in_channels_of_images_and_features_otherwise)
+{
+    static const struct { const char *input; int in; } cases[] = {
+        {"Input(3, 8, 8)", 3},    /* (C, H, W): channels, not the width 8 */
+        {"Input(3, 5, 8)", 3},    /* H != W: not the height either */
+        {"Input(7)", 7},          /* features */
+        {"Input(6, 4)", 4},       /* (T, n): the last dimension */
+    };
+    for (int i = 0; i < (int)(sizeof cases / sizeof cases[0]); i++) {
+        char src[512];
+        snprintf(src, sizeof src,
+                 "net Size(in, out) {\n"
+                 "  W = param(in, out)\n"
+                 "  x -> x .+ sum(sum(W))\n"
+                 "}\n"
+                 "model = Chain(%s, Size(5), flatten, Affine(2), softmax)\n",
+                 cases[i].input);
+        cf_model *m = cf_model_parse(src, "in.flux");
+        CHECK(m != NULL);
+        if (!m) {
+            fprintf(stderr, "%s:\n%s\n", cases[i].input, cf_last_error());
+            continue;
+        }
+        cf_shape w = cf_model_param_shape(m, cf_model_param_index(m, "1.W"));
+        CHECK(w.rank == 2 && w.d[0] == cases[i].in && w.d[1] == 5);
+        if (w.d[0] != cases[i].in) fprintf(stderr, "after %s, in = %d, not %d\n", cases[i].input, w.d[0], cases[i].in);
+        cf_shape a = cf_model_param_shape(m, cf_model_param_index(m, "3.W"));
+        cf_shape x = cf_model_input_shape(m, 0);
+        CHECK(a.rank == 2 && (size_t)a.d[0] == cf_shape_count(x) && a.d[1] == 2);
+        cf_model_free(m);
+    }
+    /* a parameter per channel broadcasts over (B, C, H, W) only if `in` is C */
+    cf_model *m = cf_model_parse("net ChannelScale(in) {\n"
+                                 "  g = param(in, 1, 1, init = ones)\n"
+                                 "  x -> x .* g\n"
+                                 "}\n"
+                                 "model = Chain(Input(3, 5, 8), ChannelScale())\n",
+                                 "c.flux");
+    CHECK(m != NULL);
+    if (!m) fprintf(stderr, "%s\n", cf_last_error());
+    cf_shape g = cf_model_param_shape(m, 0);
+    CHECK(m && g.rank == 3 && g.d[0] == 3 && g.d[1] == 1 && g.d[2] == 1);
+    cf_model_free(m);
+}
+
 /* The same MLP from the notation and from C calls: the same parameters (same names,
  * same seed), and bitwise the same outputs and gradients. */
 static cf_model *mlp_in_c(void)
@@ -245,6 +294,7 @@ int main(void)
     RUN(templates_arguments_and_arithmetic);
     RUN(several_inputs_and_outputs);
     RUN(lambdas_functions_and_reshape_in_chains);
+    RUN(chain_fills_in_channels_of_images_and_features_otherwise);
     RUN(notation_mlp_equals_c_mlp);
     RUN(shapes_listing);
     return test_summary("notation");

@@ -118,10 +118,15 @@ static const ast *value(const cf_ast *t, int i)
 
 #define CHECK_POS(e, l, c) CHECK((e) && (e)->line == (l) && (e)->col == (c))
 
-/* ---- LANGUAGE.md, verbatim ------------------------------------------------------ */
+/* ---- docs/notation.md's examples, verbatim ----------------------------------------
+ *
+ * doc_mlp is the first model of "A first model", doc_tlp the example of "Templates
+ * that take models" (the library's Affine written out, and TLP), doc_rnn the
+ * recurrent example of "Not yet". docs_hold_the_examples checks that the guide still
+ * shows them as they are here. */
 
 static const char *doc_mlp =
-    "# models/mlp.flux\n"
+    "# An MLP for 28x28 images of 10 classes.\n"
     "model = Chain(\n"
     "  Input(784),\n"
     "  Affine(128), relu,\n"
@@ -232,6 +237,28 @@ TEST(doc_recurrent_example)
     CHECK(prev->kind == AST_PREV && !strcmp(prev->name, "y") && prev->num == -1);
     CHECK_POS(prev, 8, 24);
     cf_ast_free(t);
+}
+
+/* Each example is the body of a fenced block of docs/notation.md. */
+TEST(docs_hold_the_examples)
+{
+    FILE *f = fopen("docs/notation.md", "rb");
+    CHECK(f != NULL);
+    if (!f) return;
+    static char doc[1 << 16];
+    size_t n = fread(doc, 1, sizeof doc - 1, f);
+    fclose(f);
+    doc[n] = 0;
+    const char *examples[] = {doc_mlp, doc_tlp, doc_rnn};
+    for (int i = 0; i < 3; i++) {
+        char block[2048];
+        snprintf(block, sizeof block, "\n%s```\n", examples[i]);
+        const char *at = strstr(doc, block);
+        CHECK(at != NULL);
+        if (!at) fprintf(stderr, "docs/notation.md has no block that reads:\n%s", examples[i]);
+        else CHECK((at - doc >= 7 && !memcmp(at - 7, "```flux", 7)) ||
+                   (at - doc >= 13 && !memcmp(at - 13, "```flux-error", 13)));
+    }
 }
 
 /* ---- Good inputs ---------------------------------------------------------------- */
@@ -738,6 +765,7 @@ int main(void)
     RUN(doc_mlp_example);
     RUN(doc_tlp_example);
     RUN(doc_recurrent_example);
+    RUN(docs_hold_the_examples);
     RUN(empty_and_blank);
     RUN(numbers);
     RUN(numbers_ignore_the_locale);

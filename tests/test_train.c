@@ -153,6 +153,154 @@ TEST(data_that_does_not_fit_is_refused)
     cf_dataset_free(d);
 }
 
+/* ---- seeds, ties and short batches --------------------------------------------- */
+
+/* All parameters of a model, copied (malloc'd); *count receives how many floats. */
+static float *params_copy(cf_model *m, size_t *count)
+{
+    size_t n = cf_model_weight_count(m), at = 0;
+    float *p = malloc(n * sizeof *p);
+    for (int i = 0; i < cf_model_param_count(m); i++) {
+        size_t k = cf_shape_count(cf_model_param_shape(m, i));
+        memcpy(p + at, cf_model_param_data(m, i), k * sizeof *p);
+        at += k;
+    }
+    *count = at;
+    return p;
+}
+
+/* The parameters after one epoch of plain SGD, batches of 16 over 96 samples, from
+ * the same initial parameters (model seed 11) whatever the shuffling seed. */
+static float *train_with_seed(uint64_t seed, size_t *count)
+{
+    cf_set_threads(1);
+    cf_dataset *d = spirals(96, 4);
+    cf_model *m = cf_model_parse(classifier, "spirals.flux");
+    cf_model_set_seed(m, 11);
+    cf_fit_opts o = opts(1);
+    o.batch = 16;
+    o.optim = cf_optim_defaults("sgd");
+    o.seed = seed;
+    cf_trainer *t = cf_trainer_new(m, d, &o);
+    float *p = NULL;
+    if (t && cf_fit(t, d, NULL) == 0) p = params_copy(m, count);
+    else fprintf(stderr, "%s\n", cf_last_error());
+    cf_trainer_free(t);
+    cf_model_free(m);
+    cf_dataset_free(d);
+    cf_set_threads(0);
+    return p;
+}
+
+/* The seed of cf_fit_opts orders the samples: another seed, other batches, other
+ * parameters; the same seed, the same bits. (With no validation split and the
+ * model's own seed fixed, the shuffle is the only thing this seed drives.) */
+TEST(shuffling_follows_the_seed)
+{
+    size_t n1 = 0, n1b = 0, n2 = 0;
+    float *a = train_with_seed(1, &n1), *b = train_with_seed(1, &n1b), *c = train_with_seed(2, &n2);
+    CHECK(a && b && c && n1 == n1b && n1 == n2 && n1 > 0);
+    if (a && b && c) {
+        CHECK(memcmp(a, b, n1 * sizeof *a) == 0);
+        CHECK(memcmp(a, c, n1 * sizeof *a) != 0);
+    }
+    free(a);
+    free(b);
+    free(c);
+}
+
+static int keep_stats(const cf_epoch_stats *s, void *user)
+{
+    *(cf_epoch_stats *)user = *s;
+    return 0;
+}
+
+/* Accuracy takes the first of equal scores, as PyTorch's argmax does. A model that
+ * scores every class the same (zero weights: softmax exactly 1/3 each) is right on
+ * the samples of class 0 only; with classes 1 and 2 tied above class 0, on those of
+ * class 1 only. n = 10 in batches of 4, so a short last batch counts too. */
+TEST(accuracy_ties_go_to_the_first_class)
+{
+    static const float labels[10] = {1, 2, 0, 2, 1, 2, 0, 2, 0, 2};   /* classes 0, 1, 2: 3, 2, 5 */
+    float x[20];
+    for (int i = 0; i < 20; i++) x[i] = (float)(i % 7) * 0.3f - 1;
+    cf_dataset *d = cf_dataset_from_arrays(x, CF_SHAPE(2), labels, 1, 10);
+    const char *src = "net Flat(in, out) {\n"
+                      "  W = param(in, out, init = zeros)\n"
+                      "  b = param(1, out, init = zeros)\n"
+                      "  x -> x * W + b\n"
+                      "}\n"
+                      "model = Chain(Input(2), Flat(3), softmax)\n";
+
+    /* all three tied */
+    cf_model *m = cf_model_parse(src, "flat.flux");
+    double loss = 0, acc = 0;
+    CHECK(m && cf_evaluate(m, d, 4, &loss, &acc) == 0);
+    CHECK_NEAR(acc, 0.3, 1e-12);
+    CHECK_NEAR(loss, log(3.0), 1e-6);
+    /* training sees the same: one batch of all 10, scored before its update */
+    cf_fit_opts o = opts(1);
+    o.batch = 10;
+    o.optim = cf_optim_defaults("sgd");
+    cf_epoch_stats st = {0};
+    o.on_epoch = keep_stats;
+    o.user = &st;
+    cf_trainer *t = cf_trainer_new(m, d, &o);
+    CHECK(t && cf_fit(t, d, NULL) == 0);
+    CHECK_NEAR(st.train_accuracy, 0.3, 1e-12);
+    cf_trainer_free(t);
+    cf_model_free(m);
+
+    /* classes 1 and 2 tied, class 0 below them */
+    m = cf_model_parse(src, "flat.flux");
+    CHECK(m && cf_model_add_loss(m, CF_LOSS_XENT) == 0 && cf_model_init_params(m) == 0);
+    float *b = m ? cf_model_param_data(m, cf_model_param_index(m, "1.b")) : NULL;
+    CHECK(b != NULL);
+    if (b) {
+        b[0] = -1;
+        b[1] = b[2] = 0.5f;
+    }
+    CHECK(m && cf_evaluate(m, d, 4, &loss, &acc) == 0);
+    CHECK_NEAR(acc, 0.2, 1e-12);
+    /* and the loss is the mean over samples: -log p[label] */
+    double z = exp(-1.0) + 2 * exp(0.5), want = 0;
+    for (int i = 0; i < 10; i++) want += -log(exp(labels[i] == 0 ? -1.0 : 0.5) / z) / 10;
+    CHECK_NEAR(loss, want, 1e-5);
+    cf_model_free(m);
+    cf_dataset_free(d);
+}
+
+/* cf_evaluate's loss is the mean over samples, the short last batch weighted by its
+ * size: n = 4 * 2 + 3, and a model that predicts 0, so that sample i's squared error
+ * is y_i^2, growing with i (the last batch holds the largest). */
+TEST(evaluate_means_over_samples_not_batches)
+{
+    float x[11], y[11];
+    double want = 0;
+    for (int i = 0; i < 11; i++) {
+        x[i] = (float)i;
+        y[i] = 0.5f * (float)i + 0.25f;   /* not whole numbers: a regression */
+        want += (double)y[i] * y[i] / 11;
+    }
+    cf_dataset *d = cf_dataset_from_arrays(x, CF_SHAPE(1), y, 1, 11);
+    cf_model *m = cf_model_parse("net Zero(in, out) {\n"
+                                 "  W = param(in, out, init = zeros)\n"
+                                 "  x -> x * W\n"
+                                 "}\n"
+                                 "model = Chain(Input(1), Zero(1))\n",
+                                 "zero.flux");
+    CHECK(m != NULL);
+    double loss = 0, acc = 0;
+    for (int batch = 1; batch <= 12 && m; batch++) {   /* 4: batches 4, 4 and 3 */
+        CHECK(cf_evaluate(m, d, batch, &loss, &acc) == 0);
+        CHECK_NEAR(loss, want, want * 1e-6);
+        CHECK(isnan(acc));
+    }
+    CHECK(m && cf_model_has_loss(m) == CF_LOSS_MSE);
+    cf_model_free(m);
+    cf_dataset_free(d);
+}
+
 static int stop_at(const cf_epoch_stats *s, void *user) { return s->epoch == *(int *)user; }
 
 /* A run of 4 epochs from scratch, or resumed from `from`, that stops after epoch
@@ -260,6 +408,9 @@ int main(void)
     RUN(regression_uses_mean_squared_error);
     RUN(classifier_must_end_with_softmax);
     RUN(data_that_does_not_fit_is_refused);
+    RUN(shuffling_follows_the_seed);
+    RUN(accuracy_ties_go_to_the_first_class);
+    RUN(evaluate_means_over_samples_not_batches);
     RUN(checkpoints_repeat_and_resume_exactly);
     RUN(bad_checkpoints_are_refused);
     char cmd[128];

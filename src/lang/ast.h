@@ -1,4 +1,5 @@
-/* ast.h - the syntax tree of the model notation (see ../shared/LANGUAGE.md).
+/* ast.h - the syntax tree of the model notation (docs/notation.md; the grammar is at
+ * the top of parser.c).
  *
  * The parser turns a .flux text into one AST_BLOCK of top-level statements. Every
  * node has the line and column (1-based, columns counted in characters, not bytes)

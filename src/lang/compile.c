@@ -120,6 +120,7 @@ typedef struct cc {
     int nunresolved;
     int shape_failed;   /* the last node made did not fit */
     int eval_depth;
+    const ast *chain_elem;   /* the call being evaluated as an argument of Chain(...) */
 } cc;
 
 /* ---- built-ins ---- */
@@ -449,7 +450,7 @@ static int unary_node(cc *c, env *en, const ast *e, cf_opcode op, const value *x
 static int eval(cc *c, env *en, const ast *e, value *out);
 static int call_model(cc *c, inst *mdl, value *args, int nargs, const char *file, int line, int col, value *out);
 static int instantiate(cc *c, const value *tmpl, value *args, int nargs, const char **kwn, value *kwv, int nkw,
-                       const char *file, int line, int col, value *out);
+                       const char *file, int line, int col, int in_chain, value *out);
 
 static int not_yet(cc *c, env *en, const ast *e, const char *what);
 
@@ -578,6 +579,32 @@ static int eval_block(cc *c, env *en, const ast *e, value *out)
     return 0;
 }
 
+/* The arguments of a call to a net that reach its parameters without a default: npos
+ * positional ones and the keywords that name such a parameter; *required is how many
+ * such parameters the net has. A Chain fills in the input size when the net's first
+ * parameter is named `in`, no keyword names `in` and the call gives one fewer. */
+static int given_required(const ast *net, int npos, const char *const *kwn, int nkw, int *required)
+{
+    int given = npos;
+    *required = 0;
+    for (int p = 0; p < net->n; p++) {
+        if (net->items[p]->kind != AST_NAME) continue;
+        ++*required;
+        for (int q = 0; q < nkw; q++)
+            if (strcmp(kwn[q], net->items[p]->name) == 0) given++;
+    }
+    return given;
+}
+
+static int names_in(const char *const *kwn, int nkw)
+{
+    for (int q = 0; q < nkw; q++)
+        if (strcmp(kwn[q], "in") == 0) return 1;
+    return 0;
+}
+
+static int first_is_in(const ast *net) { return net->n > 0 && strcmp(net->items[0]->name, "in") == 0; }
+
 /* Evaluate call arguments: positional into args, keyword into kwn/kwv. */
 static int eval_args(cc *c, env *en, const ast *e, value *args, int *nargs, const char **kwn, value *kwv, int *nkw,
                      int allow_partial)
@@ -597,15 +624,19 @@ static int eval_args(cc *c, env *en, const ast *e, value *args, int *nargs, cons
         const ast *x = a;
         value *v = &args[(*nargs)++];
         /* Chain(Affine(128)): a template one argument short of its `in` waits for it */
-        if (allow_partial && x->kind == AST_CALL) {
+        if (allow_partial && x->kind == AST_CALL && x->n <= MAX_ARGS) {
             value callee;
             if (eval(c, en, x->a, &callee)) return -1;
             if (callee.kind == V_TEMPLATE && callee.net->n > 0) {
-                const ast *first = callee.net->items[0];
-                int required = 0, given = 0;
-                for (int k = 0; k < callee.net->n; k++) required += callee.net->items[k]->kind == AST_NAME;
-                for (int k = 0; k < x->n; k++) given += x->items[k]->kind != AST_KWARG;
-                if (first->kind == AST_NAME && strcmp(first->name, "in") == 0 && given == required - 1) {
+                const char *names[MAX_ARGS];
+                int npos = 0, nnamed = 0, required;
+                for (int k = 0; k < x->n; k++) {
+                    if (x->items[k]->kind == AST_KWARG) names[nnamed++] = x->items[k]->name;
+                    else npos++;
+                }
+                int given = given_required(callee.net, npos, names, nnamed, &required);
+                if (first_is_in(callee.net) && callee.net->items[0]->kind == AST_NAME && !names_in(names, nnamed) &&
+                    given == required - 1) {
                     partial *p = cf_arena_alloc(&c->arena, sizeof *p);
                     if (!p) return cf_oom(sizeof *p);
                     p->tmpl = callee;
@@ -618,7 +649,11 @@ static int eval_args(cc *c, env *en, const ast *e, value *args, int *nargs, cons
                 }
             }
         }
-        if (eval(c, en, x, v)) return -1;
+        const ast *outer = c->chain_elem;
+        if (allow_partial) c->chain_elem = x;   /* for the hint when x is a net call short of an argument */
+        int rc = eval(c, en, x, v);
+        c->chain_elem = outer;
+        if (rc) return -1;
     }
     return 0;
 }
@@ -826,7 +861,8 @@ static int eval_call_with(cc *c, env *en, const ast *e, const value *callee_v, v
         if (c->in_forward)
             return ERR(c, en, e, "%s(...) makes new parameters: make it in the net body (name = %s(...)), "
                        "not in the forward function", callee.net->name, callee.net->name);
-        return instantiate(c, &callee, args, nargs, kwn, kwv, nkw, en->file, e->line, e->col, out);
+        return instantiate(c, &callee, args, nargs, kwn, kwv, nkw, en->file, e->line, e->col, e == c->chain_elem,
+                           out);
     case V_MODEL:
         if (!c->in_forward)
             return ERR(c, en, e, "a model is applied to values inside a forward function (x -> m(x))");
@@ -894,7 +930,7 @@ static int eval_at(cc *c, env *en, const ast *e, value *out)
 /* ---- nets and models ---- */
 
 static int instantiate(cc *c, const value *tmpl, value *args, int nargs, const char **kwn, value *kwv, int nkw,
-                       const char *file, int line, int col, value *out)
+                       const char *file, int line, int col, int in_chain, value *out)
 {
     const ast *net = tmpl->net;
     env *body = env_new(c, tmpl->defenv, NULL);
@@ -937,10 +973,20 @@ static int instantiate(cc *c, const value *tmpl, value *args, int nargs, const c
         if (p < nargs && k >= 0)
             return cerr(c, file, line, col, "%s: the argument '%s' is given twice", net->name, par->name);
         if (p >= nargs && k < 0 && par->kind != AST_KWARG) {
-            int short_form = np >= 2 && strcmp(net->items[0]->name, "in") == 0 && nargs + nkw == np - 1;
-            return cerr(c, file, line, col, "%s is missing the argument '%s'%s", net->name, par->name,
-                        short_form ? " (leaving out 'in' works only inside a Chain, which knows the input size)"
-                                   : "");
+            /* one short: did the caller expect a Chain to fill in the input size? */
+            int required, short_one = given_required(net, nargs, kwn, nkw, &required) == required - 1;
+            int sizes = 1;
+            for (int q = 0; q < nargs; q++) sizes &= args[q].kind == V_NUM;
+            if (short_one && !in_chain && first_is_in(net) && !names_in(kwn, nkw))
+                return cerr(c, file, line, col,
+                            "%s is missing the argument '%s' (leaving out 'in' works only inside a Chain, which "
+                            "knows the input size)", net->name, par->name);
+            if (short_one && in_chain && !first_is_in(net) && sizes)
+                return cerr(c, file, line, col,
+                            "%s is missing the argument '%s' (a Chain fills in the input size only for a net whose "
+                            "first parameter is named 'in'; %s's first parameter is '%s')",
+                            net->name, par->name, net->name, net->items[0]->name);
+            return cerr(c, file, line, col, "%s is missing the argument '%s'", net->name, par->name);
         }
     }
     if (enter(c, net->name, file, line, col)) return -1;
@@ -1025,7 +1071,7 @@ static int apply(cc *c, const value *f, value *x, int nx, const char *file, cons
     for (int k = 0; k < p->nargs; k++) args[k + 1] = p->args[k];
     int was = c->in_forward;
     c->in_forward = 0;
-    int rc = instantiate(c, &p->tmpl, args, p->nargs + 1, p->kwnames, p->kwvals, p->nkw, p->file, p->line, p->col,
+    int rc = instantiate(c, &p->tmpl, args, p->nargs + 1, p->kwnames, p->kwvals, p->nkw, p->file, p->line, p->col, 1,
                          &made_model);
     c->in_forward = was;
     if (rc) return -1;
@@ -1194,7 +1240,7 @@ static int build_model(cc *c, env *top, const char *file)
     c->frames[c->nframes++] = (frame){"model", NULL, 0, 0};
     cf_scope_begin_at(c->m, "model", NULL, NULL, 0, 0);
     if (root.kind == V_TEMPLATE) {
-        if (instantiate(c, &root, NULL, 0, NULL, NULL, 0, file, where->line, where->col, &root)) return -1;
+        if (instantiate(c, &root, NULL, 0, NULL, NULL, 0, file, where->line, where->col, 0, &root)) return -1;
     }
     if (root.kind != V_MODEL)
         return cerr(c, file, where->line, where->col, "model must be a model, such as Chain(...), not %s",

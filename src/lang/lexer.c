@@ -1,4 +1,5 @@
-/* lexer.c - turns a .flux text into tokens (see lexer.h and LANGUAGE.md).
+/* lexer.c - turns a .flux text into tokens (see lexer.h, and "The text of a file" in
+ * docs/notation.md).
  *
  * Names: ASCII letters, digits, '_' and any non-ASCII code point, not starting with
  * a digit. Numbers: 3, 0.5, 1e-3, 2.5E+4 (".5" is not a number: '.' starts the

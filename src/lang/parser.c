@@ -612,8 +612,8 @@ static ast *parse_block(parser *p, int netbody)
     if (netbody && (!last || last->kind != AST_LAMBDA)) return fail_here(p, need_fn);
     if (!last) return fail_here(p, "a block must end with an expression");
     if (last->kind == AST_ASSIGN) {
-        /* `y = f(...)` last in a block (LANGUAGE.md's Recurrent) sets y and gives its
-         * value: the block reads as `y = f(...); y`. */
+        /* `y = f(...)` last in a block (the Recurrent example in docs/notation.md,
+         * "Not yet") sets y and gives its value: the block reads as `y = f(...); y`. */
         ast *val = node(p, AST_NAME, last->line, last->col);
         if (!val || !push(p, &items, val)) return NULL;
         val->name = last->name;

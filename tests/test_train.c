@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include "cflux.h"
+#include "spirals.h"
 #include "test.h"
 
 static char dir[64];
@@ -16,37 +17,6 @@ static const char *tmp(const char *name)
     k = (k + 1) % 4;
     snprintf(path[k], sizeof path[k], "%s/%s", dir, name);
     return path[k];
-}
-
-/* Three spirals in the plane: n points, labels 0..2. */
-static cf_dataset *spirals(int n, unsigned seed)
-{
-    float *x = malloc((size_t)n * 2 * sizeof *x), *y = malloc((size_t)n * sizeof *y);
-    srand(seed);
-    for (int i = 0; i < n; i++) {
-        int c = i % 3;
-        float r = (float)rand() / RAND_MAX, t = 4.0f * r + 2.0944f * (float)c + 0.1f * ((float)rand() / RAND_MAX - 0.5f);
-        x[2 * i] = r * sinf(t);
-        x[2 * i + 1] = r * cosf(t);
-        y[i] = (float)c;
-    }
-    cf_dataset *d = cf_dataset_from_arrays(x, CF_SHAPE(2), y, 1, (size_t)n);
-    free(x);
-    free(y);
-    return d;
-}
-
-static const char *classifier = "model = Chain(Input(2), Affine(32), tanh, Affine(32), tanh, Affine(3), softmax)\n";
-
-static cf_fit_opts opts(int epochs)
-{
-    cf_fit_opts o = cf_fit_defaults();
-    o.epochs = epochs;
-    o.batch = 32;
-    o.optim = cf_optim_defaults("adam");
-    o.optim.lr = 0.01f;
-    o.seed = 5;
-    return o;
 }
 
 TEST(fit_learns_and_evaluates)

@@ -2,8 +2,22 @@
  * classifier's softmax, or mean squared error. */
 #include "core/error.h"
 #include "core/graph.h"
+#include "train/trainer.h"
 
 int cf_model_has_loss(const cf_model *m) { return m && m->loss ? m->loss_kind : 0; }
+
+int cf_loss_fits(const cf_model *m, cf_loss kind)
+{
+    const cf_node *out = m->outputs[0];
+    if (!out->batched)
+        return cf_seterr("error: a loss needs an output with the batch dimension, but output 0 is a single value");
+    if (kind == CF_LOSS_XENT && out->op != CF_OP_SOFTMAX) {
+        char at[256];
+        return cf_seterr("error: classifier models must end with softmax, but this one ends with %s (for "
+                         "regression, train with mean squared error)", cf_node_describe(out, at, sizeof at));
+    }
+    return 0;
+}
 
 int cf_model_add_loss(cf_model *m, cf_loss kind)
 {
@@ -15,20 +29,12 @@ int cf_model_add_loss(cf_model *m, cf_loss kind)
                                                      "with %s", names[m->loss_kind], names[kind == CF_LOSS_XENT ? 1 : 2]);
     if (kind != CF_LOSS_XENT && kind != CF_LOSS_MSE) return cf_seterr("error: unknown loss %d", (int)kind);
     if (cf_model_infer_shapes(m)) return -1;
+    if (cf_loss_fits(m, kind)) return -1;
     cf_node *out = m->outputs[0];
-    if (!out->batched)
-        return cf_seterr("error: a loss needs an output with the batch dimension, but output 0 is a single value");
     /* the target: per sample, the output's shape (less the classes for labels) */
     cf_shape t = {out->shape.rank - 1, {0}};
     for (int i = 1; i < out->shape.rank; i++) t.d[i - 1] = out->shape.d[i];
-    if (kind == CF_LOSS_XENT) {
-        if (out->op != CF_OP_SOFTMAX) {
-            char at[256];
-            return cf_seterr("error: classifier models must end with softmax, but this one ends with %s (for "
-                             "regression, train with mean squared error)", cf_node_describe(out, at, sizeof at));
-        }
-        t.rank--;
-    }
+    if (kind == CF_LOSS_XENT) t.rank--;
     const char *file = out->loc.file;
     cf_node *target = cf_input_at(m, kind == CF_LOSS_XENT ? "label" : "target", t, file, out->loc.line, out->loc.col);
     cf_node *loss = target ? cf_binary_at(m, kind == CF_LOSS_XENT ? CF_OP_XENT : CF_OP_MSE, out, target, file,

@@ -32,6 +32,10 @@ struct cf_trainer {
     size_t nperm;
 };
 
+/* Whether a loss of this kind fits the model's output 0 (a batched value; a softmax
+ * for cross-entropy), changing nothing: 0, or -1 with the message. */
+int cf_loss_fits(const cf_model *m, cf_loss kind);
+
 /* Append an epoch to the history; 0 or -1. */
 int cf_trainer_record(cf_trainer *t, const cf_epoch_stats *st);
 

@@ -1,0 +1,44 @@
+/* spirals.h - small classification data made here (three spirals in the plane) and
+ * a classifier for it, for the training tests. */
+#ifndef CF_TEST_SPIRALS_H
+#define CF_TEST_SPIRALS_H
+
+#include <math.h>
+#include <stdlib.h>
+
+#include "cflux.h"
+
+/* n points, labels 0..2, the same for the same seed. */
+static __attribute__((unused)) cf_dataset *spirals(int n, unsigned seed)
+{
+    float *x = malloc((size_t)n * 2 * sizeof *x), *y = malloc((size_t)n * sizeof *y);
+    srand(seed);
+    for (int i = 0; i < n; i++) {
+        int c = i % 3;
+        float r = (float)rand() / RAND_MAX, t = 4.0f * r + 2.0944f * (float)c + 0.1f * ((float)rand() / RAND_MAX - 0.5f);
+        x[2 * i] = r * sinf(t);
+        x[2 * i + 1] = r * cosf(t);
+        y[i] = (float)c;
+    }
+    cf_dataset *d = cf_dataset_from_arrays(x, CF_SHAPE(2), y, 1, (size_t)n);
+    free(x);
+    free(y);
+    return d;
+}
+
+static const char *const classifier __attribute__((unused)) =
+    "model = Chain(Input(2), Affine(32), tanh, Affine(32), tanh, Affine(3), softmax)\n";
+
+/* Adam at lr 0.01, batch 32, seed 5. */
+static __attribute__((unused)) cf_fit_opts opts(int epochs)
+{
+    cf_fit_opts o = cf_fit_defaults();
+    o.epochs = epochs;
+    o.batch = 32;
+    o.optim = cf_optim_defaults("adam");
+    o.optim.lr = 0.01f;
+    o.seed = 5;
+    return o;
+}
+
+#endif

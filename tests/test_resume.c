@@ -1,0 +1,445 @@
+/* test_resume.c - what a run trusts: the schedule across a resume with other
+ * settings, stopping mid-epoch and resuming exactly, divergence, non-finite and
+ * hostile checkpoints, the model a checkpoint belongs to, input standardisation,
+ * data that cannot teach a classifier. */
+#include <math.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "cflux.h"
+#include "core/safetensors.h"
+#include "spirals.h"
+#include "test.h"
+
+static char dir[64];
+
+static const char *tmp(const char *name)
+{
+    static char path[4][128];
+    static int k;
+    k = (k + 1) % 4;
+    snprintf(path[k], sizeof path[k], "%s/%s", dir, name);
+    return path[k];
+}
+
+/* What a run told on_epoch and on_warning. */
+typedef struct seen {
+    double lr[16], loss[16];
+    int epochs;
+    char warnings[4096];
+    int stop_epoch;
+    long stop_step;
+    cf_trainer *t;
+} seen;
+
+static int keep_epoch(const cf_epoch_stats *s, void *user)
+{
+    seen *v = user;
+    if (s->epoch < 16) v->lr[s->epoch] = s->lr, v->loss[s->epoch] = s->train_loss;
+    v->epochs++;
+    return 0;
+}
+
+static void keep_warning(const char *msg, void *user)
+{
+    seen *v = user;
+    size_t n = strlen(v->warnings);
+    snprintf(v->warnings + n, sizeof v->warnings - n, "%s\n", msg);
+}
+
+static void stop_in_batch(int epoch, long step, long steps, double loss, double acc, double sps, void *user)
+{
+    seen *v = user;
+    if (epoch == v->stop_epoch && step == v->stop_step) cf_trainer_stop(v->t);
+}
+
+static cf_fit_opts watched(int epochs, seen *v)
+{
+    cf_fit_opts o = opts(epochs);
+    o.on_epoch = keep_epoch;
+    o.on_warning = keep_warning;
+    o.user = v;
+    return o;
+}
+
+/* Train from `from` (or scratch) with o; save to `to` when given. 0 or -1. */
+static int train(cf_fit_opts o, const cf_dataset *d, const char *from, const char *to, cf_model **keep)
+{
+    cf_model *m = cf_model_parse(classifier, "spirals.flux");
+    cf_model_set_seed(m, 3);
+    cf_trainer *t = cf_trainer_new(m, d, &o);
+    if (t && o.user) ((seen *)o.user)->t = t;
+    int rc = !t || (from && cf_trainer_load(t, from)) ? -1 : cf_fit(t, d, NULL);
+    if (rc >= 0 && to && cf_trainer_save(t, to)) rc = -1;
+    if (rc < 0) fprintf(stderr, "%s\n", cf_last_error());
+    cf_trainer_free(t);
+    if (keep) *keep = m;
+    else cf_model_free(m);
+    return rc;
+}
+
+static double cosine(double base, long step, long total) { return base * (1 + cos(M_PI * (double)step / (double)total)) / 2; }
+
+/* 2 epochs of cosine at batch 16, resumed to 4 epochs at batch 64: the schedule goes
+ * on from the middle of the longer run (it did clamp to lr 0 for both new epochs). */
+TEST(schedule_goes_on_by_the_share_of_the_run)
+{
+    cf_dataset *d = spirals(100, 4);
+    seen a = {0}, b = {0};
+    cf_fit_opts o = watched(2, &a);
+    o.schedule = "cosine";
+    o.batch = 16;
+    CHECK(train(o, d, NULL, tmp("two.ckpt"), NULL) == 0);
+    CHECK(a.epochs == 2);
+    cf_fit_opts o2 = watched(4, &b);
+    o2.schedule = "cosine";
+    o2.batch = 64;
+    CHECK(train(o2, d, tmp("two.ckpt"), NULL, NULL) == 0);
+    CHECK(b.epochs == 2);
+    /* 2 steps an epoch (100 = 64 + 36), 8 in all: epoch 3 ends at step 5, epoch 4 at 7 */
+    CHECK_NEAR(b.lr[3], cosine(0.01, 5, 8), 1e-8);
+    CHECK_NEAR(b.lr[4], cosine(0.01, 7, 8), 1e-8);
+    CHECK(b.lr[4] > 0 && b.loss[3] != b.loss[4]);
+    CHECK_HAS(b.warnings, "the run now has 4 epochs (the checkpoint's had 2): the schedule goes on from epoch 3 of 4");
+    CHECK_HAS(b.warnings, "the batch size changes from 16 to 64");
+    cf_dataset_free(d);
+}
+
+/* The short last batch is a step: 10 samples at batch 4 are 3 steps an epoch. */
+TEST(cosine_counts_the_short_batch)
+{
+    float x[20], y[10];
+    for (int i = 0; i < 10; i++) x[2 * i] = (float)i / 10, x[2 * i + 1] = 1 - (float)i / 10, y[i] = (float)(i % 3);
+    cf_dataset *d = cf_dataset_from_arrays(x, CF_SHAPE(2), y, 1, 10);
+    seen a = {0};
+    cf_fit_opts o = watched(2, &a);
+    o.schedule = "cosine";
+    o.batch = 4;
+    CHECK(train(o, d, NULL, NULL, NULL) == 0);
+    CHECK_NEAR(a.lr[1], cosine(0.01, 2, 6), 1e-8);
+    CHECK_NEAR(a.lr[2], cosine(0.01, 5, 6), 1e-8);
+    cf_dataset_free(d);
+}
+
+static float *params_of(cf_model *m, size_t *n)
+{
+    *n = cf_model_weight_count(m);
+    float *p = malloc(*n * sizeof *p), *at = p;
+    for (int i = 0; i < cf_model_param_count(m); i++) {
+        size_t k = cf_shape_count(cf_model_param_shape(m, i));
+        memcpy(at, cf_model_param_data(m, i), k * sizeof *p);
+        at += k;
+    }
+    return p;
+}
+
+/* Stopped in the middle of epoch 2, saved, resumed: the same bits as a run that was
+ * never stopped, and the whole history. */
+TEST(a_stop_mid_epoch_resumes_exactly)
+{
+    cf_dataset *d = spirals(200, 6);
+    cf_model *ma, *mb;
+    seen a = {0}, s = {0}, b = {0};
+    cf_fit_opts o = watched(3, &a);
+    o.schedule = "cosine+warmup:3";
+    CHECK(train(o, d, NULL, NULL, &ma) == 0);
+    cf_fit_opts os = watched(3, &s);
+    os.schedule = o.schedule;
+    os.on_batch = stop_in_batch;
+    s.stop_epoch = 2;
+    s.stop_step = 3;
+    CHECK(train(os, d, NULL, tmp("mid.ckpt"), NULL) == CF_STOPPED);
+    CHECK(s.epochs == 1);
+    cf_fit_opts ob = watched(3, &b);
+    ob.schedule = o.schedule;
+    CHECK(train(ob, d, tmp("mid.ckpt"), NULL, &mb) == 0);
+    size_t na, nb;
+    float *pa = params_of(ma, &na), *pb = params_of(mb, &nb);
+    CHECK(na == nb && memcmp(pa, pb, na * sizeof *pa) == 0);
+    CHECK(b.lr[3] == a.lr[3] && b.loss[3] == a.loss[3]);
+    free(pa);
+    free(pb);
+    cf_model_free(ma);
+    cf_model_free(mb);
+    cf_dataset_free(d);
+}
+
+TEST(stop_position_and_history_are_kept)
+{
+    cf_dataset *d = spirals(200, 6);
+    seen s = {0};
+    cf_fit_opts os = watched(3, &s);
+    os.on_batch = stop_in_batch;
+    s.stop_epoch = 2;
+    s.stop_step = 3;
+    CHECK(train(os, d, NULL, tmp("mid2.ckpt"), NULL) == CF_STOPPED);
+    cf_model *m = cf_model_parse(classifier, "spirals.flux");
+    cf_fit_opts o = opts(3);
+    cf_trainer *t = cf_trainer_new(m, d, &o);
+    CHECK(t && cf_trainer_load(t, tmp("mid2.ckpt")) == 0);
+    CHECK(cf_trainer_epoch(t) == 1 && cf_trainer_epoch_samples(t) == 3 * 32);
+    const cf_epoch_stats *h;
+    CHECK(cf_trainer_history(t, &h) == 1 && h[0].epoch == 1);
+    CHECK_NEAR(h[0].train_loss, s.loss[1], 1e-7 * s.loss[1]);
+    cf_trainer_free(t);
+    cf_model_free(m);
+    cf_dataset_free(d);
+}
+
+/* Adam at lr 10^6 explodes: stopped with a message, before the update that would
+ * leave the parameters unusable. */
+TEST(divergence_is_stopped)
+{
+    cf_dataset *d = spirals(300, 2);
+    cf_model *m;
+    seen v = {0};
+    cf_fit_opts o = watched(5, &v);
+    o.optim.lr = 1e6f;
+    CHECK(train(o, d, NULL, NULL, &m) == -1);
+    CHECK_HAS(cf_last_error(), "training diverged; try a smaller learning rate");
+    CHECK(v.epochs == 0);
+    size_t n;
+    float *p = params_of(m, &n);
+    int finite = 1;
+    for (size_t i = 0; i < n; i++) finite &= isfinite(p[i]);
+    CHECK(finite);
+    free(p);
+    cf_model_free(m);
+    cf_dataset_free(d);
+}
+
+TEST(non_finite_parameters_are_refused)
+{
+    cf_model *m = cf_model_parse(classifier, "spirals.flux");
+    CHECK(cf_model_init_params(m) == 0);
+    cf_model_param_data(m, 2)[5] = NAN;
+    CHECK(cf_model_save_params(m, tmp("nan.st")) == 0);
+    cf_model *n = cf_model_parse(classifier, "spirals.flux");
+    CHECK(cf_model_load_params(n, tmp("nan.st")) == -1);
+    CHECK_HAS(cf_last_error(), "nan.st: '3.W' holds nan (element 5), not a finite number");
+    cf_model_param_data(m, 2)[5] = INFINITY;
+    CHECK(cf_model_save_params(m, tmp("inf.st")) == 0);
+    CHECK(cf_model_load_params(n, tmp("inf.st")) == -1);
+    CHECK_HAS(cf_last_error(), "'3.W' holds inf (element 5)");
+    cf_model_free(m);
+    cf_model_free(n);
+}
+
+/* Rewrite a checkpoint with one metadata value changed (NULL: removed). */
+static const char *const meta_keys[] = {
+    "format", "format_version", "cflux_version", "epoch", "epoch_samples", "epochs", "optimizer_steps", "seed",
+    "batch", "lr", "optimizer", "optimizer_settings", "schedule", "loss", "val_fraction", "train_samples",
+    "initial_loss", "graph_hash", "history", "model_file", "model_source"};
+#define NKEYS ((int)(sizeof meta_keys / sizeof *meta_keys))
+
+static int rewrite(const char *from, const char *to, const char *key, const char *value)
+{
+    cf_st_file *f = cf_st_read(from);
+    if (!f) return -1;
+    int n = cf_st_count(f), nm = 0;
+    cf_st_tensor *t = malloc((size_t)n * sizeof *t);
+    for (int i = 0; i < n; i++) t[i] = *cf_st_get(f, i);
+    const char *k[NKEYS], *v[NKEYS];
+    for (int i = 0; i < NKEYS; i++) {
+        const char *x = strcmp(meta_keys[i], key) ? cf_st_meta(f, meta_keys[i]) : value;
+        if (x) k[nm] = meta_keys[i], v[nm++] = x;
+    }
+    int rc = cf_st_write(to, n, t, nm, k, v);
+    free(t);
+    cf_st_free(f);
+    return rc;
+}
+
+/* Metadata that overflows, is negative, is not a number, or disagrees with itself is
+ * refused, and nothing changes. */
+TEST(hostile_metadata_is_refused)
+{
+    cf_dataset *d = spirals(120, 3);
+    cf_fit_opts o = opts(3);
+    CHECK(train(o, d, NULL, tmp("ok.ckpt"), NULL) == 0);
+    static const struct { const char *key, *value, *want; } cases[] = {
+        {"epoch", "2147483647", "the checkpoint's 'epoch' is \"2147483647\", not a whole number from 0 to 1000000"},
+        {"epoch", "-5", "'epoch' is \"-5\", not a whole number from 0 to"},
+        {"epoch", "abc", "'epoch' is \"abc\", not a whole number"},
+        {"epoch", " 3", "'epoch' is \" 3\", not a whole number"},
+        {"epoch", NULL, "the checkpoint has no 'epoch'"},
+        {"epoch", "4", "the checkpoint says 4 epochs are done of the 3 planned"},
+        {"optimizer_steps", "2", "the checkpoint says 3 epochs are done in 2 optimizer steps; that takes at least 3"},
+        {"optimizer_steps", "1e3", "'optimizer_steps' is \"1e3\", not a whole number"},
+        {"format_version", "99", "written by checkpoint format 99; this build reads 1 to 2"},
+        {"format_version", "2x", "'format_version' is \"2x\", not a whole number"},
+        {"epoch_samples", "120", "'epoch_samples' is \"120\", not a whole number from 0 to 119"},
+        {"seed", "-1", "'seed' is \"-1\", not a whole number from 0 to 2^64-1"},
+        {"batch", "0", "'batch' is \"0\", not a whole number from 1 to"},
+        {"lr", "nan", "'lr' is \"nan\", not a number from"},
+        {"graph_hash", "xyz", "'graph_hash' is \"xyz\", not 16 hexadecimal digits"},
+        {"history", "[[1, 2]]", "the checkpoint's history is malformed (entry 1)"},
+        {"history", "[[2, 3, 1, 1, null, null, null, null, 0.01]]", "history is malformed (entry 1)"},
+        {"history", "{", "history is malformed"},
+    };
+    cf_model *m = cf_model_parse(classifier, "spirals.flux");
+    cf_trainer *t = cf_trainer_new(m, d, &o);
+    size_t n0;
+    float *before = params_of(m, &n0);
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        CHECK(rewrite(tmp("ok.ckpt"), tmp("bad.ckpt"), cases[i].key, cases[i].value) == 0);
+        int rc = cf_trainer_load(t, tmp("bad.ckpt"));
+        CHECK(rc == -1);
+        CHECK_HAS(cf_last_error(), cases[i].want);
+        CHECK(cf_trainer_epoch(t) == 0);
+    }
+    size_t n1;
+    float *after = params_of(m, &n1);
+    CHECK(n0 == n1 && memcmp(before, after, n0 * sizeof *before) == 0);
+    CHECK(rewrite(tmp("ok.ckpt"), tmp("same.ckpt"), "nothing", NULL) == 0);   /* the rewriting itself is sound */
+    CHECK(cf_trainer_load(t, tmp("same.ckpt")) == 0 && cf_trainer_epoch(t) == 3);
+    free(before);
+    free(after);
+    cf_trainer_free(t);
+    cf_model_free(m);
+    cf_dataset_free(d);
+}
+
+/* Another model with the same parameters (relu for tanh) is not the checkpoint's. */
+TEST(a_checkpoint_belongs_to_its_model)
+{
+    cf_dataset *d = spirals(60, 3);
+    cf_fit_opts o = opts(1);
+    CHECK(train(o, d, NULL, tmp("m.ckpt"), NULL) == 0);
+    cf_model *m = cf_model_parse("model = Chain(Input(2), Affine(32), relu, Affine(32), tanh, Affine(3), softmax)\n",
+                                 "relu.flux");
+    cf_trainer *t = cf_trainer_new(m, d, &o);
+    CHECK(t && cf_trainer_load(t, tmp("m.ckpt")) == -1);
+    CHECK_HAS(cf_last_error(), "m.ckpt: the checkpoint was trained with another model (spirals.flux), whose graph "
+                               "differs from relu.flux's");
+    /* as weights for a new run, it serves */
+    CHECK(cf_model_load_params(m, tmp("m.ckpt")) == 0);
+    /* the same model from another file (comments, layout) is the same model */
+    cf_model *same = cf_model_parse("# spirals\nmodel = Chain(Input(2),\n  Affine(32), tanh,\n  Affine(32), tanh,\n"
+                                    "  Affine(3), softmax)\n", "other.flux");
+    cf_trainer *ts = cf_trainer_new(same, d, &o);
+    CHECK(ts && cf_trainer_load(ts, tmp("m.ckpt")) == 0);
+    cf_trainer_free(ts);
+    cf_model_free(same);
+    cf_trainer_free(t);
+    cf_model_free(m);
+    cf_dataset_free(d);
+}
+
+TEST(changed_settings_are_told)
+{
+    cf_dataset *d = spirals(90, 3);
+    seen a = {0};
+    cf_fit_opts o = watched(2, &a);
+    o.schedule = "cosine";
+    o.val_fraction = 0.1;
+    CHECK(train(o, d, NULL, tmp("s.ckpt"), NULL) == 0);
+    CHECK(a.warnings[0] == 0);
+    seen b = {0};
+    cf_fit_opts o2 = watched(3, &b);
+    o2.seed = 9;
+    o2.optim.lr = 0.02f;
+    o2.schedule = "const";
+    o2.val_fraction = 0.2;
+    cf_dataset *more = spirals(99, 3);
+    CHECK(train(o2, more, tmp("s.ckpt"), NULL, NULL) == 0);
+    CHECK_HAS(b.warnings, "s.ckpt: the checkpoint's run used seed 5 and this one 9");
+    CHECK_HAS(b.warnings, "the base learning rate changes from 0.01 to 0.02");
+    CHECK_HAS(b.warnings, "the schedule changes from 'cosine' to 'const'");
+    CHECK_HAS(b.warnings, "the validation fraction changes from 0.1 to 0.2");
+    CHECK_HAS(b.warnings, "the training data has 99 samples, the checkpoint's run had 90");
+    cf_dataset_free(more);
+    cf_dataset_free(d);
+}
+
+/* Features far from 0 and 1: standardised with the training split's statistics,
+ * which the checkpoint carries to a fresh model. */
+TEST(inputs_are_standardised)
+{
+    cf_dataset *s = spirals(300, 8);
+    float *x = malloc(600 * sizeof *x);
+    memcpy(x, cf_dataset_x(s), 600 * sizeof *x);
+    for (int i = 0; i < 300; i++) x[2 * i] = 1000 + 50 * x[2 * i], x[2 * i + 1] = -20 + 0.01f * x[2 * i + 1];
+    cf_dataset *d = cf_dataset_from_arrays(x, CF_SHAPE(2), cf_dataset_y(s), 1, 300);
+    double mean0 = 0;
+    for (int i = 0; i < 300; i++) mean0 += x[2 * i];
+    mean0 /= 300;
+    cf_fit_opts o = opts(30);
+    o.normalize = 1;
+    cf_model *m;
+    CHECK(train(o, d, NULL, tmp("n.ckpt"), &m) == 0);
+    const float *mean, *std;
+    CHECK(cf_model_input_norm(m, &mean, &std) == 2);
+    CHECK_NEAR(mean[0], mean0, 1e-2);
+    CHECK(std[1] > 0.001f && std[1] < 0.01f);
+    double loss, acc;
+    CHECK(cf_evaluate(m, d, 64, &loss, &acc) == 0);
+    CHECK(acc > 0.8);
+    cf_model *fresh = cf_model_parse(classifier, "spirals.flux");
+    CHECK(cf_model_load_params(fresh, tmp("n.ckpt")) == 0);
+    CHECK(cf_model_input_norm(fresh, NULL, NULL) == 2);
+    float p1[300 * 3], p2[300 * 3];
+    CHECK(cf_predict(m, d, 64, p1) == 0 && cf_predict(fresh, d, 64, p2) == 0);
+    CHECK(memcmp(p1, p2, sizeof p1) == 0);
+    double l2, a2;
+    CHECK(cf_evaluate(fresh, d, 64, &l2, &a2) == 0 && a2 == acc);
+    /* without standardisation the same run learns little */
+    o.normalize = 0;
+    cf_model *raw;
+    CHECK(train(o, d, NULL, NULL, &raw) == 0);
+    CHECK(cf_evaluate(raw, d, 64, &loss, &acc) == 0 && acc < a2);
+    cf_model_free(raw);
+    cf_model_free(fresh);
+    cf_model_free(m);
+    cf_dataset_free(d);
+    cf_dataset_free(s);
+    free(x);
+}
+
+/* Labels that are all one class teach nothing; whole-number targets on a model
+ * without softmax are regression. */
+TEST(data_that_cannot_teach_is_refused)
+{
+    float x[40], y[20];
+    for (int i = 0; i < 20; i++) x[2 * i] = (float)i, x[2 * i + 1] = 1, y[i] = 2;
+    cf_dataset *d = cf_dataset_from_arrays(x, CF_SHAPE(2), y, 1, 20);
+    cf_fit_opts o = opts(1);
+    CHECK(train(o, d, NULL, NULL, NULL) == -1);
+    CHECK_HAS(cf_last_error(), "arrays: every label is 2: there is nothing to learn");
+    for (int i = 0; i < 20; i++) y[i] = 100000 + 1000 * (float)i;   /* prices */
+    cf_dataset *p = cf_dataset_from_arrays(x, CF_SHAPE(2), y, 1, 20);
+    cf_model *m = cf_model_parse("model = Chain(Input(2), Affine(8), relu, Affine(1))\n", "price.flux");
+    cf_trainer *t = cf_trainer_new(m, p, &o);
+    CHECK(t && cf_trainer_loss(t) == CF_LOSS_MSE);
+    cf_trainer_free(t);
+    cf_model_free(m);
+    m = cf_model_parse("model = Chain(Input(2), Affine(8), relu, Affine(1))\n", "price.flux");
+    o.loss = CF_LOSS_XENT;
+    CHECK(cf_trainer_new(m, p, &o) == NULL);
+    CHECK_HAS(cf_last_error(), "classifier models must end with softmax, but this one ends with Affine at "
+                               "price.flux:1:42");
+    cf_model_free(m);
+    cf_dataset_free(p);
+    cf_dataset_free(d);
+}
+
+int main(void)
+{
+    snprintf(dir, sizeof dir, "/tmp/cflux-resume-XXXXXX");
+    if (!mkdtemp(dir)) return 1;
+    RUN(schedule_goes_on_by_the_share_of_the_run);
+    RUN(cosine_counts_the_short_batch);
+    RUN(a_stop_mid_epoch_resumes_exactly);
+    RUN(stop_position_and_history_are_kept);
+    RUN(divergence_is_stopped);
+    RUN(non_finite_parameters_are_refused);
+    RUN(hostile_metadata_is_refused);
+    RUN(a_checkpoint_belongs_to_its_model);
+    RUN(changed_settings_are_told);
+    RUN(inputs_are_standardised);
+    RUN(data_that_cannot_teach_is_refused);
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    if (system(cmd)) return 1;
+    return test_summary("resume");
+}

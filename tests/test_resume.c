@@ -157,6 +157,7 @@ TEST(a_stop_mid_epoch_resumes_exactly)
     float *pa = params_of(ma, &na), *pb = params_of(mb, &nb);
     CHECK(na == nb && memcmp(pa, pb, na * sizeof *pa) == 0);
     CHECK(b.lr[3] == a.lr[3] && b.loss[3] == a.loss[3]);
+    CHECK(b.loss[2] == a.loss[2]);   /* the resumed epoch reports the whole epoch */
     free(pa);
     free(pb);
     cf_model_free(ma);
@@ -227,7 +228,7 @@ TEST(non_finite_parameters_are_refused)
 
 /* Rewrite a checkpoint with one metadata value changed (NULL: removed). */
 static const char *const meta_keys[] = {
-    "format", "format_version", "cflux_version", "epoch", "epoch_samples", "epochs", "optimizer_steps", "seed",
+    "format", "format_version", "cflux_version", "epoch", "epoch_samples", "epoch_loss_sum", "epoch_hits", "epochs", "optimizer_steps", "seed",
     "batch", "lr", "optimizer", "optimizer_settings", "schedule", "loss", "val_fraction", "train_samples",
     "initial_loss", "graph_hash", "history", "model_file", "model_source"};
 #define NKEYS ((int)(sizeof meta_keys / sizeof *meta_keys))

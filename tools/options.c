@@ -41,11 +41,14 @@ static int unknown(const command *c, const char *arg, size_t len)
     snprintf(name, sizeof name, "%.*s", (int)(len < 60 ? len : 60), arg);
     const opt *best = NULL;
     int bd = 9;
+    size_t nl = strlen(name);
     for (const opt *o = c->opts; o && o->name; o++) {
         int d = distance(name, o->name);
+        size_t ol = strlen(o->name);
+        /* "--lr-rate": an option with a word added counts as near */
+        if (ol >= 4 && nl > ol && !strncmp(name, o->name, ol) && name[ol] == '-') d = 1;
         if (d < bd) bd = d, best = o;
     }
-    size_t nl = strlen(name);
     if (best && bd <= (nl > 6 ? 3 : 2)) {
         fprintf(stderr, "cflux %s: unknown option '%s' (did you mean %s?)\n", c->name, name, best->name);
         return 2;

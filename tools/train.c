@@ -2,6 +2,7 @@
  * library, with progress on a terminal, plain lines elsewhere, CSV, SVG and JSON
  * records of the run, and a clean stop on SIGINT or SIGTERM. */
 #include <math.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -53,9 +54,17 @@ static void json_num(const char *key, double v, int last)
 
 static cf_trainer *volatile stop_target;
 static volatile sig_atomic_t stop_signal;
+static pthread_t main_thread;
 
+/* Signals sent to the process may land on any thread that does not block them, such
+ * as OpenBLAS's own; they are passed on to the main thread, which holds them back
+ * while it writes a file, so that exiting never leaves a temporary file behind. */
 static void on_signal(int sig)
 {
+    if (!pthread_equal(pthread_self(), main_thread)) {
+        pthread_kill(main_thread, sig);
+        return;
+    }
     if (stop_signal) {
         static const char nl[] = "\ncflux: stopped at once; the last checkpoint written is intact\n";
         ssize_t ignored = write(2, nl, sizeof nl - 1);
@@ -68,6 +77,7 @@ static void on_signal(int sig)
 
 static void catch_signals(void)
 {
+    main_thread = pthread_self();
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_signal;

@@ -129,10 +129,12 @@ int cf_trainer_save(cf_trainer *t, const char *path)
         x->count = count;
     }
     char version[16], epoch[16], esamples[32], epochs[16], step[32], seed[32], batch[16], lr[32], val[32];
-    char ntrain[32], initial[32], hash[32], hyper[256];
+    char ntrain[32], initial[32], hash[32], hyper[256], eloss[40], ehits[32];
     snprintf(version, sizeof version, "%d", CKPT_VERSION);
     snprintf(epoch, sizeof epoch, "%d", t->epoch);
     snprintf(esamples, sizeof esamples, "%zu", t->epoch_samples);
+    snprintf(eloss, sizeof eloss, "%.17g", t->epoch_loss);
+    snprintf(ehits, sizeof ehits, "%zu", t->epoch_hits);
     snprintf(epochs, sizeof epochs, "%d", t->o.epochs);
     snprintf(step, sizeof step, "%ld", cf_optim_get_steps(t->opt));
     snprintf(seed, sizeof seed, "%" PRIu64, t->o.seed);
@@ -155,6 +157,8 @@ int cf_trainer_save(cf_trainer *t, const char *path)
     META("cflux_version", cf_version());
     META("epoch", epoch);
     META("epoch_samples", esamples);
+    META("epoch_loss_sum", eloss);
+    META("epoch_hits", ehits);
     META("epochs", epochs);
     META("optimizer_steps", step);
     META("seed", seed);
@@ -186,6 +190,8 @@ int cf_trainer_save(cf_trainer *t, const char *path)
 typedef struct ckpt_meta {
     int version, epoch, epochs, batch;    /* epochs 0: not recorded (version 1) */
     int64_t steps, epoch_samples, train_samples;   /* train_samples 0: not recorded */
+    int64_t epoch_hits;
+    double epoch_loss;
     uint64_t seed;
     int has_seed;
     double lr, val_fraction, initial_loss;   /* NAN: not recorded */
@@ -224,7 +230,7 @@ static int get_num(const cf_st_file *f, const char *path, const char *key, doubl
 static int read_meta(const cf_st_file *f, const char *path, ckpt_meta *k)
 {
     memset(k, 0, sizeof *k);
-    k->lr = k->val_fraction = k->initial_loss = NAN;
+    k->lr = k->val_fraction = k->initial_loss = k->epoch_loss = NAN;
     const char *format = cf_st_meta(f, "format");
     if (!format || strcmp(format, CKPT_FORMAT) != 0)
         return cf_seterr("error: %s: not a cflux checkpoint (no format metadata); load parameters alone with --init",
@@ -249,6 +255,10 @@ static int read_meta(const cf_st_file *f, const char *path, ckpt_meta *k)
     if (get_int(f, path, "train_samples", 1, INT64_C(1) << 40, &k->train_samples, v2)) return -1;
     if (get_int(f, path, "epoch_samples", 0, k->train_samples ? k->train_samples - 1 : 0, &k->epoch_samples, v2))
         return -1;
+    if (get_int(f, path, "epoch_hits", 0, k->epoch_samples * (INT64_C(1) << 20), &k->epoch_hits, 0) ||
+        get_num(f, path, "epoch_loss_sum", 0, 1e300, &k->epoch_loss))
+        return -1;
+    if (isnan(k->epoch_loss)) k->epoch_loss = 0;
     const char *seed = cf_st_meta(f, "seed");
     if (seed && cf_parse_u64(seed, &k->seed)) return bad_field(path, "seed", seed, "a whole number from 0 to 2^64-1");
     k->has_seed = seed != NULL;
@@ -366,6 +376,8 @@ int cf_trainer_load(cf_trainer *t, const char *path)
     cf_optim_set_steps(t->opt, (long)k.steps);
     t->epoch = k.epoch;
     t->epoch_samples = (size_t)k.epoch_samples;
+    t->epoch_loss = k.epoch_loss;
+    t->epoch_hits = (size_t)k.epoch_hits;
     t->initial_loss = k.initial_loss;
     free(t->hist);
     t->hist = hist;

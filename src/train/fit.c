@@ -317,8 +317,10 @@ static int train_epoch(cf_trainer *t, const cf_dataset *train, int epoch, size_t
 {
     size_t n = cf_dataset_count(train), B = (size_t)t->o.batch;
     long steps = (long)((n + B - 1) / B), total = steps * t->o.epochs;
-    double t0 = now(), loss = 0;
-    size_t hits = 0, done = 0;
+    /* resumed where it stopped: the sums of the epoch's first part go on */
+    int same = start == t->epoch_samples && start > 0;
+    double t0 = now(), loss = same ? t->epoch_loss : 0;
+    size_t hits = same ? t->epoch_hits : 0, done = same ? start : 0, timed = done;
     float lr = 0, lr_max = 0;
     for (long s = (long)(start / B); s < steps; s++) {
         size_t at = (size_t)s * B, b = n - at < B ? n - at : B;
@@ -335,11 +337,13 @@ static int train_epoch(cf_trainer *t, const cf_dataset *train, int epoch, size_t
         if (t->classes) hits += correct(t, e);
         done += b;
         t->epoch_samples = at + b;
+        t->epoch_loss = loss;
+        t->epoch_hits = hits;
         if (t->o.on_batch) {
             double secs = now() - t0;
             t->o.on_batch(epoch, s + 1, steps, loss / (double)done,
                           t->classes ? (double)hits / ((double)done * (double)t->ycount) : NAN,
-                          secs > 0 ? (double)done / secs : 0, t->o.user);
+                          secs > 0 ? (double)(done - timed) / secs : 0, t->o.user);
         }
         if (at + b < n && atomic_load(&t->stop)) {
             *stopped = 1;
@@ -350,7 +354,7 @@ static int train_epoch(cf_trainer *t, const cf_dataset *train, int epoch, size_t
     if (t->classes) st->train_accuracy = (double)hits / ((double)done * (double)t->ycount);
     st->lr = lr;
     st->seconds = now() - t0;
-    st->samples_per_sec = st->seconds > 0 ? (double)done / st->seconds : 0;
+    st->samples_per_sec = st->seconds > 0 ? (double)(done - timed) / st->seconds : 0;
     if (lr_max == 0 && !*stopped)
         cf_trainer_warn(t, "warning: epoch %d: the learning rate was 0 for the whole epoch (schedule '%s', base %g): "
                         "the parameters did not change", epoch, t->o.schedule, (double)t->o.optim.lr);
@@ -409,7 +413,8 @@ int cf_fit(cf_trainer *t, const cf_dataset *train_all, const cf_dataset *test)
             break;
         }
         t->epoch = epoch;
-        t->epoch_samples = 0;
+        t->epoch_samples = t->epoch_hits = 0;
+        t->epoch_loss = 0;
         if (cf_trainer_record(t, &st)) {
             rc = -1;
             break;

@@ -21,6 +21,8 @@ struct cf_trainer {
     bound train, eval;
     int epoch;                   /* epochs done */
     size_t epoch_samples;        /* samples of epoch `epoch + 1` trained already (a run stopped mid-epoch) */
+    double epoch_loss;           /* over those samples: the loss summed, and the correct predictions, so */
+    size_t epoch_hits;           /* that a resumed epoch reports what the whole epoch would have */
     int classes;                 /* of the model's output; 0 for regression */
     size_t xcount, ycount;       /* floats per sample: input, target (labels: one per row) */
     size_t ntrain;               /* samples of the data given to cf_trainer_new, before any validation split */

@@ -1,0 +1,151 @@
+#!/bin/sh
+# check_train_trust.sh CFLUX - what `cflux train`, `eval` and `predict` must never do
+# to a user: resume at learning rate 0, ignore an option, guess the task wrongly, lose
+# work on a signal, waste a run on an output path, report what did not happen.
+set -u
+tool=$1 pass=0 fail=0
+t=$(mktemp -d /tmp/cflux-trust-XXXXXX)
+trap 'rm -rf "$t"' EXIT
+ok() { pass=$((pass + 1)); }
+bad() { fail=$((fail + 1)); echo "FAILED: $*"; }
+
+# 3 classes in 4 features: the label is the index of the largest of the first three
+awk 'BEGIN { srand(7); print "label,a,b,c,d";
+  for (i = 0; i < 300; i++) { a = rand(); b = rand(); c = rand(); d = rand();
+    l = (a > b && a > c) ? 0 : (b > c ? 1 : 2); printf "%d,%.4f,%.4f,%.4f,%.4f\n", l, a, b, c, d } }' > "$t/train.csv"
+head -n 101 "$t/train.csv" > "$t/test.csv"
+echo 'model = Chain(Input(4), Affine(16), tanh, Affine(3), softmax)' > "$t/m.flux"
+data="csv:$t/train.csv,$t/test.csv"
+train() { "$tool" train "$t/m.flux" --data "$data" --batch 32 --seed 3 "$@"; }
+field() { tr ',' '\n' | sed -n "$1p"; }   # field N of a CSV line
+
+# ---- 1. a resumed run goes on with the schedule, by the share of the run done ----
+train --epochs 2 --save "$t/r.ckpt" --quiet > /dev/null
+train --epochs 4 --resume "$t/r.ckpt" --batch 256 --log "$t/lr.csv" > "$t/out" 2> "$t/err"
+rc=$?
+lr3=$(sed -n 4p "$t/lr.csv" | field 8) lr4=$(sed -n 5p "$t/lr.csv" | field 8)
+l3=$(sed -n 4p "$t/lr.csv" | field 2) l4=$(sed -n 5p "$t/lr.csv" | field 2)
+[ $rc -eq 0 ] && awk -v a="$lr3" -v b="$lr4" 'BEGIN { exit !(a > 0.0001 && b > 0) }' && [ "$l3" != "$l4" ] && ok ||
+  bad "resume: lr $lr3 $lr4, loss $l3 $l4, exit $rc"
+grep -q "note: .*r.ckpt: the run now has 4 epochs (the checkpoint's had 2)" "$t/err" &&
+  grep -q "note: .*r.ckpt: the batch size changes from 32 to 256" "$t/err" && ok || bad "resume notes: $(cat "$t/err")"
+# the log of a resumed run holds the whole run
+[ "$(wc -l < "$t/lr.csv")" -eq 5 ] && [ "$(sed -n 2p "$t/lr.csv" | cut -d, -f1)" = 1 ] && ok || bad "resumed log: $(cat "$t/lr.csv")"
+# a run that has nothing left to do says so, saves nothing and says it saved nothing
+cp "$t/r.ckpt" "$t/r0.ckpt"
+train --epochs 2 --resume "$t/r.ckpt" --save "$t/r.ckpt" > "$t/out" 2> "$t/err"; rc=$?
+[ $rc -eq 0 ] && ! grep -q saved "$t/out" && grep -q "has done 2 epochs of the 2 asked for: nothing to train" "$t/err" &&
+  cmp -s "$t/r.ckpt" "$t/r0.ckpt" && ok || bad "nothing to train: exit $rc: $(cat "$t/out" "$t/err")"
+train --epochs 4 --resume "$t/r.ckpt" --save "$t/r4.ckpt" --plot "$t/r.svg" > "$t/out" 2>&1
+grep -q '^saved .*r4.ckpt (epoch 4)$' "$t/out" && [ "$(grep -c '<circle' "$t/r.svg")" -eq 16 ] && ok ||
+  bad "resumed plot: $(grep -c '<circle' "$t/r.svg") points (4 epochs of 4 curves)"
+
+# ---- 2. each command takes its own options; --init starts from weights ----
+train --epochs 8 --lr 0.01 --save "$t/a.ckpt" --quiet > /dev/null
+loss_of() { sed -n 's/.*"train_loss": \([0-9.e+-]*\),.*/\1/p' "$1"; }
+train --epochs 1 --json --quiet > "$t/fresh.json"
+train --epochs 1 --json --init "$t/a.ckpt" > "$t/init.json"
+train --epochs 1 --json --quiet --params "$t/a.ckpt" > "$t/params.json"
+awk -v f="$(loss_of "$t/fresh.json")" -v i="$(loss_of "$t/init.json")" 'BEGIN { exit !(i < 0.7 * f) }' &&
+  grep -q "starting from the weights in .*a.ckpt" "$t/init.json" &&
+  [ "$(loss_of "$t/init.json")" = "$(loss_of "$t/params.json")" ] && ok ||
+  bad "--init: fresh $(loss_of "$t/fresh.json"), init $(loss_of "$t/init.json"), params $(loss_of "$t/params.json")"
+usage() {  # usage PATTERN ARGS...: exit 2 and one line
+  pat=$1; shift
+  "$tool" "$@" > /dev/null 2> "$t/err"; rc=$?
+  [ $rc -eq 2 ] && [ "$(wc -l < "$t/err")" -eq 1 ] && grep -q -- "$pat" "$t/err" && ok || bad "$* -> exit $rc: $(cat "$t/err")"
+}
+usage "cflux eval: --epochs is an option of 'cflux train', not of eval" eval "$t/m.flux" --params "$t/a.ckpt" --epochs 3
+usage "cflux eval: --save is an option of 'cflux train'" eval "$t/m.flux" --params "$t/a.ckpt" --save x
+usage "cflux predict: --data is an option of 'cflux train'" predict "$t/m.flux" --params "$t/a.ckpt" --data x in.csv
+usage "cflux train: unknown option '--epoch' (did you mean --epochs?)" train "$t/m.flux" --epoch 3
+usage "cflux train: unknown option '--lr-rate' (did you mean --lr?)" train "$t/m.flux" --lr-rate 3
+usage "cflux train: --init starts a new run from weights and --resume continues a run: give one" \
+  train "$t/m.flux" --init "$t/a.ckpt" --resume "$t/a.ckpt"
+usage "cflux train: --loss is xent or mse, not 'hinge'" train "$t/m.flux" --loss hinge
+usage "cflux train: --stop-after 5 is past the 4 epochs planned" train "$t/m.flux" --epochs 4 --stop-after 5
+"$tool" train --help > "$t/h1"; "$tool" help train > "$t/h2"
+cmp -s "$t/h1" "$t/h2" && grep -q -- '--init FILE' "$t/h1" && grep -q -- '--normalize' "$t/h1" && ok || bad "train help"
+"$tool" eval --help > "$t/h3"
+grep -q -- '--params CKPT' "$t/h3" && ! grep -q -- '--epochs' "$t/h3" && ok || bad "eval help: $(cat "$t/h3")"
+
+# ---- 3. whole-number targets on a model without softmax are regression ----
+awk 'BEGIN { srand(3); print "rooms,area,price";
+  for (i = 0; i < 200; i++) { r = int(1 + rand() * 5); a = 30 + rand() * 150;
+    printf "%d,%.1f,%d\n", r, a, 50000 + 20000 * r + 1500 * a } }' > "$t/house.csv"
+echo 'model = Chain(Input(2), Affine(8), relu, Affine(1))' > "$t/house.flux"
+"$tool" train "$t/house.flux" --data "csv:$t/house.csv" --label-col -1 --normalize --epochs 2 > "$t/out" 2> "$t/err"; rc=$?
+[ $rc -eq 0 ] && grep -q "^task: regression (mean squared error); targets: column 3 'price' of 3, features: the other 2$" "$t/out" &&
+  ok || bad "regression: exit $rc: $(cat "$t/out" "$t/err")"
+"$tool" train "$t/house.flux" --data "csv:$t/house.csv" --label-col -1 --loss xent > /dev/null 2> "$t/err"; rc=$?
+[ $rc -eq 1 ] && grep -q "classifier models must end with softmax, but this one ends with Affine at .*house.flux:1:42" "$t/err" &&
+  ok || bad "regression as xent: exit $rc: $(cat "$t/err")"
+
+# ---- 4. a label column that is not one ----
+awk 'BEGIN { srand(5); print "p0,p1,p2,label"; for (i = 0; i < 100; i++) printf "0,%.3f,%.3f,%d\n", rand(), rand(), i % 3 }' > "$t/last.csv"
+echo 'model = Chain(Input(3), Affine(3), softmax)' > "$t/last.flux"
+"$tool" train "$t/last.flux" --data "csv:$t/last.csv" > /dev/null 2> "$t/err"; rc=$?
+[ $rc -eq 1 ] && grep -q "every label is 0: there is nothing to learn (the labels are column 1 'p0' of the file; --label-col chooses another, -1 the last)" "$t/err" &&
+  ok || bad "label column: exit $rc: $(cat "$t/err")"
+"$tool" train "$t/last.flux" --data "csv:$t/last.csv" --label-col -1 --epochs 1 --quiet > /dev/null 2> "$t/err" && ok ||
+  bad "--label-col -1: $(cat "$t/err")"
+
+# ---- 5. divergence stops the run; non-finite weights are refused ----
+train --epochs 3 --optim adam --lr 1000000 > "$t/out" 2> "$t/err"; rc=$?
+[ $rc -eq 1 ] && grep -q "training diverged; try a smaller learning rate" "$t/err" && ! grep -q '^epoch' "$t/out" && ok ||
+  bad "divergence: exit $rc: $(cat "$t/err")"
+
+# ---- 8. every output path is checked before the first step ----
+for opt in --save --log --plot; do
+  train --epochs 50 $opt "$t/nowhere/x.out" > "$t/out" 2> "$t/err"; rc=$?
+  [ $rc -eq 1 ] && [ "$(wc -l < "$t/err")" -eq 1 ] && grep -q "nowhere/x.out: cannot write: the directory .*nowhere does not exist" "$t/err" &&
+    ! grep -q '^epoch' "$t/out" && ok || bad "$opt to a missing directory: exit $rc: $(cat "$t/out" "$t/err")"
+done
+
+# ---- options that no test used: each must change the run ----
+train --epochs 3 --save "$t/base.ckpt" --quiet > /dev/null
+differs() {  # differs WHAT ARGS...: the run with ARGS ends elsewhere than the base run
+  what=$1; shift
+  train --epochs 3 --save "$t/opt.ckpt" --quiet "$@" > /dev/null 2>&1
+  cmp -s "$t/base.ckpt" "$t/opt.ckpt" && bad "$what changed nothing" || ok
+}
+differs --clip --clip 0.01
+differs --wd --wd 0.5
+differs --momentum --optim momentum --momentum 0.9
+train --epochs 3 --save "$t/mom.ckpt" --quiet --optim momentum --momentum 0.5 > /dev/null
+cmp -s "$t/mom.ckpt" "$t/opt.ckpt" && bad "--momentum 0.5 equals 0.9" || ok
+differs --schedule --schedule const
+differs --val --val 0.2
+differs --seed --seed 4
+train --epochs 3 --schedule step:1:0.5 --lr 0.008 --log "$t/step.csv" --quiet > /dev/null
+[ "$(cut -d, -f8 "$t/step.csv" | tail -n 3 | tr '\n' ' ')" = "0.008 0.004 0.002 " ] && ok || bad "step schedule: $(cat "$t/step.csv")"
+train --epochs 2 --val 0.2 --log "$t/val.csv" > "$t/out"
+grep -q "less a validation split" "$t/out" && [ -n "$(sed -n 2p "$t/val.csv" | cut -d, -f4)" ] && ok || bad "--val: $(cat "$t/val.csv")"
+train --epochs 1 --threads 1 | grep -q ', 1 thread$' && ok || bad "--threads 1"
+# --label-col: the label last, named so, gives the same run as the label first
+awk -F, 'BEGIN { OFS = "," } { print $2, $3, $4, $5, $1 }' "$t/train.csv" > "$t/train_last.csv"
+awk -F, 'BEGIN { OFS = "," } { print $2, $3, $4, $5, $1 }' "$t/test.csv" > "$t/test_last.csv"
+"$tool" train "$t/m.flux" --data "csv:$t/train_last.csv,$t/test_last.csv" --label-col 4 --batch 32 --seed 3 --epochs 3 \
+  --save "$t/last.ckpt" --quiet > /dev/null
+cmp -s "$t/base.ckpt" "$t/last.ckpt" && ok || bad "--label-col 4 differs from the label in column 0"
+
+# ---- eval and predict agree with what training measured ----
+train --epochs 5 --json --quiet --save "$t/e.ckpt" > "$t/train.json"
+"$tool" eval "$t/m.flux" --params "$t/e.ckpt" --data "$data" --batch 32 --json > "$t/eval.json"
+tl=$(sed -n 's/.*"test_loss": \([0-9.e+-]*\),.*/\1/p' "$t/train.json")
+ta=$(sed -n 's/.*"test_accuracy": \([0-9.e+-]*\),.*/\1/p' "$t/train.json")
+[ -n "$tl" ] && grep -q "\"loss\": $tl, \"accuracy\": $ta}" "$t/eval.json" && ok || bad "eval $(cat "$t/eval.json") vs train $tl $ta"
+tail -n +2 "$t/test.csv" | cut -d, -f2- > "$t/in.csv"
+"$tool" predict "$t/m.flux" --params "$t/e.ckpt" "$t/in.csv" > "$t/pred"
+# the predicted classes score the accuracy that eval and training measured
+hits=$(tail -n +2 "$t/test.csv" | cut -d, -f1 | paste -d' ' - "$t/pred" | awk '$1 == $4 { n++ } END { print n + 0 }')
+awk -v h="$hits" -v a="$ta" 'BEGIN { exit !(h / 100 == a + 0) }' && ok || bad "predict: $hits of 100 right, accuracy $ta"
+# row order: each row alone gives the line of that row
+for row in 1 38 100; do
+  sed -n "${row}p" "$t/in.csv" > "$t/one.csv"
+  one=$("$tool" predict "$t/m.flux" --params "$t/e.ckpt" "$t/one.csv" | sed 's/^0: //')
+  [ "$(sed -n "${row}p" "$t/pred" | sed 's/^[0-9]*: //')" = "$one" ] && ok || bad "predict row $row: $one"
+done
+
+echo "train trust: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]

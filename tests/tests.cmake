@@ -17,3 +17,10 @@ endif()
 add_test(NAME tool COMMAND sh ${PROJECT_SOURCE_DIR}/tests/check_tool.sh $<TARGET_FILE:cflux> ${PROJECT_SOURCE_DIR})
 add_test(NAME train_tool COMMAND sh ${PROJECT_SOURCE_DIR}/tests/check_train_tool.sh $<TARGET_FILE:cflux>)
 set_tests_properties(test_checkpoint_py PROPERTIES SKIP_RETURN_CODE 77)
+
+# Static thread-local storage is in every thread's stack: keep it under 64 KiB.
+find_program(CFLUX_READELF NAMES readelf ${CMAKE_READELF})
+if(CFLUX_READELF)
+  add_test(NAME tls_size COMMAND ${CMAKE_COMMAND} -DREADELF=${CFLUX_READELF} -DLIB=$<TARGET_FILE:cflux_shared>
+           -DMAX=65536 -P ${PROJECT_SOURCE_DIR}/tests/tls_size.cmake)
+endif()

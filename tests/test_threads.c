@@ -1,6 +1,7 @@
 /* test_threads.c - cflux from threads the user makes: a thread with a small stack
- * (256 KiB) can be created and can bind and run a model, and two threads training two
- * models at once get bitwise what they get one after the other. */
+ * (256 KiB) can be created and can bind and run a model; two threads training two
+ * models at once, or running forward on two executors of one model, get bitwise
+ * what they get one after the other. */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -137,9 +138,47 @@ TEST(two_models_at_once)
     cf_set_threads(0);
 }
 
+/* Executors of one model share its parameters, which forward only reads: forwards
+ * on two of them at once give what each gives alone. */
+static void *forward_main(void *arg)
+{
+    net *n = arg;
+    for (int k = 0; k < 20; k++)
+        if (cf_forward(n->e, 0)) return NULL;
+    return arg;
+}
+
+TEST(one_model_two_executors_forward)
+{
+    cf_set_threads(2);
+    net a = net_new(5, CF_TRAIN);
+    CHECK(a.e && train(a) == 0);   /* parameters away from their initial values */
+    net b = {a.m, cf_bind(a.m, BATCH, 0)}, want[2] = {a, b};
+    CHECK(b.e != NULL);
+    float *xb = cf_exec_input(b.e, 0, NULL);
+    for (int i = 0; i < BATCH * 784; i++) xb[i] = (float)(i % 97) / 97.0f;
+    for (int i = 0; i < BATCH; i++) cf_exec_input(b.e, 1, NULL)[i] = (float)(i % 10);
+    float out[2][BATCH * 10];
+    for (int k = 0; k < 2; k++) {
+        CHECK(cf_forward(want[k].e, 0) == 0);
+        memcpy(out[k], cf_exec_output(want[k].e, 0, NULL), sizeof out[k]);
+    }
+    CHECK(memcmp(out[0], out[1], sizeof out[0]) != 0);
+    pthread_t th[2];
+    void *res[2] = {NULL, NULL};
+    for (int k = 0; k < 2; k++) CHECK(pthread_create(&th[k], NULL, forward_main, &want[k]) == 0);
+    for (int k = 0; k < 2; k++) pthread_join(th[k], &res[k]);
+    CHECK(res[0] && res[1]);
+    for (int k = 0; k < 2; k++) CHECK(memcmp(cf_exec_output(want[k].e, 0, NULL), out[k], sizeof out[k]) == 0);
+    cf_exec_free(b.e);
+    net_free(a);
+    cf_set_threads(0);
+}
+
 int main(void)
 {
     RUN(small_stack_thread);
     RUN(two_models_at_once);
+    RUN(one_model_two_executors_forward);
     return test_summary("threads");
 }

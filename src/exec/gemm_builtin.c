@@ -33,7 +33,15 @@ static pthread_key_t pack_key;          /* its destructor frees a thread's buffe
 static int pack_key_ok;
 static pthread_once_t pack_once = PTHREAD_ONCE_INIT;
 
-static void pack_key_init(void) { pack_key_ok = pthread_key_create(&pack_key, free) == 0; }
+/* At thread exit (in that thread): a later product, from another key's destructor,
+   allocates again rather than using freed memory. */
+static void pack_free(void *p)
+{
+    free(p);
+    pack_buf = NULL;
+}
+
+static void pack_key_init(void) { pack_key_ok = pthread_key_create(&pack_key, pack_free) == 0; }
 
 int cf_gemm_builtin_reserve(void)
 {

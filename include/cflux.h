@@ -124,7 +124,8 @@ CF_API const char *cf_version(void);        /* "0.1.0" */
  * Threads of yours may have small stacks (256 KiB is tested): cflux's static
  * thread-local storage is a few KiB. A thread running the built-in GEMM allocates
  * 656 KiB of packing buffers on its first product (cf_bind does it for the binding
- * thread, so a training step allocates nothing), freed when the thread exits. */
+ * thread, so a training step allocates nothing), freed when the thread exits; if
+ * that allocation fails, its products take a slower loop without them. */
 
 /* Threads for the engine's kernels, the calling thread included. The default is
  * $CFLUX_THREADS, else the CPUs this process may use. n <= 0 restores the default.

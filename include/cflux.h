@@ -106,9 +106,30 @@ CF_API const char *cf_last_error(void);
 
 CF_API const char *cf_version(void);        /* "0.1.0" */
 
+/* Threads. Global state is small: the thread pool and the matrix-product engine
+ * (cf_set_threads, cf_set_gemm: call them while no other thread is in a cflux call)
+ * and cf_last_error, which is per thread. Otherwise:
+ *   - Calls on different models, their executors, optimizers and trainers may run at
+ *     once on different threads. The pool runs one parallel region at a time; a
+ *     kernel that finds it taken by another thread runs on its own thread, split
+ *     into the same tasks, so results are bitwise those of one thread at a time.
+ *   - A model's executors share its parameters and gradients. cf_forward may run on
+ *     several executors of one model at once. cf_backward, cf_update_sgd,
+ *     cf_optim_step and cf_fit write them, and building, cf_bind (also inside
+ *     cf_trainer_new, cf_evaluate and cf_predict), loading parameters,
+ *     cf_model_add_loss and cf_model_zero_grad change the model: each needs the
+ *     model and all its executors to itself.
+ *   - One executor, optimizer or trainer is used by one thread at a time.
+ *   - A dataset is only read once made: any number of threads may use one at once.
+ * Threads of yours may have small stacks (256 KiB is tested): cflux's static
+ * thread-local storage is a few KiB. A thread running the built-in GEMM allocates
+ * 656 KiB of packing buffers on its first product (cf_bind does it for the binding
+ * thread, so a training step allocates nothing), freed when the thread exits; if
+ * that allocation fails, its products take a slower loop without them. */
+
 /* Threads for the engine's kernels, the calling thread included. The default is
  * $CFLUX_THREADS, else the CPUs this process may use. n <= 0 restores the default.
- * Not while an executor is running. */
+ * Not while another thread is in a cflux call. */
 CF_API void cf_set_threads(int n);
 CF_API int  cf_threads(void);
 

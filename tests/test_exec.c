@@ -56,6 +56,38 @@ TEST(shape_error_names_op_shapes_and_line)
     cf_model_free(m);
 }
 
+/* A trace hundreds of frames deep: runs of one line fold into "the same N more
+ * times", and past 30 runs the middle folds so that the outermost frame still shows. */
+TEST(deep_traces_fold)
+{
+    cf_model *m = cf_model_new();
+    cf_node *x = cf_input(m, "x", CF_SHAPE(10));
+    char name[16];
+    for (int i = 0; i < 40; i++) {
+        snprintf(name, sizeof name, "L%d", i);
+        cf_scope_begin_at(m, name, NULL, "deep.c", 100 + i, 0);
+    }
+    for (int i = 0; i < 200; i++) cf_scope_begin_at(m, "Rep", NULL, "deep.c", 500, 0);
+    int line = __LINE__ + 1;
+    cf_node *z = cf_matmul(m, x, cf_param(m, "W", CF_SHAPE(11, 2), CF_GLOROT));
+    for (int i = 0; i < 240; i++) cf_scope_end(m);
+    cf_output(m, z);
+    CHECK(cf_bind(m, 4, 0) == NULL);
+    char want[512];
+    snprintf(want, sizeof want,
+             "error: matrix product shapes do not match: (B, 10) * (11, 2)\n"
+             "  in Rep at %s:%d\n"
+             "  in Rep at deep.c:500\n"
+             "  ... the same 198 more times\n"
+             "  in L39 at deep.c:500\n"
+             "  in L38 at deep.c:139\n", __FILE__, line);
+    CHECK_HAS(cf_last_error(), want);
+    CHECK_HAS(cf_last_error(), "\n  in L17 at deep.c:118\n  ... 14 more\n  in L2 at deep.c:103\n"
+                               "  in L1 at deep.c:102\n  in L0 at deep.c:101\n  at deep.c:100");
+    printf("%s\n", cf_last_error());
+    cf_model_free(m);
+}
+
 TEST(broadcast_error_and_batch_rules)
 {
     cf_model *m = cf_model_new();
@@ -433,6 +465,7 @@ TEST(same_seed_same_bits)
 int main(void)
 {
     RUN(shape_error_names_op_shapes_and_line);
+    RUN(deep_traces_fold);
     RUN(broadcast_error_and_batch_rules);
     RUN(build_errors_are_kept_for_bind);
     RUN(bad_label_is_an_error_not_a_crash);

@@ -1,12 +1,30 @@
 /* test_gemm_builtin.c - the built-in GEMM against a double-precision triple loop,
  * for all transpose combinations, odd and block-crossing sizes, padded leading
  * dimensions and alpha/beta combinations, on both the AVX2 and portable kernels. */
+#define _GNU_SOURCE
 #include "exec/gemm_builtin.h"
 #include "test.h"
 
+#include <dlfcn.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
+
+/* aligned_alloc, which the GEMM's packing buffers come from, fails on a thread that
+   sets refuse_alloc; elsewhere it is the real one (libc's, or the sanitizer's). */
+static _Thread_local int refuse_alloc;
+static atomic_int refused;
+void *aligned_alloc(size_t align, size_t n)
+{
+    static void *(*_Atomic real)(size_t, size_t);
+    if (refuse_alloc) {
+        atomic_fetch_add(&refused, 1);
+        return NULL;
+    }
+    if (!real) real = (void *(*)(size_t, size_t))dlsym(RTLD_NEXT, "aligned_alloc");
+    return real(align, n);
+}
 
 /* xorshift64*: explicit state, reproducible. */
 typedef struct { uint64_t s; } rng_t;
@@ -161,6 +179,30 @@ TEST(concurrent_slices)
     CHECK(memcmp(t_c, t_want, sizeof t_c) == 0);
 }
 
+/* A thread that cannot get its packing buffers still gets right products (from the
+   unpacked loop), and gets the buffers once memory is there again. */
+static void *sweep_without_memory(void *arg)
+{
+    (void)arg;
+    refuse_alloc = 1;
+    sweep();
+    float A[6] = {1, 2, 3, 4, 5, 6}, B[6] = {7, 8, 9, 10, 11, 12}, C[4];
+    cf_gemm_builtin(0, 0, 2, 2, 3, 1, A, 3, B, 2, 0, C, 2);
+    CHECK(C[0] == 58 && C[1] == 64 && C[2] == 139 && C[3] == 154);
+    refuse_alloc = 0;
+    CHECK(cf_gemm_builtin_reserve() == 0);
+    return NULL;
+}
+
+TEST(no_memory_still_right)
+{
+    pthread_t th;
+    atomic_store(&refused, 0);
+    CHECK(pthread_create(&th, NULL, sweep_without_memory, NULL) == 0);
+    pthread_join(th, NULL);
+    CHECK(atomic_load(&refused) > 100);   /* it did take the unpacked loop, every time */
+}
+
 int main(void)
 {
     RUN(matches_reference);
@@ -168,5 +210,6 @@ int main(void)
     RUN(degenerate_sizes);
     RUN(known_product);
     RUN(concurrent_slices);
+    RUN(no_memory_still_right);
     return test_summary("gemm_builtin");
 }

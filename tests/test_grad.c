@@ -2,6 +2,7 @@
  * engine (bind, forward, backward), and the checker's own test: a planted wrong
  * backward must be caught. */
 #include <stdlib.h>
+#include <string.h>
 
 #include "gradcheck.h"
 #include "ops/op.h"
@@ -189,6 +190,41 @@ TEST(reduce_over_batch)
     CHECK(check_model(m, -1, 1, 0) == 0);
 }
 
+/* At the kink, where central differences cannot tell: PyTorch's leaky_relu backward
+ * is x > 0 ? g : g * slope (aten/src/ATen/native/cpu/Activation.cpp), so at 0 and -0
+ * the gradient is the slope's; relu's is 0 there (threshold_backward). Exact values,
+ * through bind, forward and backward. */
+TEST(kinks_at_zero)
+{
+    static const float xs[6] = {0.0f, -0.0f, 1e-30f, -1e-30f, 2.0f, -2.0f};
+    static const float heads[6] = {3, 5, 7, 11, 13, 17};
+    const float slope = 0.1f;
+    for (int relu = 0; relu < 2; relu++) {
+        cf_model *m = cf_model_new();
+        cf_node *x = cf_input(m, "x", CF_SHAPE(6));
+        cf_output(m, relu ? cf_relu(m, x) : cf_leakyrelu(m, x, slope));
+        cf_exec *e = cf_bind(m, 1, CF_INPUT_GRADS);
+        CHECK(e != NULL);
+        if (!e) continue;
+        memcpy(cf_exec_input(e, 0, NULL), xs, sizeof xs);
+        memcpy(cf_exec_output_grad(e, 0, NULL), heads, sizeof heads);
+        CHECK(cf_forward(e, 1) == 0 && cf_backward(e) == 0);
+        const float *y = cf_exec_output(e, 0, NULL), *dx = cf_exec_input_grad(e, 0, NULL);
+        for (int i = 0; i < 6; i++) {
+            int pos = xs[i] > 0;
+            float want_y = pos ? xs[i] : relu ? 0.0f : slope * xs[i];
+            float want_dx = pos ? heads[i] : relu ? 0.0f : slope * heads[i];
+            if (y[i] != want_y || dx[i] != want_dx)
+                fprintf(stderr, "  %s(%g): y %g (want %g), dx %g (want %g)\n", relu ? "relu" : "leakyrelu",
+                        (double)xs[i], (double)y[i], (double)want_y, (double)dx[i], (double)want_dx);
+            CHECK(y[i] == want_y);
+            CHECK(dx[i] == want_dx);
+        }
+        cf_exec_free(e);
+        cf_model_free(m);
+    }
+}
+
 /* A sigmoid whose backward forgets the factor (1 - y). */
 static void wrong_sigmoid_backward(const cf_inst *k)
 {
@@ -219,6 +255,7 @@ int main(void)
     RUN(layout_ops);
     RUN(losses);
     RUN(reduce_over_batch);
+    RUN(kinks_at_zero);
     RUN(checker_catches_wrong_backward);
     return test_summary("grad");
 }

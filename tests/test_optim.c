@@ -438,6 +438,64 @@ TEST(clip_norm_by_hand)
     }
 }
 
+/* Clipping over a parameter of 1,000,003 elements, which the norm sums in 62 chunks
+ * (the last one partial) spread over the threads, plus a small one: the scale applied
+ * is clip_norm / (norm + 1e-6) with the norm computed here in one plain loop, at 1, 2
+ * and 3 threads, and the result is the same bits at every thread count. */
+#define NBIG 1000003
+
+static float big_grad(size_t i) { return (float)((i * 2654435761u) >> 7 & 1023) / 512.0f - 1.0f; }
+
+TEST(clip_norm_over_chunks_and_threads)
+{
+    static float first[NBIG];
+    for (int threads = 1; threads <= 3; threads++) {
+        cf_set_threads(threads);
+        cf_model *m = cf_model_new();
+        cf_node *a = cf_param(m, "a", CF_SHAPE(5), CF_ZEROS);
+        cf_node *big = cf_param(m, "big", CF_SHAPE(NBIG), CF_ZEROS);
+        cf_output(m, cf_add(m, cf_sum(m, a), cf_sum(m, big)));
+        cf_exec *e = cf_bind(m, 1, CF_TRAIN);
+        CHECK(e != NULL);
+        if (!e) return;
+        float *ga = cf_model_param_grad(m, 0), *gb = cf_model_param_grad(m, 1);
+        double ss = 0;
+        for (int i = 0; i < 5; i++) {
+            ga[i] = 100.0f * (float)(i + 1);   /* as much of the norm as big's */
+            ss += (double)ga[i] * ga[i];
+        }
+        for (size_t i = 0; i < NBIG; i++) {
+            gb[i] = big_grad(i);
+            ss += (double)gb[i] * gb[i];
+        }
+        double norm = sqrt(ss), want = 0.25 * norm / (norm + 1e-6);
+        cf_optim_opts opts = cf_optim_defaults("sgd");
+        opts.clip_norm = (float)(0.25 * norm);
+        cf_optim *o = cf_optim_new(m, &opts);
+        CHECK(cf_optim_step(o, 1.0f) == 0);
+        /* p was 0, so p = -(g * scale): read the scale back from each element */
+        const float *pa = cf_model_param_data(m, 0), *pb = cf_model_param_data(m, 1);
+        double worst = 0;
+        for (int i = 0; i < 5; i++) {
+            double d = fabs(-pa[i] / (100.0 * (i + 1)) - want) / want;
+            if (d > worst) worst = d;
+        }
+        for (size_t i = 0; i < NBIG; i++)
+            if (big_grad(i) != 0) {
+                double d = fabs(-pb[i] / (double)big_grad(i) - want) / want;
+                if (d > worst) worst = d;
+            }
+        if (!(worst < 1e-6)) fprintf(stderr, "  %d threads: scale off by %g (relative)\n", threads, worst);
+        CHECK(worst < 1e-6);
+        if (threads == 1) memcpy(first, pb, sizeof first);
+        else CHECK(memcmp(first, pb, sizeof first) == 0);
+        cf_optim_free(o);
+        cf_exec_free(e);
+        cf_model_free(m);
+    }
+    cf_set_threads(0);
+}
+
 /* lr 0 changes no parameter (but counts the step and zeroes the gradients). */
 TEST(step_lr_zero_and_refused)
 {
@@ -729,6 +787,7 @@ int main(void)
     RUN(nonfinite_gradient_changes_nothing);
     RUN(frozen_parameters_untouched_and_gradients_zeroed);
     RUN(clip_norm_by_hand);
+    RUN(clip_norm_over_chunks_and_threads);
     RUN(step_lr_zero_and_refused);
     RUN(model_without_parameters_or_gradients);
     RUN(step_allocates_nothing);

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "exec/pool.h"
+#include "ops/op.h"
 #include "test.h"
 
 /* Count heap calls made while `counting` is set, by interposing on glibc's malloc
@@ -279,6 +280,54 @@ TEST(two_callers)
     CHECK(ok);
 }
 
+/* cf_parallel_range: every index of [0, n) in exactly one chunk, chunks non-empty and
+ * inside [0, n), the last chunk's remainder included; split over the threads when the
+ * work is large (cost 1 << 20), run inline when it is small (cost 1). */
+enum { RANGE_MAX = 100003 };
+static atomic_int range_counts[RANGE_MAX + GUARD], range_calls, range_bad;
+
+static void count_range(void *ctx, size_t b, size_t e)
+{
+    size_t n = *(size_t *)ctx;
+    atomic_fetch_add(&range_calls, 1);
+    if (!(b < e && e <= n)) atomic_fetch_add(&range_bad, 1);
+    for (size_t i = b; i < e && i < RANGE_MAX + GUARD; i++) atomic_fetch_add(&range_counts[i], 1);
+}
+
+TEST(parallel_range_covers_once)
+{
+    static const int threads[] = {1, 2, 3, 8};
+    static const size_t sizes[] = {1, 2, 7, 1001, 65536, RANGE_MAX};
+    static const size_t costs[] = {1, 1 << 20};
+    for (int t = 0; t < 4; t++) {
+        cf_set_threads(threads[t]);
+        for (int s = 0; s < 6; s++)
+            for (int c = 0; c < 2; c++) {
+                size_t n = sizes[s];
+                for (int i = 0; i < RANGE_MAX + GUARD; i++) atomic_store(&range_counts[i], 0);
+                atomic_store(&range_calls, 0);
+                atomic_store(&range_bad, 0);
+                cf_parallel_range(n, costs[c], count_range, &n);
+                int once = 1;
+                for (size_t i = 0; i < n; i++) once &= atomic_load(&range_counts[i]) == 1;
+                for (size_t i = n; i < n + GUARD; i++) once &= atomic_load(&range_counts[i]) == 0;
+                int calls = atomic_load(&range_calls), split = (size_t)threads[t] < n ? threads[t] : (int)n;
+                if (!once || atomic_load(&range_bad) || (c == 1 && calls != split))
+                    fprintf(stderr, "  threads %d, n %zu, cost %zu: %d chunks%s%s\n", threads[t], n, costs[c],
+                            calls, once ? "" : ", not every index once", atomic_load(&range_bad) ? ", bad bounds" : "");
+                CHECK(once);
+                CHECK(atomic_load(&range_bad) == 0);
+                if (c == 1) CHECK(calls == split);   /* big work: one chunk per thread */
+            }
+    }
+    /* n = 0 calls nothing */
+    size_t zero = 0;
+    atomic_store(&range_calls, 0);
+    cf_parallel_range(0, 1 << 20, count_range, &zero);
+    CHECK(atomic_load(&range_calls) == 0);
+    cf_set_threads(0);
+}
+
 TEST(no_allocation)
 {
 #if COUNT_ALLOCS
@@ -314,6 +363,7 @@ int main(void)
     RUN(workers_wake);
     RUN(sums);
     RUN(two_callers);
+    RUN(parallel_range_covers_once);
     RUN(no_allocation);
     return test_summary("pool");
 }

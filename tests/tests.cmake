@@ -19,3 +19,10 @@ add_test(NAME train_tool COMMAND sh ${PROJECT_SOURCE_DIR}/tests/check_train_tool
 set_tests_properties(test_checkpoint_py PROPERTIES SKIP_RETURN_CODE 77)
 add_test(NAME train_trust COMMAND sh ${PROJECT_SOURCE_DIR}/tests/check_train_trust.sh $<TARGET_FILE:cflux>)
 add_test(NAME signals COMMAND sh ${PROJECT_SOURCE_DIR}/tests/check_signals.sh $<TARGET_FILE:cflux>)
+
+# Static thread-local storage is in every thread's stack: keep it under 64 KiB.
+find_program(CFLUX_READELF NAMES readelf ${CMAKE_READELF})
+if(CFLUX_READELF)
+  add_test(NAME tls_size COMMAND ${CMAKE_COMMAND} -DREADELF=${CFLUX_READELF} -DLIB=$<TARGET_FILE:cflux_shared>
+           -DMAX=65536 -P ${PROJECT_SOURCE_DIR}/tests/tls_size.cmake)
+endif()

@@ -1,7 +1,6 @@
 /* error.c - per-thread error messages (see error.h). */
 #include <stdarg.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "cflux.h"
@@ -37,33 +36,37 @@ int cf_oom(size_t bytes)
     return cf_seterr("error: out of memory (asking for %zu bytes)", bytes);
 }
 
-void cf_adderr_lines(char (*lines)[CF_TRACE_LINE], int n)
+/* Run k of m, text repeated reps times: printed, or counted into the folded middle. */
+static void add_run(int k, int m, const char *text, int reps)
 {
-    /* fold runs first: out[i] is a line, reps[i] how often it repeats */
-    int m = 0, *reps = n ? malloc((size_t)n * sizeof *reps) : NULL, *first = n ? malloc((size_t)n * sizeof *first) : NULL;
-    if (n && (!reps || !first)) {
-        free(reps);
-        free(first);
-        for (int i = 0; i < n; i++) cf_adderr("\n%s", lines[i]);
+    if (m > 30 && k >= 25 && k <= m - 5) {
+        if (k == 25) cf_adderr("\n  ... %d more", m - 29);
         return;
     }
+    cf_adderr("\n%s", text);
+    if (reps > 1) cf_adderr("\n  ... the same %d more time%s", reps - 1, reps == 2 ? "" : "s");
+}
+
+void cf_adderr_lines(int n, void (*line)(void *ctx, int i, char *buf), void *ctx)
+{
+    char cur[CF_TRACE_LINE], prev[CF_TRACE_LINE];
+    /* first pass: m, the number of runs of equal lines */
+    int m = 0;
     for (int i = 0; i < n; i++) {
-        if (m && strcmp(lines[first[m - 1]], lines[i]) == 0) {
-            reps[m - 1]++;
-            continue;
-        }
-        first[m] = i;
-        reps[m++] = 1;
+        line(ctx, i, cur);
+        if (i == 0 || strcmp(cur, prev) != 0) m++;
+        memcpy(prev, cur, sizeof cur);
     }
-    for (int k = 0; k < m; k++) {
-        if (m > 30 && k == 25) {
-            cf_adderr("\n  ... %d more", m - 29);
-            k = m - 5;
-            continue;
+    /* second pass: each run when it ends */
+    int k = 0, reps = 0;
+    for (int i = 0; i < n; i++) {
+        line(ctx, i, cur);
+        if (i > 0 && strcmp(cur, prev) != 0) {
+            add_run(k++, m, prev, reps);
+            reps = 0;
         }
-        cf_adderr("\n%s", lines[first[k]]);
-        if (reps[k] > 1) cf_adderr("\n  ... the same %d more time%s", reps[k] - 1, reps[k] == 2 ? "" : "s");
+        memcpy(prev, cur, sizeof cur);
+        reps++;
     }
-    free(reps);
-    free(first);
+    if (n > 0) add_run(k, m, prev, reps);
 }

@@ -17,11 +17,13 @@ int cf_seterr(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Append to this thread's message (for trace lines). */
 void cf_adderr(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
-/* Append trace lines (each "  in F at FILE:L:C" without its newline), folding runs
- * of the same line ("  ... the same 60 more times") and, past 30 lines, the middle,
- * so that the outermost frame always shows. */
+/* Append n trace lines, innermost first, folding runs of the same line ("  ... the
+ * same 60 more times") and, past 30 runs, the middle, so that the outermost frame
+ * always shows. line(ctx, i, buf) writes line i ("  in F at FILE:L:C", no newline)
+ * into buf, CF_TRACE_LINE chars; it is called about twice per line. No heap, and no
+ * buffer per line: a trace may be hundreds of frames deep. */
 #define CF_TRACE_LINE 256
-void cf_adderr_lines(char (*lines)[CF_TRACE_LINE], int n);
+void cf_adderr_lines(int n, void (*line)(void *ctx, int i, char *buf), void *ctx);
 
 /* Clear the message. */
 void cf_clearerr(void);

@@ -379,22 +379,39 @@ cf_shape cf_node_shape(const cf_node *n) { return n ? n->shape : (cf_shape){0, {
 
 /* ---- traces and shapes ---- */
 
+/* A node's trace: one line per enclosing frame, innermost first, then where the
+ * outermost was called from (when it was). */
+typedef struct {
+    const cf_node *n;
+    int nframes;      /* frame lines; a last "at" line follows when there are more */
+} trace_ctx;
+
+static void trace_line(void *ctx, int k, char *buf)
+{
+    const trace_ctx *t = ctx;
+    cf_srcloc at = t->n->loc;
+    const cf_frame *f = t->n->frame;
+    for (int i = 0; i < k && f; i++) {
+        at = f->call;
+        f = f->parent;
+    }
+    if (k < t->nframes) {
+        if (at.col > 0) snprintf(buf, CF_TRACE_LINE, "  in %s at %s:%d:%d", f->name, at.file, at.line, at.col);
+        else snprintf(buf, CF_TRACE_LINE, "  in %s at %s:%d", f->name, at.file, at.line);
+    } else if (at.col > 0) snprintf(buf, CF_TRACE_LINE, "  at %s:%d:%d", at.file, at.line, at.col);
+    else snprintf(buf, CF_TRACE_LINE, "  at %s:%d", at.file, at.line);
+}
+
 void cf_adderr_trace(const cf_node *n)
 {
-    static _Thread_local char lines[CF_MAX_SCOPES + 1][CF_TRACE_LINE];
-    int k = 0;
+    trace_ctx t = {n, 0};
     cf_srcloc at = n->loc;
-    for (const cf_frame *f = n->frame; f && k < CF_MAX_SCOPES; f = f->parent) {
-        if (at.col > 0) snprintf(lines[k++], CF_TRACE_LINE, "  in %s at %s:%d:%d", f->name, at.file, at.line, at.col);
-        else snprintf(lines[k++], CF_TRACE_LINE, "  in %s at %s:%d", f->name, at.file, at.line);
+    for (const cf_frame *f = n->frame; f && t.nframes < CF_MAX_SCOPES; f = f->parent) {
+        t.nframes++;
         at = f->call;
         if (!at.file) break;   /* the outermost frame was not called from anywhere (a model file's top) */
     }
-    if (at.file) {
-        if (at.col > 0) snprintf(lines[k++], CF_TRACE_LINE, "  at %s:%d:%d", at.file, at.line, at.col);
-        else snprintf(lines[k++], CF_TRACE_LINE, "  at %s:%d", at.file, at.line);
-    }
-    cf_adderr_lines(lines, k);
+    cf_adderr_lines(t.nframes + (at.file != NULL), trace_line, &t);
 }
 
 char *cf_shape_str(cf_shape s, char *buf, size_t size)

@@ -11,6 +11,7 @@
 
 #include "core/error.h"
 #include "exec/exec.h"
+#include "exec/gemm_builtin.h"
 #include "exec/pool.h"
 
 /* ---- bind ---- */
@@ -59,6 +60,7 @@ cf_exec *cf_bind(cf_model *m, int batch, unsigned flags)
     if ((flags & CF_TRAIN) && cf_model_alloc_grads(m)) return NULL;
     (void)cf_threads();     /* start the pool and pick the GEMM now: steps must not allocate */
     (void)cf_gemm_name();
+    (void)cf_gemm_builtin_reserve();   /* and this thread's packing buffers (no memory: slower) */
 
     int nn = m->nnodes, nsrc = 0;
     for (int i = 0; i < nn; i++)

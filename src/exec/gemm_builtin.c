@@ -10,7 +10,9 @@
  * plain C loop the compiler can vectorise for the baseline ISA. */
 #include "exec/gemm_builtin.h"
 
+#include <pthread.h>
 #include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -20,9 +22,41 @@
 
 enum { MR = 6, NR = 16, KC = 256, MC = 144, NC = 512 };
 
-/* Per-thread packing buffers: no allocation per call, no sharing between threads. */
-static _Thread_local _Alignas(64) float pack_a_buf[MC * KC];
-static _Thread_local _Alignas(64) float pack_b_buf[KC * NC];
+/* Per-thread packing buffers, MC*KC floats for op(A) then KC*NC for op(B) (656 KiB),
+   from the heap on the thread's first product (or cf_gemm_builtin_reserve) and freed
+   when the thread exits. Not static thread-local arrays: those would sit in every
+   thread of every program linked with cflux, in the thread's stack, so that a thread
+   with a stack of 512 KiB or less could not even be created. */
+#define PACK_FLOATS (MC * KC + KC * NC)
+static _Thread_local float *pack_buf;
+static pthread_key_t pack_key;          /* its destructor frees a thread's buffer */
+static int pack_key_ok;
+static pthread_once_t pack_once = PTHREAD_ONCE_INIT;
+
+/* At thread exit (in that thread): a later product, from another key's destructor,
+   allocates again rather than using freed memory. */
+static void pack_free(void *p)
+{
+    free(p);
+    pack_buf = NULL;
+}
+
+static void pack_key_init(void) { pack_key_ok = pthread_key_create(&pack_key, pack_free) == 0; }
+
+int cf_gemm_builtin_reserve(void)
+{
+    if (pack_buf) return 0;
+    pthread_once(&pack_once, pack_key_init);
+    if (!pack_key_ok) return -1;        /* it could not be freed at thread exit */
+    float *p = aligned_alloc(64, PACK_FLOATS * sizeof(float));
+    if (!p) return -1;
+    if (pthread_setspecific(pack_key, p)) {
+        free(p);
+        return -1;
+    }
+    pack_buf = p;
+    return 0;
+}
 
 static int force_portable;
 
@@ -339,6 +373,26 @@ static void scale_c(int M, int N, float beta, float *C, ptrdiff_t ldc)
     }
 }
 
+/* The product without packing buffers, for a thread that could not get them: a
+   plain loop, several times slower, equal to the packed product up to rounding. */
+static void gemm_unpacked(int ta, int tb, int M, int N, int K, float alpha, const float *A,
+                          int lda, const float *B, int ldb, float beta, float *C, int ldc)
+{
+    for (int i = 0; i < M; i++) {
+        float *restrict ci = C + (ptrdiff_t)i * ldc;
+        scale_c(1, N, beta, ci, ldc);
+        for (int k = 0; k < K; k++) {
+            float a = alpha * (ta ? A[(ptrdiff_t)k * lda + i] : A[(ptrdiff_t)i * lda + k]);
+            if (tb)
+                for (int j = 0; j < N; j++) ci[j] += a * B[(ptrdiff_t)j * ldb + k];
+            else {
+                const float *restrict bk = B + (ptrdiff_t)k * ldb;
+                for (int j = 0; j < N; j++) ci[j] += a * bk[j];
+            }
+        }
+    }
+}
+
 void cf_gemm_builtin(int ta, int tb, int M, int N, int K, float alpha,
                      const float *A, int lda, const float *B, int ldb,
                      float beta, float *C, int ldc)
@@ -348,6 +402,11 @@ void cf_gemm_builtin(int ta, int tb, int M, int N, int K, float alpha,
         scale_c(M, N, beta, C, ldc);
         return;
     }
+    if (cf_gemm_builtin_reserve()) {
+        gemm_unpacked(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+        return;
+    }
+    float *pack_a_buf = pack_buf, *pack_b_buf = pack_buf + MC * KC;
     const impl_t *im = pick_impl();
     int ncb = block_size(N, NC, NR), kcb = block_size(K, KC, 1), mcb = block_size(M, MC, MR);
     for (int jc = 0; jc < N; jc += ncb) {

@@ -1,9 +1,12 @@
 /* gemm_builtin.h - the built-in single-threaded float32 matrix product.
  *
  * Used for every matrix product when cflux is built without BLAS, and selectable
- * at run time otherwise. Same meaning as cblas_sgemm(CblasRowMajor, ...). It
- * allocates nothing (packing buffers are per-thread statics), so several threads
- * may call it at once on disjoint slices of C. */
+ * at run time otherwise. Same meaning as cblas_sgemm(CblasRowMajor, ...). Each
+ * thread packs into its own buffers (656 KiB, allocated on the thread's first call
+ * or by cf_gemm_builtin_reserve, freed when the thread exits), so several threads
+ * may call it at once on disjoint slices of C, and a call allocates nothing once its
+ * thread has them. A thread that cannot get them still gets the right product, from
+ * an unpacked loop several times slower (same result up to rounding). */
 #ifndef CF_EXEC_GEMM_BUILTIN_H
 #define CF_EXEC_GEMM_BUILTIN_H
 
@@ -14,6 +17,11 @@
 void cf_gemm_builtin(int ta, int tb, int M, int N, int K, float alpha,
                      const float *A, int lda, const float *B, int ldb,
                      float beta, float *C, int ldc);
+
+/* Allocate this thread's packing buffers now, so that later calls do not: pool
+   workers do it when they start, cf_bind for the thread that binds. 0, or -1 when
+   there is no memory (calls then take the unpacked loop, and try again). */
+int cf_gemm_builtin_reserve(void);
 
 /* For tests: non-zero forces the portable kernel even where AVX2+FMA is present;
    0 restores the automatic choice. Not thread-safe; set it before any calls. */

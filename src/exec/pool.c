@@ -41,6 +41,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "exec/gemm_builtin.h"
 #include "exec/pool.h"
 
 /* How long an idle thread spins before it sleeps: about one futex wake-up, the
@@ -72,6 +73,7 @@ static struct {
     pthread_t tid[CF_POOL_MAX];
     _Atomic int busy;                 /* a caller has the pool */
     _Atomic int stop;                 /* workers: return at the next epoch */
+    _Atomic uint32_t started;         /* workers ready since pool_start; a futex */
 
     /* The job: written while claim is CLOSED, read by whoever claims. */
     _Atomic(task_fn) fn;
@@ -157,6 +159,9 @@ static void *worker_main(void *arg)
 {
     uint32_t seen = (uint32_t)(uintptr_t)arg;
     in_task = 1;
+    (void)cf_gemm_builtin_reserve();     /* its packing buffers now: steps allocate nothing */
+    atomic_fetch_add(&P.started, 1);
+    futex_wake(&P.started, 1);
     for (;;) {
         seen = wait_epoch(seen);
         if (atomic_load(&P.stop)) return NULL;
@@ -164,17 +169,20 @@ static void *worker_main(void *arg)
     }
 }
 
-/* Start workers until there are n threads in all (fewer if the system refuses). */
+/* Start workers until there are n threads in all (fewer if the system refuses), and
+ * wait until each has made its per-thread buffers, so that none allocates later. */
 static void pool_start(int n)
 {
     uint32_t e = atomic_load(&P.epoch);
     sigset_t all, old;
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old);           /* signals go to user threads */
+    atomic_store(&P.started, 0);
     int have = 1;
     while (have < n && pthread_create(&P.tid[have - 1], NULL, worker_main, (void *)(uintptr_t)e) == 0)
         have++;
     pthread_sigmask(SIG_SETMASK, &old, NULL);
+    for (uint32_t s; (s = atomic_load(&P.started)) < (uint32_t)(have - 1);) futex_wait(&P.started, s);
     atomic_store(&P.nthreads, have);
 }
 

@@ -159,6 +159,21 @@ static const struct { const char *name; cf_init init; } inits[] = {
 
 /* ---- errors ---- */
 
+/* Trace line k: frame nframes-1-k, at the place where (innermost) the error is or
+ * (further out) the frame inside it was entered from. */
+typedef struct {
+    const cc *c;
+    frame at;    /* the error's place (name unused) */
+} trace_ctx;
+
+static void trace_line(void *ctx, int k, char *buf)
+{
+    const trace_ctx *t = ctx;
+    int i = t->c->nframes - 1 - k;
+    const frame *at = k == 0 ? &t->at : &t->c->frames[i + 1];
+    snprintf(buf, CF_TRACE_LINE, "  in %s at %s:%d:%d", t->c->frames[i].name, at->file, at->line, at->col);
+}
+
 /* "error: MSG" and a trace line per frame, innermost first, starting at file:line:col. */
 static int cerr(cc *c, const char *file, int line, int col, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
@@ -170,16 +185,11 @@ static int cerr(cc *c, const char *file, int line, int col, const char *fmt, ...
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
     if (c->nframes == 0) return cf_seterr("%s:%d:%d: error: %s", file, line, col, msg);
-    static _Thread_local char lines[sizeof c->frames / sizeof c->frames[0]][CF_TRACE_LINE];
-    int k = 0;
-    for (int i = c->nframes - 1; i >= 0 && file; i--) {
-        snprintf(lines[k++], CF_TRACE_LINE, "  in %s at %s:%d:%d", c->frames[i].name, file, line, col);
-        file = c->frames[i].file;
-        line = c->frames[i].line;
-        col = c->frames[i].col;
-    }
+    trace_ctx t = {c, {NULL, file, line, col}};
+    int n = 0;
+    for (int i = c->nframes - 1; i >= 0 && file; i--, n++) file = c->frames[i].file;
     cf_seterr("error: %s", msg);
-    cf_adderr_lines(lines, k);
+    cf_adderr_lines(n, trace_line, &t);
     return -1;
 }
 

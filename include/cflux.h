@@ -119,13 +119,19 @@ CF_API const char *cf_version(void);        /* "0.1.0" */
  *     cf_trainer_new, cf_evaluate and cf_predict), loading parameters,
  *     cf_model_add_loss and cf_model_zero_grad change the model: each needs the
  *     model and all its executors to itself.
- *   - One executor, optimizer or trainer is used by one thread at a time.
+ *   - One executor, optimizer or trainer is used by one thread at a time, except
+ *     cf_trainer_stop, which any thread or a signal handler may call.
  *   - A dataset is only read once made: any number of threads may use one at once.
  * Threads of yours may have small stacks (256 KiB is tested): cflux's static
  * thread-local storage is a few KiB. A thread running the built-in GEMM allocates
  * 656 KiB of packing buffers on its first product (cf_bind does it for the binding
  * thread, so a training step allocates nothing), freed when the thread exits; if
- * that allocation fails, its products take a slower loop without them. */
+ * that allocation fails, its products take a slower loop without them.
+ * Signals: cflux installs no handlers. While it writes a file, the writing thread
+ * holds back SIGINT, SIGTERM, SIGHUP and SIGQUIT (see Files) and the pool's threads
+ * block them for good; a library such as OpenBLAS may run threads of its own that
+ * take a signal sent to the process, so a program that exits from a handler should
+ * pass the signal on to its main thread (pthread_kill), as the cflux tool does. */
 
 /* Threads for the engine's kernels, the calling thread included. The default is
  * $CFLUX_THREADS, else the CPUs this process may use. n <= 0 restores the default.

@@ -462,6 +462,34 @@ TEST(same_seed_same_bits)
     free(b);
 }
 
+/* Cross-entropy from large logits: log 3 for three equal ones, not 0 (which adding
+ * log s to a max of 1e30 first gave), for index and probability labels. */
+TEST(cross_entropy_of_large_logits)
+{
+    for (int soft = 0; soft < 2; soft++) {
+        cf_model *m = cf_model_new();
+        cf_node *x = cf_input(m, "x", CF_SHAPE(3));
+        cf_node *y = soft ? cf_input(m, "y", CF_SHAPE(3)) : cf_input(m, "y", CF_SCALAR);
+        cf_output(m, cf_softmax_xent(m, x, y));
+        cf_exec *e = cf_bind(m, 2, 0);
+        CHECK(e != NULL);
+        if (!e) continue;
+        float *in = cf_exec_input(e, 0, NULL), *lab = cf_exec_input(e, 1, NULL);
+        for (int i = 0; i < 6; i++) in[i] = i < 3 ? 1e30f : -1e30f;
+        if (soft)
+            for (int i = 0; i < 6; i++) lab[i] = i % 3 == 1;
+        else
+            lab[0] = 1, lab[1] = 2;
+        in[5] = -1e30f + 1e24f;   /* row 2: class 2 wins by far */
+        CHECK(cf_forward(e, 0) == 0);
+        /* row 1: log 3; row 2: the label's logit is 1e24 below the best */
+        double want = (log(3.0) + (soft ? (double)in[5] - (double)in[4] : 0)) / 2;
+        CHECK_NEAR(*cf_exec_output(e, 0, NULL), want, 1e-6 * want);
+        cf_exec_free(e);
+        cf_model_free(m);
+    }
+}
+
 int main(void)
 {
     RUN(shape_error_names_op_shapes_and_line);
@@ -478,5 +506,6 @@ int main(void)
     RUN(seed_decides_initialisation);
     RUN(nan_trap_names_the_op);
     RUN(same_seed_same_bits);
+    RUN(cross_entropy_of_large_logits);
     return test_summary("exec");
 }

@@ -287,7 +287,7 @@ int cmd_train(const args *a)
     }
     int first = cf_trainer_epoch(r.trainer);
     if (first >= r.epochs || (!isnan(a->stop_after) && first >= (int)a->stop_after)) {
-        fprintf(stderr, "cflux train: %s has done %d epochs of the %d asked for: nothing to train (raise --epochs)\n",
+        fprintf(stderr, "note: %s has done %d epochs of the %d asked for: nothing to train (raise --epochs)\n",
                 a->resume, first, !isnan(a->stop_after) && (int)a->stop_after < r.epochs ? (int)a->stop_after : r.epochs);
         rc = 0;
         goto done;
@@ -404,8 +404,8 @@ int cmd_eval(const args *a)
     double l, acc;
     if (cf_evaluate(m, d, isnan(a->batch) ? 256 : (int)a->batch, &l, &acc)) goto out;
     if (!isfinite(l)) {
-        fprintf(stderr, "error: %s: the loss on %s is %g: the weights overflow on this data\n", a->params,
-                cf_dataset_name(d), l);
+        fprintf(stderr, "error: %s: the loss on %s is %s: the weights overflow on this data\n", a->params,
+                cf_dataset_name(d), isnan(l) ? "not a number" : "infinite");
         goto done;
     }
     if (a->json) {

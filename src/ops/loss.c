@@ -63,12 +63,14 @@ static int xent_forward(const cf_inst *k)
             float mx = z[0], s = 0;
             for (int c = 1; c < C; c++) mx = z[c] > mx ? z[c] : mx;
             for (int c = 0; c < C; c++) s += expf(z[c] - mx);
-            float lse = mx + logf(s);
-            if (soft) for (int c = 0; c < C; c++) total += t[c] * (lse - z[c]);
+            /* -log p_c = (max - z_c) + log s, in that order: max + log s first would
+               drop log s against a large max (logits of 1e30 gave a loss of 0) */
+            float ls = logf(s);
+            if (soft) for (int c = 0; c < C; c++) total += t[c] * ((mx - z[c]) + ls);
             else {
                 int y = label_of(k, r, C);
                 if (y < 0) return -1;
-                total += lse - z[y];
+                total += (mx - z[y]) + ls;
             }
         } else if (soft) {
             for (int c = 0; c < C; c++) if (t[c] != 0) total -= t[c] * logf(p[c]);

@@ -4,9 +4,12 @@
 #                  test accuracy (the main job)
 #   make test      build and run every test: a release build (OpenBLAS), then a
 #                  build with AddressSanitizer and UndefinedBehaviorSanitizer that
-#                  uses the built-in matrix product, then 30 s of fuzzing of the
-#                  notation's compiler (when clang's libFuzzer is installed)
-#   make fuzz FUZZ_SECONDS=600   a longer fuzzing run
+#                  uses the built-in matrix product, then a short run of every
+#                  fuzzer (the notation's compiler for 30 s, the others 10 s each).
+#                  It installs what the tests need first (Fashion-MNIST, clang's
+#                  libFuzzer, a Python environment with safetensors): nothing is
+#                  skipped.
+#   make fuzz FUZZ_SECONDS=600   a longer fuzzing run (each fuzzer that long)
 #   make install PREFIX=/usr/local
 #
 # Missing Debian packages are installed first when run as root (tools/bootstrap.sh).
@@ -16,8 +19,10 @@ JOBS   ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE  ?= cmake
 
 FUZZ_SECONDS ?= 30
+FUZZ_OTHERS ?= $(FUZZ_SECONDS)
+FUZZERS = fuzz_model fuzz_parser fuzz_safetensors fuzz_args fuzz_idx fuzz_csv
 
-.PHONY: all build deps demo test test-release test-asan test-fuzz fuzz install clean
+.PHONY: all build deps test-deps demo test test-release test-asan test-fuzz fuzz install clean
 
 all: build
 
@@ -32,36 +37,37 @@ demo: build
 	@sh tools/bootstrap.sh demo
 	@./build/cflux train models/mlp.flux
 
-test: test-release test-asan test-fuzz
+test: test-deps test-release test-asan test-fuzz
 
-test-release: build
+# everything the tests use: the data set, clang's libFuzzer, Python with safetensors
+test-deps:
+	@sh tools/bootstrap.sh test
+	@sh tools/pyenv.sh build-venv
+
+test-release: build test-deps
 	@cd build && ctest --output-on-failure -j $(JOBS)
 
-test-asan: deps
+test-asan: test-deps
 	@$(CMAKE) -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DCFLUX_SANITIZE=ON -DCFLUX_BLAS=OFF >/dev/null
 	@$(CMAKE) --build build-asan -j $(JOBS)
 	@cd build-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	  ctest --output-on-failure -j $(JOBS)
 
-# Fuzzing needs clang with its libFuzzer runtime (Debian: clang, libclang-rt-dev).
-HAVE_LIBFUZZER = $(shell printf 'int LLVMFuzzerTestOneInput(const char *d, unsigned long n) { return 0; }' | \
-  clang -x c - -fsanitize=fuzzer -o /tmp/cflux-fuzz-probe 2>/dev/null && echo yes; rm -f /tmp/cflux-fuzz-probe)
-
-test-fuzz: deps
-ifeq ($(HAVE_LIBFUZZER),yes)
-	@$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=$(FUZZ_SECONDS)
-else
-	@echo "fuzz: skipped: clang's libFuzzer is not installed (apt-get install clang libclang-rt-dev)"
-endif
+# Fuzzing needs clang with its libFuzzer runtime (Debian: clang, libclang-rt-dev),
+# which test-deps installs.
+test-fuzz: test-deps
+	@$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=30 FUZZ_OTHERS=10
 
 fuzz: deps
 	@$(CMAKE) -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DCFLUX_FUZZ=ON -DCFLUX_BLAS=OFF -DCFLUX_TESTS=OFF >/dev/null
-	@$(CMAKE) --build build-fuzz -j $(JOBS) --target fuzz_model fuzz_safetensors
+	@$(CMAKE) --build build-fuzz -j $(JOBS) --target $(FUZZERS)
 	@sh tests/fuzz/run.sh build-fuzz/fuzz_model tests/fuzz/corpus_model $(FUZZ_SECONDS)
-	@sh tests/fuzz/run.sh build-fuzz/fuzz_safetensors tests/fuzz/corpus_safetensors 10
+	@for f in $(filter-out fuzz_model,$(FUZZERS)); do \
+	  sh tests/fuzz/run.sh build-fuzz/$$f tests/fuzz/corpus_$${f#fuzz_} $(FUZZ_OTHERS) || exit 1; \
+	done
 
 install: build
 	@$(CMAKE) --install build --prefix $(PREFIX)
 
 clean:
-	rm -rf build build-asan build-fuzz
+	rm -rf build build-asan build-fuzz build-venv

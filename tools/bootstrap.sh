@@ -1,8 +1,10 @@
 #!/bin/sh
 # bootstrap.sh - make sure the Debian packages that cflux needs are installed.
 #
-#   tools/bootstrap.sh build   what building and testing need
+#   tools/bootstrap.sh build   what building needs
 #   tools/bootstrap.sh demo    the same, plus the Fashion-MNIST data set
+#   tools/bootstrap.sh test    what every test needs: the data set, clang with its
+#                              libFuzzer runtime, Python's venv
 #
 # As root, a missing package is installed with apt-get; otherwise this prints the
 # exact command to run and fails, changing nothing.
@@ -11,8 +13,9 @@ set -eu
 need="cmake gcc make pkg-config libopenblas-dev libcjson-dev zlib1g-dev"
 case "${1:-build}" in
   demo) need="$need dataset-fashion-mnist" ;;
+  test) need="$need dataset-fashion-mnist clang libclang-rt-dev python3-venv" ;;
   build) ;;
-  *) echo "usage: $0 [build|demo]" >&2; exit 2 ;;
+  *) echo "usage: $0 [build|demo|test]" >&2; exit 2 ;;
 esac
 
 missing=""

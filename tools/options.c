@@ -6,6 +6,35 @@
 #include <stdlib.h>
 #include <string.h>
 
+static FILE *out_stream, *err_stream;
+
+void options_streams(FILE *out, FILE *err)
+{
+    out_stream = out;
+    err_stream = err;
+}
+
+#define OUT (out_stream ? out_stream : stdout)
+#define ERR (err_stream ? err_stream : stderr)
+
+/* A user's argument as a message shows it: control characters as \xNN (so that a
+ * message stays one line), at most 60 bytes. buf holds 256. */
+static const char *shown(const char *s, size_t len, char *buf)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < len && s[i] && k < 240; i++) {
+        unsigned char ch = (unsigned char)s[i];
+        if (i == 60) {
+            k += (size_t)snprintf(buf + k, 256 - k, "...");
+            break;
+        }
+        if (ch < 0x20 || ch == 0x7f) k += (size_t)snprintf(buf + k, 256 - k, "\\x%02x", ch);
+        else buf[k++] = (char)ch;
+    }
+    buf[k] = 0;
+    return buf;
+}
+
 /* Edit distance between a and b, capped at 9 (names are short). */
 static int distance(const char *a, const char *b)
 {
@@ -37,8 +66,8 @@ static const opt *find(const command *c, const char *name, size_t len)
 /* "unknown option" with what the user probably meant. */
 static int unknown(const command *c, const char *arg, size_t len)
 {
-    char name[64];
-    snprintf(name, sizeof name, "%.*s", (int)(len < 60 ? len : 60), arg);
+    char name[256];
+    shown(arg, len, name);
     const opt *best = NULL;
     int bd = 9;
     size_t nl = strlen(name);
@@ -50,16 +79,16 @@ static int unknown(const command *c, const char *arg, size_t len)
         if (d < bd) bd = d, best = o;
     }
     if (best && bd <= (nl > 6 ? 3 : 2)) {
-        fprintf(stderr, "cflux %s: unknown option '%s' (did you mean %s?)\n", c->name, name, best->name);
+        fprintf(ERR, "cflux %s: unknown option '%s' (did you mean %s?)\n", c->name, name, best->name);
         return 2;
     }
     for (const command *k = cf_commands; k->name; k++)
         if (k != c && find(k, name, strlen(name))) {
-            fprintf(stderr, "cflux %s: %s is an option of 'cflux %s', not of %s (cflux help %s lists its options)\n",
+            fprintf(ERR, "cflux %s: %s is an option of 'cflux %s', not of %s (cflux help %s lists its options)\n",
                     c->name, name, k->name, c->name, c->name);
             return 2;
         }
-    fprintf(stderr, "cflux %s: unknown option '%s' (cflux help %s lists its options)\n", c->name, name, c->name);
+    fprintf(ERR, "cflux %s: unknown option '%s' (cflux help %s lists its options)\n", c->name, name, c->name);
     return 2;
 }
 
@@ -87,20 +116,20 @@ int parse_size(const char *s, size_t *out)
 /* Store one option's value: 0, or 2 with the message. */
 static int store(const command *c, const opt *o, const char *v, args *a)
 {
-    char *field = (char *)a + o->off;
+    char *field = (char *)a + o->off, buf[256];
     if (o->kind == OPT_FLAG) {
         *(int *)field = 1;
         return 0;
     }
     if (!v) {
-        fprintf(stderr, "cflux %s: %s needs a value: %s %s\n", c->name, o->name, o->name, o->arg);
+        fprintf(ERR, "cflux %s: %s needs a value: %s %s\n", c->name, o->name, o->name, o->arg);
         return 2;
     }
     char *end;
     switch (o->kind) {
     case OPT_STR:
         if (!*v) {
-            fprintf(stderr, "cflux %s: %s needs a value, not an empty string\n", c->name, o->name);
+            fprintf(ERR, "cflux %s: %s needs a value, not an empty string\n", c->name, o->name);
             return 2;
         }
         *(const char **)field = v;
@@ -108,7 +137,8 @@ static int store(const command *c, const opt *o, const char *v, args *a)
     case OPT_SIZE: {
         size_t sz;
         if (parse_size(v, &sz)) {
-            fprintf(stderr, "cflux %s: %s needs a size such as 512M or 4G, not '%s'\n", c->name, o->name, v);
+            fprintf(ERR, "cflux %s: %s needs a size such as 512M or 4G, not '%s'\n", c->name, o->name,
+                    shown(v, strlen(v), buf));
             return 2;
         }
         *(const char **)field = v;
@@ -118,8 +148,8 @@ static int store(const command *c, const opt *o, const char *v, args *a)
         errno = 0;
         unsigned long long x = *v >= '0' && *v <= '9' ? strtoull(v, &end, 10) : 0;
         if (!(*v >= '0' && *v <= '9') || errno || *end) {
-            fprintf(stderr, "cflux %s: %s needs a whole number from 0 to 18446744073709551615, not '%s'\n", c->name,
-                    o->name, v);
+            fprintf(ERR, "cflux %s: %s needs a whole number from 0 to 18446744073709551615, not '%s'\n", c->name,
+                    o->name, shown(v, strlen(v), buf));
             return 2;
         }
         *(uint64_t *)field = x;
@@ -128,12 +158,13 @@ static int store(const command *c, const opt *o, const char *v, args *a)
     }
     default: {
         errno = 0;
-        double x = *v && *v != ' ' ? strtod(v, &end) : NAN;
+        end = (char *)v;
+        double x = (*v >= '0' && *v <= '9') || *v == '-' || *v == '.' || *v == '+' ? strtod(v, &end) : NAN;
         int whole = o->kind == OPT_INT;
-        if (!*v || *end || errno || !(x >= o->lo && x <= o->hi) || (whole && x != floor(x))) {
-            fprintf(stderr, whole ? "cflux %s: %s needs a whole number from %.0f to %.0f, not '%s'\n"
+        if (!*v || *end || end == v || errno || !(x >= o->lo && x <= o->hi) || (whole && x != floor(x))) {
+            fprintf(ERR, whole ? "cflux %s: %s needs a whole number from %.0f to %.0f, not '%s'\n"
                                   : "cflux %s: %s needs a number from %g to %g, not '%s'\n",
-                    c->name, o->name, o->lo, o->hi, v);
+                    c->name, o->name, o->lo, o->hi, shown(v, strlen(v), buf));
             return 2;
         }
         *(double *)field = x;
@@ -152,7 +183,7 @@ int args_parse(const command *c, int argc, char **argv, args *a)
     for (int i = 0; i < argc; i++) {
         const char *s = argv[i];
         if (!strcmp(s, "--help") || !strcmp(s, "-h")) {
-            command_help(c, stdout);
+            command_help(c, OUT);
             return 1;
         }
         if (s[0] == '-' && s[1] && !(s[1] >= '0' && s[1] <= '9')) {
@@ -161,7 +192,7 @@ int args_parse(const command *c, int argc, char **argv, args *a)
             const opt *o = find(c, s, len);
             if (!o) return unknown(c, s, len);
             if (o->kind == OPT_FLAG && eq) {
-                fprintf(stderr, "cflux %s: %s takes no value\n", c->name, o->name);
+                fprintf(ERR, "cflux %s: %s takes no value\n", c->name, o->name);
                 return 2;
             }
             const char *v = eq ? eq + 1 : o->kind == OPT_FLAG ? NULL : i + 1 < argc ? argv[++i] : NULL;
@@ -170,13 +201,15 @@ int args_parse(const command *c, int argc, char **argv, args *a)
             continue;
         }
         if (a->npos >= c->npos) {
-            fprintf(stderr, "cflux %s: takes %s; '%s' is one argument too many\n", c->name, c->positional, s);
+            char buf[256];
+            fprintf(ERR, "cflux %s: takes %s; '%s' is one argument too many\n", c->name, c->positional,
+                    shown(s, strlen(s), buf));
             return 2;
         }
         a->pos[a->npos++] = s;
     }
     if (a->npos < c->npos) {
-        fprintf(stderr, "cflux %s: needs %s (usage: cflux %s %s [OPTIONS]; cflux help %s says more)\n", c->name,
+        fprintf(ERR, "cflux %s: needs %s (usage: cflux %s %s [OPTIONS]; cflux help %s says more)\n", c->name,
                 c->positional, c->name, c->positional, c->name);
         return 2;
     }

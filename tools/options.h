@@ -52,6 +52,9 @@ int args_parse(const command *c, int argc, char **argv, args *a);
 /* The help of one command, made from its table. */
 void command_help(const command *c, FILE *f);
 
+/* Where args_parse writes help and messages (NULL: stdout and stderr). */
+void options_streams(FILE *out, FILE *err);
+
 /* A size such as 512M, 4G, 1.5G or 1000000 (bytes): 0, or -1 when malformed. */
 int parse_size(const char *s, size_t *out);
 

@@ -32,5 +32,10 @@ expect 0 'digraph model' graph "$src/models/tlp.flux"
 expect 0 'param first.W' graph "$src/models/tlp.flux"
 expect 1 'matrix product shapes do not match' graph "$tmp/bad.flux"
 "$tool" graph "$src/models/mlp.flux" -o "$tmp/g.dot" && grep -q 'input x' "$tmp/g.dot" && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "graph -o did not write the file"; }
+# check compiles and checks shapes without allocating the 9.4 GB of weights
+echo 'model = Chain(Input(784), Affine(3000000), softmax)' > "$tmp/big.flux"
+expect 0 'big.flux: ok: 2355000000 weights in 2 parameters (9420.0 MB)' check "$tmp/big.flux" --max-memory 64M
+expect 0 'usage: cflux check MODEL' help check
+expect 2 "cflux help: unknown command 'frob'" help frob
 echo "tool: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

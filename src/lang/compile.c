@@ -467,11 +467,16 @@ static int not_yet(cc *c, env *en, const ast *e, const char *what);
 static int param_node(cc *c, param *p, value *out)
 {
     if (!p->node) {
-        char name[512] = "", tmp[512];
+        char name[512] = "";
         snprintf(name, sizeof name, "%s", p->local ? p->local : "param");
-        for (inst *i = p->owner; i && i->local; i = i->parent) {
-            snprintf(tmp, sizeof tmp, "%s.%s", i->local, name);
-            memcpy(name, tmp, sizeof name);
+        for (inst *i = p->owner; i && i->local; i = i->parent) {   /* "outer.inner.W" */
+            size_t a = strlen(i->local), b = strlen(name);
+            if (a + 1 + b >= sizeof name)
+                return cf_seterr("%s:%d:%d: error: the parameter's full name (%.40s...) is longer than %zu characters",
+                                 p->file, p->line, p->col, i->local, sizeof name - 1);
+            memmove(name + a + 1, name, b + 1);
+            memcpy(name, i->local, a);
+            name[a] = '.';
         }
         p->node = cf_param_at(c->m, name, p->shape, p->init, p->file, p->line, p->col);
         if (!p->node) return -1;

@@ -118,6 +118,25 @@ CF_API int  cf_threads(void);
 CF_API int cf_set_gemm(const char *name);
 CF_API const char *cf_gemm_name(void);
 
+/* The memory limit. The library's big blocks (dataset arrays, parameters, their
+ * gradients, optimizer state, executors' activation memory) are counted, process-wide
+ * and thread-safely, against a limit; a request that would pass it fails before
+ * anything is allocated, with a message that names what it was for ("error: data.csv:
+ * the data needs 9.1 GB, above the memory limit of 4.0 GB (CFLUX_MAX_MEMORY or
+ * --max-memory)"; for parameters, the largest one and where the model made it).
+ * The default limit is $CFLUX_MAX_MEMORY, read at first use: bytes, or a number with
+ * K, M, G or T (powers of 1024, as messages print them): 512M, 4G, 1.5G. Unset or
+ * empty, it is the machine's physical memory. A malformed value is not ignored: every
+ * counted request fails with a message saying what is wrong with it, until a limit is
+ * set here. cf_set_memory_limit(bytes) sets the limit; 0 restores the default,
+ * reading $CFLUX_MAX_MEMORY again (0, or -1 with the message when it is malformed).
+ * A lower limit than what is in use refuses new requests only. cf_memory_limit gives
+ * the limit in bytes (0, with the message, when $CFLUX_MAX_MEMORY is malformed);
+ * cf_memory_in_use the bytes counted now. */
+CF_API int    cf_set_memory_limit(size_t bytes);
+CF_API size_t cf_memory_limit(void);
+CF_API size_t cf_memory_in_use(void);
+
 /* ---- Models ------------------------------------------------------------------------ */
 
 typedef struct cf_model cf_model;   /* a graph and its named parameters */

@@ -11,6 +11,7 @@
 
 #include "core/error.h"
 #include "core/graph.h"
+#include "core/mem.h"
 #include "ops/op.h"
 
 /* ---- arena ---- */
@@ -74,8 +75,8 @@ void cf_model_free(cf_model *m)
     free(m->builderr);
     free(m->source);
     free(m->source_name);
-    free(m->pdata);
-    free(m->pgrad);
+    cf_mem_free(m->pdata);
+    cf_mem_free(m->pgrad);
     free(m->poff);
     cf_arena_free(&m->arena);
     free(m);

@@ -382,11 +382,15 @@ typedef struct cf_dataset cf_dataset;
 /* From arrays, copied: x is n samples of shape xs, y is n * ysize targets. */
 CF_API cf_dataset *cf_dataset_from_arrays(const float *x, cf_shape xs, const float *y, int ysize, size_t n);
 /* IDX files (the MNIST format), plain or gzip'd: images (n, h, w) of bytes, scaled to
- * [0, 1], and labels (n) of bytes. */
+ * [0, 1], and labels (n) of bytes. The dataset is named after the images file
+ * (cf_dataset_target_name gives the labels file). */
 CF_API cf_dataset *cf_dataset_load_idx(const char *images, const char *labels);
 /* CSV of numbers, one sample per row. label_col: the column of the target (0-based;
  * negative counts from the end). header: 1 the first row is a header, 0 it is not,
- * -1 decide (a first row with a field that is not a number is a header). */
+ * -1 decide (a first row with a field that is not a number is a header). The file is
+ * parsed as it is read: memory is the numbers (counted against the memory limit, so
+ * a file too large is refused as soon as it passes it) plus a line; a line longer
+ * than 64 MiB is refused. */
 CF_API cf_dataset *cf_dataset_load_csv(const char *path, int label_col, int header);
 /* Inputs alone, for prediction: an IDX file of bytes (images, scaled to [0, 1]) or a
  * CSV file of numbers (every column a feature; header detected). Targets are 0. */
@@ -408,7 +412,37 @@ CF_API int          cf_dataset_target_size(const cf_dataset *d);
 CF_API int          cf_dataset_classes(const cf_dataset *d);
 CF_API const float *cf_dataset_x(const cf_dataset *d);   /* n * sample count floats */
 CF_API const float *cf_dataset_y(const cf_dataset *d);   /* n * target_size floats */
-CF_API const char  *cf_dataset_name(const cf_dataset *d);  /* where it came from, for messages */
+/* Where the inputs came from, for messages: the CSV file, the IDX images file,
+ * "arrays". */
+CF_API const char  *cf_dataset_name(const cf_dataset *d);
+/* Where the targets came from, for messages about labels: the IDX labels file, else
+ * the same as cf_dataset_name. */
+CF_API const char  *cf_dataset_target_name(const cf_dataset *d);
+
+/* The columns of a CSV dataset (0-based, counting the label column; kept by splits):
+ * how many the file has (0 when the dataset is not from a CSV file), which one holds
+ * the label (-1 when not from a CSV file with labels), and a column's name from the
+ * header row (trimmed, one pair of double quotes taken off, control characters as '?',
+ * cut to 63 bytes; NULL when the file has no header, or col is out of range). */
+CF_API int          cf_dataset_column_count(const cf_dataset *d);
+CF_API int          cf_dataset_label_column(const cf_dataset *d);
+CF_API const char  *cf_dataset_column_name(const cf_dataset *d, int col);
+
+/* A summary of the targets, for checks before training (a label column that holds one
+ * class, or that looks like a feature). Over all n * target_size targets: distinct
+ * values are counted exactly up to CF_TARGET_DISTINCT_MAX; past that, more is 1 and
+ * distinct stays at the maximum (-0 counts as 0, all NaNs as one value). whole: every
+ * target is a finite whole number. min, max: over the targets that are not NaN (NAN
+ * when none is). 0, or -1 with the error (NULL arguments). */
+#define CF_TARGET_DISTINCT_MAX 65536
+typedef struct cf_target_stats {
+    size_t count;       /* targets looked at */
+    size_t distinct;    /* distinct values, at most CF_TARGET_DISTINCT_MAX */
+    int more;           /* 1: there are more distinct values than that */
+    int whole;          /* 1: all are whole numbers */
+    double min, max;
+} cf_target_stats;
+CF_API int cf_dataset_target_stats(const cf_dataset *d, cf_target_stats *s);
 /* Split off a validation set: round(fraction * n) samples, chosen by the seed. */
 CF_API int cf_dataset_split(const cf_dataset *d, double fraction, uint64_t seed, cf_dataset **train,
                             cf_dataset **val);

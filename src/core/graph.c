@@ -29,7 +29,7 @@ void *cf_arena_alloc(cf_arena *a, size_t bytes)
     if (!c || c->size - c->used < bytes) {
         size_t size = bytes > 16384 ? bytes : 16384;
         c = calloc(1, sizeof *c + size);
-        if (!c) return NULL;
+        if (!c) return cf_oom(sizeof *c + size), NULL;
         c->size = size;
         c->next = a->head;
         a->head = c;

@@ -5,7 +5,8 @@
 #   make test      build and run every test: a release build (OpenBLAS), then a
 #                  build with AddressSanitizer and UndefinedBehaviorSanitizer that
 #                  uses the built-in matrix product, then 30 s of fuzzing of the
-#                  notation's compiler (when clang's libFuzzer is installed)
+#                  notation's compiler and 10 s each of the safetensors, CSV and
+#                  IDX readers (when clang's libFuzzer is installed)
 #   make fuzz FUZZ_SECONDS=600   a longer fuzzing run
 #   make install PREFIX=/usr/local
 #
@@ -56,9 +57,11 @@ endif
 
 fuzz: deps
 	@$(CMAKE) -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DCFLUX_FUZZ=ON -DCFLUX_BLAS=OFF -DCFLUX_TESTS=OFF >/dev/null
-	@$(CMAKE) --build build-fuzz -j $(JOBS) --target fuzz_model fuzz_safetensors
+	@$(CMAKE) --build build-fuzz -j $(JOBS) --target fuzz_model fuzz_safetensors fuzz_csv fuzz_idx
 	@sh tests/fuzz/run.sh build-fuzz/fuzz_model tests/fuzz/corpus_model $(FUZZ_SECONDS)
 	@sh tests/fuzz/run.sh build-fuzz/fuzz_safetensors tests/fuzz/corpus_safetensors 10
+	@sh tests/fuzz/run.sh build-fuzz/fuzz_csv tests/fuzz/corpus_csv 10
+	@sh tests/fuzz/run.sh build-fuzz/fuzz_idx tests/fuzz/corpus_idx 10
 
 install: build
 	@$(CMAKE) --install build --prefix $(PREFIX)

@@ -143,8 +143,26 @@ CF_API int  cf_threads(void);
  * when the library was built with it; $CFLUX_GEMM=builtin overrides). Returns 0, or
  * -1 for a name this build does not have. */
 CF_API int cf_set_gemm(const char *name);
-CF_API int cf_set_memory_limit(size_t bytes);   /* placeholder until the data layer lands */
 CF_API const char *cf_gemm_name(void);
+
+/* The memory limit. The library's big blocks (dataset arrays, parameters, their
+ * gradients, optimizer state, executors' activation memory) are counted, process-wide
+ * and thread-safely, against a limit; a request that would pass it fails before
+ * anything is allocated, with a message that names what it was for ("error: data.csv:
+ * the data needs 9.1 GB, above the memory limit of 4.0 GB (CFLUX_MAX_MEMORY or
+ * --max-memory)"; for parameters, the largest one and where the model made it).
+ * The default limit is $CFLUX_MAX_MEMORY, read at first use: bytes, or a number with
+ * K, M, G or T (powers of 1024, as messages print them): 512M, 4G, 1.5G. Unset or
+ * empty, it is the machine's physical memory. A malformed value is not ignored: every
+ * counted request fails with a message saying what is wrong with it, until a limit is
+ * set here. cf_set_memory_limit(bytes) sets the limit; 0 restores the default,
+ * reading $CFLUX_MAX_MEMORY again (0, or -1 with the message when it is malformed).
+ * A lower limit than what is in use refuses new requests only. cf_memory_limit gives
+ * the limit in bytes (0, with the message, when $CFLUX_MAX_MEMORY is malformed);
+ * cf_memory_in_use the bytes counted now. */
+CF_API int    cf_set_memory_limit(size_t bytes);
+CF_API size_t cf_memory_limit(void);
+CF_API size_t cf_memory_in_use(void);
 
 /* ---- Files ------------------------------------------------------------------------
  *
@@ -411,11 +429,15 @@ typedef struct cf_dataset cf_dataset;
 /* From arrays, copied: x is n samples of shape xs, y is n * ysize targets. */
 CF_API cf_dataset *cf_dataset_from_arrays(const float *x, cf_shape xs, const float *y, int ysize, size_t n);
 /* IDX files (the MNIST format), plain or gzip'd: images (n, h, w) of bytes, scaled to
- * [0, 1], and labels (n) of bytes. */
+ * [0, 1], and labels (n) of bytes. The dataset is named after the images file
+ * (cf_dataset_target_name gives the labels file). */
 CF_API cf_dataset *cf_dataset_load_idx(const char *images, const char *labels);
 /* CSV of numbers, one sample per row. label_col: the column of the target (0-based;
  * negative counts from the end). header: 1 the first row is a header, 0 it is not,
- * -1 decide (a first row with a field that is not a number is a header). */
+ * -1 decide (a first row with a field that is not a number is a header). The file is
+ * parsed as it is read: memory is the numbers (counted against the memory limit, so
+ * a file too large is refused as soon as it passes it) plus a line; a line longer
+ * than 64 MiB is refused. */
 CF_API cf_dataset *cf_dataset_load_csv(const char *path, int label_col, int header);
 /* Inputs alone, for prediction: an IDX file of bytes (images, scaled to [0, 1]) or a
  * CSV file of numbers (every column a feature; header detected). Targets are 0. */
@@ -437,14 +459,37 @@ CF_API int          cf_dataset_target_size(const cf_dataset *d);
 CF_API int          cf_dataset_classes(const cf_dataset *d);
 CF_API const float *cf_dataset_x(const cf_dataset *d);   /* n * sample count floats */
 CF_API const float *cf_dataset_y(const cf_dataset *d);   /* n * target_size floats */
-CF_API const char  *cf_dataset_name(const cf_dataset *d);  /* where it came from, for messages */
-/* Where the targets came from: the labels file of an IDX pair, else the name. */
+/* Where the inputs came from, for messages: the CSV file, the IDX images file,
+ * "arrays". */
+CF_API const char  *cf_dataset_name(const cf_dataset *d);
+/* Where the targets came from, for messages about labels: the IDX labels file, else
+ * the same as cf_dataset_name. */
 CF_API const char  *cf_dataset_target_name(const cf_dataset *d);
-/* For CSV data: the file's column of the labels (0-based; -1 otherwise), the number
- * of columns (0 otherwise) and a column's name from the header (NULL without one). */
-CF_API int          cf_dataset_label_column(const cf_dataset *d);
+
+/* The columns of a CSV dataset (0-based, counting the label column; kept by splits):
+ * how many the file has (0 when the dataset is not from a CSV file), which one holds
+ * the label (-1 when not from a CSV file with labels), and a column's name from the
+ * header row (trimmed, one pair of double quotes taken off, control characters as '?',
+ * cut to 63 bytes; NULL when the file has no header, or col is out of range). */
 CF_API int          cf_dataset_column_count(const cf_dataset *d);
+CF_API int          cf_dataset_label_column(const cf_dataset *d);
 CF_API const char  *cf_dataset_column_name(const cf_dataset *d, int col);
+
+/* A summary of the targets, for checks before training (a label column that holds one
+ * class, or that looks like a feature). Over all n * target_size targets: distinct
+ * values are counted exactly up to CF_TARGET_DISTINCT_MAX; past that, more is 1 and
+ * distinct stays at the maximum (-0 counts as 0, all NaNs as one value). whole: every
+ * target is a finite whole number. min, max: over the targets that are not NaN (NAN
+ * when none is). 0, or -1 with the error (NULL arguments). */
+#define CF_TARGET_DISTINCT_MAX 65536
+typedef struct cf_target_stats {
+    size_t count;       /* targets looked at */
+    size_t distinct;    /* distinct values, at most CF_TARGET_DISTINCT_MAX */
+    int more;           /* 1: there are more distinct values than that */
+    int whole;          /* 1: all are whole numbers */
+    double min, max;
+} cf_target_stats;
+CF_API int cf_dataset_target_stats(const cf_dataset *d, cf_target_stats *s);
 /* Split off a validation set: round(fraction * n) samples, chosen by the seed. */
 CF_API int cf_dataset_split(const cf_dataset *d, double fraction, uint64_t seed, cf_dataset **train,
                             cf_dataset **val);

@@ -1,6 +1,7 @@
-/* test_data.c - the data readers: IDX (plain and gzip'd), CSV, data specs, splits,
- * and the real Fashion-MNIST where it is installed. Small files are written into a
- * temporary directory by hand, headers and all. */
+/* test_data.c - the data readers: IDX (plain and gzip'd), CSV (read a chunk at a time
+ * across every boundary, long lines, the columns it remembers), data specs, splits,
+ * the summary of targets, and the real Fashion-MNIST where it is installed. Small
+ * files are written into a temporary directory by hand, headers and all. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -9,6 +10,8 @@
 #include <zlib.h>
 
 #include "cflux.h"
+#include "core/mem.h"
+#include "data/data.h"
 #include "test.h"
 
 static char dir[64];
@@ -72,7 +75,8 @@ static void write_small_idx(const char *images, const char *labels, int gz)
     write_idx(labels, 1, (uint32_t[]){3}, labels3, 3, gz);
 }
 
-static void check_small(cf_dataset *d, const char *labels)
+/* The small IDX dataset, named after its images file; its targets after the labels. */
+static void check_small(cf_dataset *d, const char *images, const char *labels)
 {
     CHECK(d != NULL);
     if (!d) {
@@ -84,7 +88,10 @@ static void check_small(cf_dataset *d, const char *labels)
     CHECK(s.rank == 2 && s.d[0] == 2 && s.d[1] == 3);
     CHECK(cf_dataset_target_size(d) == 1);
     CHECK(cf_dataset_classes(d) == 3);
-    CHECK_HAS(cf_dataset_name(d), labels);
+    CHECK_HAS(cf_dataset_name(d), images);
+    CHECK(strstr(cf_dataset_name(d), labels) == NULL);
+    CHECK_HAS(cf_dataset_target_name(d), labels);
+    CHECK(cf_dataset_column_count(d) == 0 && cf_dataset_label_column(d) == -1 && !cf_dataset_column_name(d, 0));
     const float *x = cf_dataset_x(d), *y = cf_dataset_y(d);
     int exact = 1;
     for (int i = 0; i < 18; i++) exact &= x[i] == (float)pixels[i] / 255.0f;
@@ -97,7 +104,7 @@ TEST(idx_round_trip_plain)
 {
     write_small_idx("a-images", "a-labels", 0);
     cf_dataset *d = cf_dataset_load_idx(tmp("a-images"), tmp("a-labels"));
-    check_small(d, "a-labels");
+    check_small(d, "a-images", "a-labels");
     cf_dataset_free(d);
 }
 
@@ -105,12 +112,12 @@ TEST(idx_round_trip_gz)
 {
     write_small_idx("b-images.gz", "b-labels.gz", 1);
     cf_dataset *d = cf_dataset_load_idx(tmp("b-images.gz"), tmp("b-labels.gz"));
-    check_small(d, "b-labels.gz");
+    check_small(d, "b-images.gz", "b-labels.gz");
     cf_dataset_free(d);
     /* one of each */
     write_small_idx("c-images.gz", "c-labels", 0);
     d = cf_dataset_load_idx(tmp("b-images.gz"), tmp("c-labels"));
-    check_small(d, "c-labels");
+    check_small(d, "b-images.gz", "c-labels");
     cf_dataset_free(d);
 }
 
@@ -233,10 +240,13 @@ TEST(idx_huge_claims)
     write_idx("h-max.gz", 4, (uint32_t[]){0xffffffffu, 0xffffffffu, 0xffffffffu, 0xffffffffu}, pixels, 18, 1);
     CHECK(cf_dataset_load_idx(tmp("h-max.gz"), tmp("h-labels")) == NULL);
     CHECK_HAS(cf_last_error(), "more than the limit");
-    /* 2^30 bytes claimed, under the limit, but 18 there: refused after reading 18 */
+    /* 2^30 bytes claimed, under the limits (of values, and of memory, set high here:
+     * the memory is taken as the data arrives), but 18 there: refused after reading 18 */
+    cf_set_memory_limit((size_t)64 << 30);
     write_idx("h-lie", 3, (uint32_t[]){1u << 14, 256, 256}, pixels, 18, 0);
     CHECK(cf_dataset_load_idx(tmp("h-lie"), tmp("h-labels")) == NULL);
     CHECK_HAS(cf_last_error(), "h-lie: truncated: the header says 16384 images of 256x256 but the file holds 0");
+    cf_set_memory_limit(0);
     write_idx("h-labels-lie", 1, (uint32_t[]){0xffffffffu}, labels3, 3, 0);
     write_small_idx("h-images2", "unused-labels", 0);
     CHECK(cf_dataset_load_idx(tmp("h-images2"), tmp("h-labels-lie")) == NULL);
@@ -396,6 +406,235 @@ TEST(csv_classes)
     cf_dataset_free(d);
 }
 
+/* Two datasets hold the same numbers, shapes and columns. */
+static int same_data(const cf_dataset *a, const cf_dataset *b)
+{
+    if (!a || !b || cf_dataset_count(a) != cf_dataset_count(b)) return 0;
+    cf_shape sa = cf_dataset_sample_shape(a), sb = cf_dataset_sample_shape(b);
+    size_t n = cf_dataset_count(a), f = (size_t)sa.d[0];
+    if (sa.rank != 1 || sb.rank != 1 || sa.d[0] != sb.d[0]) return 0;
+    if (memcmp(cf_dataset_x(a), cf_dataset_x(b), n * f * sizeof(float)) ||
+        memcmp(cf_dataset_y(a), cf_dataset_y(b), n * sizeof(float)))
+        return 0;
+    if (cf_dataset_column_count(a) != cf_dataset_column_count(b) ||
+        cf_dataset_label_column(a) != cf_dataset_label_column(b))
+        return 0;
+    for (int c = 0; c < cf_dataset_column_count(a); c++) {
+        const char *na = cf_dataset_column_name(a, c), *nb = cf_dataset_column_name(b, c);
+        if ((na == NULL) != (nb == NULL) || (na && strcmp(na, nb))) return 0;
+    }
+    return 1;
+}
+
+/* Read a file through the stream reader with small chunks and lines. */
+static cf_dataset *csv_chunked(const char *name, const cf_csv_opts *o)
+{
+    gzFile f = cf_data_gzopen(tmp(name));
+    if (!f) return NULL;
+    cf_dataset *d = cf_data_csv_read(f, tmp(name), o);
+    gzclose(f);
+    return d;
+}
+
+/* Chunks of 1 to 9 bytes cut lines, CRLFs, the byte-order mark and numbers at every
+ * place: the result is the same as in one piece, and so are the errors. */
+TEST(csv_chunks)
+{
+    const char *texts[] = {
+        "\xEF\xBB\xBF" "f1 , f2 ,y\r\n 1.5 ,\t-2e1 , 1\r\n\r\n  \r\n3,4,0\r\n5, 6 ,1",
+        "1,2,3\n4,5,6\n\n\n7,8,9\n",
+        "a,b\n0.25,1\n-0.5,0\n123456789,2\n1e-3,3",
+        "x\n1\n2\n",
+    };
+    for (int t = 0; t < 4; t++) {
+        write_text("chunks.csv", texts[t]);
+        for (int gz = 0; gz < 2; gz++) {
+            write_file("chunks.csv", texts[t], strlen(texts[t]), gz);
+            cf_csv_opts o = {.has_label = t < 3, .label_col = -1, .header = -1};
+            cf_dataset *whole = csv_chunked("chunks.csv", &o);
+            CHECK(whole != NULL);
+            int same = 1;
+            for (size_t chunk = 1; chunk <= 9; chunk++) {
+                o.chunk = chunk;
+                cf_dataset *d = csv_chunked("chunks.csv", &o);
+                if (!same_data(whole, d)) {
+                    fprintf(stderr, "  text %d, gz %d, chunk %zu: %s\n", t, gz, chunk, d ? "differs" : cf_last_error());
+                    same = 0;
+                }
+                cf_dataset_free(d);
+            }
+            CHECK(same);
+            cf_dataset_free(whole);
+        }
+    }
+    write_text("chunks.csv", "1,2\r\n\r\n\r\n3,q\r\n");
+    for (size_t chunk = 1; chunk <= 5; chunk++) {
+        cf_csv_opts o = {.has_label = 1, .label_col = -1, .header = 0, .chunk = chunk};
+        CHECK(csv_chunked("chunks.csv", &o) == NULL);
+        CHECK_HAS(cf_last_error(), "chunks.csv:4: 'q' is not a number (column 2)");
+    }
+    CHECK(cf_memory_in_use() == 0);
+}
+
+/* Lines longer than a chunk are put together; past the longest a line may be, the
+ * line is refused by number. */
+TEST(csv_long_lines)
+{
+    /* a header of 300000 names (2 MB, two chunks), two rows of numbers */
+    size_t cols = 300000;
+    char *text = malloc(cols * 16 * 3), *p = text;
+    for (size_t c = 0; c < cols; c++) p += sprintf(p, "%sc%zu", c ? "," : "", c);
+    for (int r = 0; r < 2; r++) {
+        *p++ = '\n';
+        for (size_t c = 0; c < cols; c++) p += sprintf(p, "%s%d", c ? "," : "", (int)(c % 10) + r);
+    }
+    *p = 0;
+    write_file("wide.csv.gz", text, (size_t)(p - text), 1);
+    free(text);
+    cf_dataset *d = cf_dataset_load_csv(tmp("wide.csv.gz"), -1, -1);
+    CHECK(d && cf_dataset_count(d) == 2 && cf_dataset_sample_shape(d).d[0] == (int)cols - 1);
+    CHECK(d && cf_dataset_x(d)[12] == 2 && cf_dataset_x(d)[cols - 1 + 12] == 3);
+    CHECK(d && cf_dataset_y(d)[0] == (cols - 1) % 10 && cf_dataset_y(d)[1] == (cols - 1) % 10 + 1);
+    CHECK(d && strcmp(cf_dataset_column_name(d, 0), "c0") == 0);
+    CHECK(d && strcmp(cf_dataset_column_name(d, (int)cols - 1), "c299999") == 0);
+    cf_dataset_free(d);
+
+    /* the limit, made small: lines 3 and 4 of 100 and 101 bytes */
+    char big[400];
+    snprintf(big, sizeof big, "1,2\n3,4\n%0100d\n%0101d\n", 0, 0);
+    big[8 + 50] = ',';
+    write_text("long.csv", big);
+    for (size_t chunk = 7; chunk <= 1000; chunk *= 11) {
+        cf_csv_opts o = {.has_label = 1, .label_col = -1, .header = 0, .chunk = chunk, .max_line = 100};
+        CHECK(csv_chunked("long.csv", &o) == NULL);
+        CHECK_HAS(cf_last_error(), "long.csv:4: the line is longer than 100 B, the most a CSV line may hold");
+    }
+    /* and the real one: a line of 64 MiB and one byte, 64 KB gzip'd */
+    gzFile f = gzopen(tmp("huge-line.csv.gz"), "wb");
+    gzputs(f, "1,2\n");
+    char *ones = malloc(1 << 20);
+    memset(ones, '1', 1 << 20);
+    for (int i = 0; i < 64; i++) gzwrite(f, ones, 1 << 20);
+    gzputs(f, "1\n");
+    gzclose(f);
+    free(ones);
+    CHECK(cf_dataset_load_csv(tmp("huge-line.csv.gz"), -1, -1) == NULL);
+    CHECK_HAS(cf_last_error(), "huge-line.csv.gz:2: the line is longer than 64.0 MB, the most a CSV line may hold");
+    CHECK(cf_memory_in_use() == 0);
+}
+
+/* What the columns were: the header's names, the label's column, their count. */
+TEST(csv_columns)
+{
+    cf_dataset *d = csv("cols.csv", "\xEF\xBB\xBF" " a ,\"b c\",\tlabel\r\n1,2,0\n", -1, -1);
+    CHECK(d && cf_dataset_column_count(d) == 3 && cf_dataset_label_column(d) == 2);
+    CHECK(d && strcmp(cf_dataset_column_name(d, 0), "a") == 0);
+    CHECK(d && strcmp(cf_dataset_column_name(d, 1), "b c") == 0);
+    CHECK(d && strcmp(cf_dataset_column_name(d, 2), "label") == 0);
+    CHECK(cf_dataset_column_name(d, 3) == NULL && cf_dataset_column_name(d, -1) == NULL);
+    /* kept by a split */
+    cf_dataset *tr, *va;
+    write_text("cols2.csv", "x,y,z,label\n1,2,3,0\n4,5,6,1\n7,8,9,0\n");
+    cf_dataset *d2 = cf_dataset_load_csv(tmp("cols2.csv"), 1, -1);
+    CHECK(cf_dataset_split(d2, 0.34, 1, &tr, &va) == 0);
+    CHECK(cf_dataset_label_column(va) == 1 && cf_dataset_column_count(tr) == 4);
+    CHECK(tr && strcmp(cf_dataset_column_name(tr, 3), "label") == 0 && strcmp(cf_dataset_column_name(va, 1), "y") == 0);
+    cf_dataset_free(tr);
+    cf_dataset_free(va);
+    cf_dataset_free(d2);
+    cf_dataset_free(d);
+    /* no header: the columns without names; the label counted from the end */
+    d = csv("cols.csv", "1,2,3,4\n5,6,7,8\n", -2, -1);
+    CHECK(d && cf_dataset_column_count(d) == 4 && cf_dataset_label_column(d) == 2);
+    CHECK(cf_dataset_column_name(d, 0) == NULL);
+    cf_dataset_free(d);
+    /* a header given as such, of numbers */
+    d = csv("cols.csv", "1,2\n3,4\n", 0, 1);
+    CHECK(d && strcmp(cf_dataset_column_name(d, 0), "1") == 0 && cf_dataset_label_column(d) == 0);
+    cf_dataset_free(d);
+    /* inputs alone: columns, no label */
+    write_text("cols-in.csv", "p,q\n1,2\n");
+    d = cf_dataset_load_inputs(tmp("cols-in.csv"));
+    CHECK(d && cf_dataset_column_count(d) == 2 && cf_dataset_label_column(d) == -1);
+    CHECK(d && strcmp(cf_dataset_column_name(d, 1), "q") == 0);
+    cf_dataset_free(d);
+    /* names cut to 63 bytes, not inside a UTF-8 character; control bytes shown as '?' */
+    char text[256] = "";
+    for (int i = 0; i < 31; i++) strcat(text, "x");
+    for (int i = 0; i < 20; i++) strcat(text, "\xC3\xA9");   /* é: 31 + 2 * 16 = 63 bytes fit */
+    strcat(text, ",a\x01" "b,\"\",\"\n1,2,3,4\n");
+    d = csv("names.csv", text, -1, -1);
+    const char *n0 = cf_dataset_column_name(d, 0);
+    CHECK(n0 && strlen(n0) == 63 && memcmp(n0 + 61, "\xC3\xA9", 2) == 0);
+    CHECK(d && strcmp(cf_dataset_column_name(d, 1), "a?b") == 0);
+    CHECK(d && strcmp(cf_dataset_column_name(d, 2), "") == 0 && strcmp(cf_dataset_column_name(d, 3), "\"") == 0);
+    cf_dataset_free(d);
+    text[0] = 0;
+    for (int i = 0; i < 32; i++) strcat(text, "x");
+    for (int i = 0; i < 20; i++) strcat(text, "\xC3\xA9");   /* 32 + 31 would split one: 62 bytes */
+    strcat(text, ",b\n1,2\n");
+    d = csv("names.csv", text, -1, -1);
+    CHECK(d && strlen(cf_dataset_column_name(d, 0)) == 62);
+    cf_dataset_free(d);
+    /* not from a CSV file */
+    float x[2] = {1, 2}, y[2] = {0, 1};
+    d = cf_dataset_from_arrays(x, CF_SHAPE(1), y, 1, 2);
+    CHECK(cf_dataset_column_count(d) == 0 && cf_dataset_label_column(d) == -1 && !cf_dataset_column_name(d, 0));
+    CHECK(strcmp(cf_dataset_target_name(d), "arrays") == 0);
+    cf_dataset_free(d);
+    CHECK(cf_dataset_column_count(NULL) == 0 && cf_dataset_label_column(NULL) == -1);
+    CHECK(cf_dataset_column_name(NULL, 0) == NULL && strcmp(cf_dataset_target_name(NULL), "") == 0);
+    CHECK(cf_memory_in_use() == 0);
+}
+
+/* The summary of targets: distinct values (exact, then "more"), whole numbers, range. */
+TEST(target_stats)
+{
+    static float x[70000], y[70000];
+    cf_target_stats s;
+    for (int i = 0; i < 10; i++) y[i] = 3;
+    cf_dataset *d = cf_dataset_from_arrays(x, CF_SHAPE(1), y, 1, 10);
+    CHECK(cf_dataset_target_stats(d, &s) == 0);
+    CHECK(s.count == 10 && s.distinct == 1 && !s.more && s.whole && s.min == 3 && s.max == 3);
+    cf_dataset_free(d);
+    /* fractions; -0 and 0 are one value */
+    float f[6] = {0.5f, -0.0f, 0.0f, 2, 0.5f, -7.25f};
+    d = cf_dataset_from_arrays(x, CF_SHAPE(1), f, 1, 6);
+    CHECK(cf_dataset_target_stats(d, &s) == 0);
+    CHECK(s.distinct == 4 && !s.whole && s.min == -7.25 && s.max == 2);
+    cf_dataset_free(d);
+    /* two targets per sample: all are looked at */
+    d = cf_dataset_from_arrays(x, CF_SHAPE(1), f, 2, 3);
+    CHECK(cf_dataset_target_stats(d, &s) == 0 && s.count == 6 && s.distinct == 4);
+    cf_dataset_free(d);
+    /* exactly the most that is counted, then one more */
+    for (int i = 0; i < 70000; i++) y[i] = (float)(i % CF_TARGET_DISTINCT_MAX);
+    d = cf_dataset_from_arrays(x, CF_SHAPE(1), y, 1, 70000);
+    CHECK(cf_dataset_target_stats(d, &s) == 0);
+    CHECK(s.distinct == CF_TARGET_DISTINCT_MAX && !s.more && s.whole && s.min == 0 && s.max == 65535);
+    cf_dataset_free(d);
+    y[69999] = 1e6f;
+    d = cf_dataset_from_arrays(x, CF_SHAPE(1), y, 1, 70000);
+    CHECK(cf_dataset_target_stats(d, &s) == 0);
+    CHECK(s.distinct == CF_TARGET_DISTINCT_MAX && s.more && s.max == 1e6);
+    cf_dataset_free(d);
+    /* NaN: one value, not whole, outside the range; infinity is not whole */
+    float g[4] = {NAN, 1, -NAN, INFINITY};
+    d = cf_dataset_from_arrays(x, CF_SHAPE(1), g, 1, 4);
+    CHECK(cf_dataset_target_stats(d, &s) == 0);
+    CHECK(s.distinct == 3 && !s.whole && s.min == 1 && isinf(s.max));
+    cf_dataset_free(d);
+    d = cf_dataset_from_arrays(x, CF_SHAPE(1), g, 1, 1);
+    CHECK(cf_dataset_target_stats(d, &s) == 0 && isnan(s.min) && isnan(s.max) && s.distinct == 1);
+    /* from a CSV file, the label column's values */
+    cf_dataset_free(d);
+    d = csv("stats.csv", "a,b,label\n1,2,1\n3,4,1\n", -1, -1);
+    CHECK(cf_dataset_target_stats(d, &s) == 0 && s.distinct == 1 && s.whole);
+    cf_dataset_free(d);
+    CHECK(cf_dataset_target_stats(NULL, &s) == -1);
+    CHECK_HAS(cf_last_error(), "error: cf_dataset_target_stats: ");
+}
+
 TEST(from_arrays)
 {
     float x[12], y[6] = {0, 1, 2, 1, 0, 4};
@@ -551,7 +790,8 @@ TEST(fashion_mnist)
     CHECK(s.rank == 2 && s.d[0] == 28 && s.d[1] == 28);
     CHECK(cf_dataset_classes(tr) == 10 && cf_dataset_classes(te) == 10);
     CHECK(cf_dataset_y(tr)[0] == 9);
-    CHECK_HAS(cf_dataset_name(tr), "train-labels-idx1-ubyte.gz");
+    CHECK_HAS(cf_dataset_name(tr), "train-images-idx3-ubyte.gz");
+    CHECK_HAS(cf_dataset_target_name(tr), "train-labels-idx1-ubyte.gz");
     const float *x = cf_dataset_x(tr);
     float lo = 1, hi = 0;
     for (size_t i = 0; i < 60000 * 784; i++) {
@@ -579,7 +819,7 @@ TEST(spec_forms)
     write_idx("fm/t10k-labels-idx1-ubyte.gz", 1, (uint32_t[]){2}, labels3, 2, 1);
     CHECK(cf_data_open("fashion-mnist", -1, &tr, &te) == 0);
     CHECK(cf_dataset_count(tr) == 3 && cf_dataset_count(te) == 2);
-    check_small(tr, "train-labels-idx1-ubyte.gz");
+    check_small(tr, "train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz");
     cf_dataset_free(tr);
     cf_dataset_free(te);
     /* with a slash at the end too */
@@ -596,7 +836,7 @@ TEST(spec_forms)
     write_small_idx("s-images", "s-labels.gz", 0);
     snprintf(spec, sizeof spec, "idx:%s,%s", tmp("s-images"), tmp("s-labels.gz"));
     CHECK(cf_data_open(spec, -1, &tr, &te) == 0 && te == NULL);
-    check_small(tr, "s-labels.gz");
+    check_small(tr, "s-images", "s-labels.gz");
     cf_dataset_free(tr);
     snprintf(spec, sizeof spec, "idx:%s,%s,%s,%s", tmp("s-images"), tmp("s-labels.gz"), tmp("s-images"),
              tmp("s-labels.gz"));
@@ -676,6 +916,10 @@ int main(void)
     RUN(csv_empty);
     RUN(csv_layout);
     RUN(csv_classes);
+    RUN(csv_chunks);
+    RUN(csv_long_lines);
+    RUN(csv_columns);
+    RUN(target_stats);
     RUN(from_arrays);
     RUN(split);
     RUN(inputs_alone);

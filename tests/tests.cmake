@@ -29,3 +29,4 @@ if(CFLUX_READELF)
            -DMAX=65536 -P ${PROJECT_SOURCE_DIR}/tests/tls_size.cmake)
 endif()
 add_test(NAME errors_doc COMMAND sh ${PROJECT_SOURCE_DIR}/tests/check_errors_doc.sh $<TARGET_FILE:cflux> ${PROJECT_SOURCE_DIR}/docs/errors.md)
+set_tests_properties(test_oom PROPERTIES TIMEOUT 120)   # a lost out-of-memory path may loop

@@ -11,6 +11,7 @@
 
 #include "core/error.h"
 #include "core/graph.h"
+#include "core/mem.h"
 #include "ops/op.h"
 
 /* ---- arena ---- */
@@ -28,7 +29,7 @@ void *cf_arena_alloc(cf_arena *a, size_t bytes)
     if (!c || c->size - c->used < bytes) {
         size_t size = bytes > 16384 ? bytes : 16384;
         c = calloc(1, sizeof *c + size);
-        if (!c) return NULL;
+        if (!c) return cf_oom(sizeof *c + size), NULL;
         c->size = size;
         c->next = a->head;
         a->head = c;
@@ -74,8 +75,8 @@ void cf_model_free(cf_model *m)
     free(m->builderr);
     free(m->source);
     free(m->source_name);
-    free(m->pdata);
-    free(m->pgrad);
+    cf_mem_free(m->pdata);
+    cf_mem_free(m->pgrad);
     free(m->poff);
     free(m->norm_mean);
     free(m->norm_std);

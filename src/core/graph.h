@@ -65,7 +65,7 @@ typedef struct cf_arena {
     cf_arena_chunk *head;
 } cf_arena;
 
-void *cf_arena_alloc(cf_arena *a, size_t bytes);       /* zeroed; NULL on OOM */
+void *cf_arena_alloc(cf_arena *a, size_t bytes);       /* zeroed; NULL on OOM, with the message */
 char *cf_arena_strdup(cf_arena *a, const char *s);
 void  cf_arena_free(cf_arena *a);
 

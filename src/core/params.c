@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "core/graph.h"
+#include "core/mem.h"
 #include "core/rng.h"
 
 static void fans(cf_shape s, double *in, double *out)
@@ -48,6 +49,21 @@ static void init_param(const cf_node *p, uint64_t seed, float *v)
 /* Offsets are rounded up to 16 floats so every parameter starts 64-byte aligned. */
 #define PALIGN 16
 
+/* After a failed parameter or gradient block: name the largest parameter and where
+ * the model made it, under the message already set. Returns -1. */
+static int blame_largest(const cf_model *m)
+{
+    const cf_node *big = NULL;
+    for (int i = 0; i < m->nparams; i++)
+        if (!big || cf_shape_count(m->params[i]->shape) > cf_shape_count(big->shape)) big = m->params[i];
+    if (!big) return -1;
+    char sh[96], sz[CF_MEM_STR];
+    cf_adderr("; the largest parameter is %s %s, %s", big->name, cf_shape_str(big->shape, sh, sizeof sh),
+              cf_mem_str(cf_shape_count(big->shape) * sizeof(float), sz));
+    cf_adderr_trace(big);
+    return -1;
+}
+
 int cf_model_init_params(cf_model *m)
 {
     if (!m) return cf_seterr("error: no model");
@@ -55,15 +71,15 @@ int cf_model_init_params(cf_model *m)
     if (m->builderr) return cf_seterr("%s", m->builderr);
     size_t total = 0;
     size_t *off = calloc((size_t)m->nparams + 1, sizeof *off);
-    if (!off) return cf_oom((size_t)m->nparams * sizeof *off);
+    if (!off) return cf_oom(((size_t)m->nparams + 1) * sizeof *off);
     for (int i = 0; i < m->nparams; i++) {
         off[i] = total;
         total += (cf_shape_count(m->params[i]->shape) + PALIGN - 1) / PALIGN * PALIGN;
     }
-    float *data = total ? aligned_alloc(64, total * sizeof *data) : NULL;
+    float *data = total ? cf_mem_alloc(total * sizeof *data, "the parameter block") : NULL;
     if (total && !data) {
         free(off);
-        return cf_oom(total * sizeof *data);
+        return blame_largest(m);
     }
     if (data) memset(data, 0, total * sizeof *data);
     for (int i = 0; i < m->nparams; i++) init_param(m->params[i], m->seed, data + off[i]);
@@ -78,8 +94,8 @@ int cf_model_init_params(cf_model *m)
 int cf_model_alloc_grads(cf_model *m)
 {
     if (m->pgrad || m->nweights == 0) return 0;
-    m->pgrad = aligned_alloc(64, m->nweights * sizeof *m->pgrad);
-    if (!m->pgrad) return cf_oom(m->nweights * sizeof *m->pgrad);
+    m->pgrad = cf_mem_alloc(m->nweights * sizeof *m->pgrad, "the gradient block");
+    if (!m->pgrad) return blame_largest(m);
     memset(m->pgrad, 0, m->nweights * sizeof *m->pgrad);
     return 0;
 }

@@ -827,7 +827,7 @@ static char *make_header(const char *path, int n, const cf_st_tensor *t, int nme
         sb_printf(&b, "%llu]}", (unsigned long long)off);
     }
     sb_str(&b, "}");
-    while (b.len % 8) sb_str(&b, " ");
+    while (!b.oom && b.len % 8) sb_str(&b, " ");   /* (a failed append adds nothing) */
     if (b.oom) {
         free(b.p);
         cf_oom(b.cap * 2);

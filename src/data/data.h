@@ -1,8 +1,10 @@
-/* data.h - what the data readers share: the dataset struct, the size limit, and a
- * reader that takes a whole file (plain or gzip'd) into memory with checks.
+/* data.h - what the data readers share: the dataset struct, the size limit, opening
+ * files, and the readers' stream entry points (the file readers open a path and call
+ * them; the fuzzers call them on bytes).
  *
  * A dataset is n samples in two contiguous float arrays: x (n, sample shape...) and
- * y (n, ysize). It owns both, and a name (a path, or "arrays") for messages. */
+ * y (n, ysize), counted blocks of the memory budget (core/mem.h). It owns both, and a
+ * name (a path, or "arrays") for messages; a CSV dataset also remembers its columns. */
 #ifndef CF_DATA_DATA_H
 #define CF_DATA_DATA_H
 
@@ -15,20 +17,28 @@
  * refused before anything that size is allocated. */
 #define CF_DATA_MAX_ELEMS ((size_t)1 << 31)
 
+/* The longest CSV header name kept, in bytes (longer ones are cut). */
+#define CF_DATA_NAME_MAX 64
+
 struct cf_dataset {
     size_t n;         /* samples, > 0 */
     cf_shape shape;   /* one sample's shape, rank 1 .. CF_MAX_DIMS - 1, no batch dim */
     size_t sample;    /* floats per sample: the product of shape */
     int ysize;        /* floats per target, >= 1 */
     int classes;      /* max label + 1 for class-index targets, else 0 */
-    float *x;         /* (n, shape...) */
-    float *y;         /* (n, ysize) */
-    char *name;       /* for messages */
+    float *x;         /* (n, shape...), counted */
+    float *y;         /* (n, ysize), counted */
+    char *name;       /* for messages: the file of the inputs */
+    char *target_name;  /* the file of the targets when it is another (IDX labels), else NULL */
+    int ncols;        /* CSV: columns in the file; else 0 */
+    int label_col;    /* CSV with labels: the label's column (0-based); else -1 */
+    char *colnames;   /* CSV with a header: ncols uint32 offsets, then the names; counted; else NULL */
 };
 
-/* A dataset that takes ownership of x and y (malloc'd, sized n * count(shape) and
- * n * ysize) and copies name. The caller has checked the sizes. On failure (out of
- * memory) it frees x and y and returns NULL with the message set. */
+/* A dataset that takes ownership of x and y (counted blocks, sized n * count(shape)
+ * and n * ysize) and copies name. The caller has checked the sizes. It has no columns
+ * (ncols 0, label_col -1). On failure (out of memory) it frees x and y and returns
+ * NULL with the message set. */
 cf_dataset *cf_dataset_adopt(float *x, cf_shape shape, float *y, int ysize, size_t n, const char *name);
 
 /* Inputs alone, for prediction (targets 0, classes 0): the images of an IDX file, or
@@ -40,13 +50,37 @@ cf_dataset *cf_data_csv_inputs(const char *path);
  * "error: PATH: cannot open: REASON" on failure. */
 gzFile cf_data_gzopen(const char *path);
 
-/* Read the rest of f into a new buffer: *buf (with one NUL byte after the data, not
- * counted in *len). Reading stops after max + 1 bytes, so *len > max says "more than
- * max" without reading it all; the caller words that error. hint is how many bytes
- * the caller expects (0: unknown); it sizes the first allocation, at most 64 MiB, so
- * that an honest file takes one allocation and a lying header costs nothing. A read
- * error or a gzip stream that ends early is an error naming path. 0 or -1; *buf is
- * NULL on error. */
-int cf_data_gzslurp(gzFile f, const char *path, size_t hint, size_t max, unsigned char **buf, size_t *len);
+/* Read up to n bytes (fewer only at the end): the count, or -1 with the message. A
+ * gzip stream that ends before its end marker is an error ("truncated"), naming path;
+ * *total counts the bytes read so far, for that message. */
+long cf_data_read(gzFile f, const char *path, void *buf, size_t n, size_t *total);
+
+/* ---- the readers on streams ---- */
+
+/* How to read a CSV file; see cf_dataset_load_csv. chunk and max_line are for tests
+ * and fuzzers, which make them small to cross every boundary; 0 takes the defaults. */
+typedef struct cf_csv_opts {
+    int has_label;    /* 0: every column is a feature (targets 0) */
+    int label_col;    /* with a label: its column, 0-based, negative from the end */
+    int header;       /* 1 a header row, 0 none, -1 decide */
+    size_t chunk;     /* bytes read at a time; 0: 1 MiB */
+    size_t max_line;  /* the longest line; 0: 64 MiB */
+} cf_csv_opts;
+
+/* A CSV file of numbers from f, named name in messages. NULL with the message. */
+cf_dataset *cf_data_csv_read(gzFile f, const char *name, const cf_csv_opts *o);
+
+/* An IDX file of unsigned bytes: the header's dimensions and the items as floats. */
+typedef struct cf_idx {
+    int rank;
+    size_t dims[CF_MAX_DIMS];
+    size_t sample;    /* values per item: the product of dims[1..] */
+    float *v;         /* dims[0] * sample floats, counted (cf_mem_free) */
+} cf_idx;
+
+/* Read an IDX file from f (named name in messages) as labels (rank 1; values as whole
+ * numbers) or images (rank 2 or more; values scaled to [0, 1]). 0, or -1 with the
+ * message and nothing to free. */
+int cf_data_idx_read(gzFile f, const char *name, int labels, cf_idx *out);
 
 #endif

@@ -1,11 +1,14 @@
 /* dataset.c - the dataset: n samples of x and y in memory, made from arrays or taken
- * over from a reader, its accessors, and the seeded train/validation split. */
+ * over from a reader, its accessors (the columns of a CSV file among them), and the
+ * seeded train/validation split. */
 #include <math.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/error.h"
+#include "core/mem.h"
 #include "core/rng.h"
 #include "data/data.h"
 
@@ -38,11 +41,12 @@ cf_dataset *cf_dataset_adopt(float *x, cf_shape shape, float *y, int ysize, size
     if (!d || !nm) {
         free(d);
         free(nm);
-        free(x);
-        free(y);
+        cf_mem_free(x);
+        cf_mem_free(y);
         cf_oom(sizeof *d + strlen(name ? name : "") + 1);
         return NULL;
     }
+    d->label_col = -1;
     d->n = n;
     d->shape = shape;
     d->sample = shape_count(shape);
@@ -89,11 +93,10 @@ cf_dataset *cf_dataset_from_arrays(const float *x, cf_shape xs, const float *y, 
         return NULL;
     }
     size_t nx = n * sample, ny = n * (size_t)ysize;
-    float *cx = malloc(nx * sizeof *cx), *cy = malloc(ny * sizeof *cy);
-    if (!cx || !cy) {
-        free(cx);
-        free(cy);
-        cf_oom((nx + ny) * sizeof(float));
+    float *cx = cf_mem_alloc(nx * sizeof *cx, "cf_dataset_from_arrays: the data");
+    float *cy = cx ? cf_mem_alloc(ny * sizeof *cy, "cf_dataset_from_arrays: the targets") : NULL;
+    if (!cy) {
+        cf_mem_free(cx);
         return NULL;
     }
     memcpy(cx, x, nx * sizeof *cx);
@@ -104,9 +107,11 @@ cf_dataset *cf_dataset_from_arrays(const float *x, cf_shape xs, const float *y, 
 void cf_dataset_free(cf_dataset *d)
 {
     if (!d) return;
-    free(d->x);
-    free(d->y);
+    cf_mem_free(d->x);
+    cf_mem_free(d->y);
+    cf_mem_free(d->colnames);
     free(d->name);
+    free(d->target_name);
     free(d);
 }
 
@@ -117,16 +122,45 @@ int cf_dataset_classes(const cf_dataset *d) { return d ? d->classes : 0; }
 const float *cf_dataset_x(const cf_dataset *d) { return d ? d->x : NULL; }
 const float *cf_dataset_y(const cf_dataset *d) { return d ? d->y : NULL; }
 const char *cf_dataset_name(const cf_dataset *d) { return d ? d->name : ""; }
+const char *cf_dataset_target_name(const cf_dataset *d)
+{
+    return !d ? "" : d->target_name ? d->target_name : d->name;
+}
+
+int cf_dataset_column_count(const cf_dataset *d) { return d ? d->ncols : 0; }
+int cf_dataset_label_column(const cf_dataset *d) { return d ? d->label_col : -1; }
+
+const char *cf_dataset_column_name(const cf_dataset *d, int col)
+{
+    if (!d || !d->colnames || col < 0 || col >= d->ncols) return NULL;
+    uint32_t off;
+    memcpy(&off, d->colnames + (size_t)col * sizeof off, sizeof off);
+    return d->colnames + off;
+}
+
+/* Give `to` the names and columns of `from` (a part of it). 0 or -1. */
+static int copy_columns(cf_dataset *to, const cf_dataset *from)
+{
+    to->ncols = from->ncols;
+    to->label_col = from->label_col;
+    if (from->target_name && !(to->target_name = strdup(from->target_name)))
+        return cf_oom(strlen(from->target_name) + 1);
+    if (!from->colnames) return 0;
+    size_t bytes = cf_mem_size(from->colnames);
+    if (!(to->colnames = cf_mem_alloc(bytes, "the column names"))) return -1;
+    memcpy(to->colnames, from->colnames, bytes);
+    return 0;
+}
 
 /* The samples of d where pick[i] == want, in their original order, as a new dataset. */
 static cf_dataset *gather(const cf_dataset *d, const unsigned char *pick, int want, size_t count)
 {
     size_t nx = count * d->sample, ny = count * (size_t)d->ysize;
-    float *x = malloc(nx * sizeof *x), *y = malloc(ny * sizeof *y);
-    if (!x || !y) {
-        free(x);
-        free(y);
-        cf_oom((nx + ny) * sizeof(float));
+    char what[300];
+    snprintf(what, sizeof what, "%s: a part of the data", d->name);
+    float *x = cf_mem_alloc(nx * sizeof *x, what), *y = x ? cf_mem_alloc(ny * sizeof *y, what) : NULL;
+    if (!y) {
+        cf_mem_free(x);
         return NULL;
     }
     size_t k = 0;
@@ -136,7 +170,12 @@ static cf_dataset *gather(const cf_dataset *d, const unsigned char *pick, int wa
         memcpy(y + k * (size_t)d->ysize, d->y + i * (size_t)d->ysize, (size_t)d->ysize * sizeof *y);
         k++;
     }
-    return cf_dataset_adopt(x, d->shape, y, d->ysize, count, d->name);
+    cf_dataset *part = cf_dataset_adopt(x, d->shape, y, d->ysize, count, d->name);
+    if (part && copy_columns(part, d)) {
+        cf_dataset_free(part);
+        return NULL;
+    }
+    return part;
 }
 
 /* val: round(fraction * n) samples chosen by a partial Fisher-Yates shuffle seeded

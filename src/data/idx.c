@@ -1,117 +1,23 @@
-/* idx.c - IDX files (the MNIST format), plain or gzip'd, and the whole-file reader
- * that the data readers share.
+/* idx.c - IDX files (the MNIST format), plain or gzip'd.
  *
  * An IDX file is a 4-byte magic (0, 0, element type, rank), rank big-endian u32
  * dimensions, then the elements. cflux reads unsigned bytes (type 0x08): labels are
  * 1-D (n), images (n, d1, ...) of 2 to CF_MAX_DIMS dimensions. The header is only a
- * claim: sizes are checked against the limit before anything is allocated, and
- * against the bytes the file really holds after. */
-#include <errno.h>
+ * claim: sizes are checked against the limits (values, then the memory limit) before
+ * anything is allocated, and against the bytes the file really holds after. The
+ * bytes become floats as they are read, into an array that grows as the data
+ * arrives, so a header that claims more than the file holds costs nothing. */
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "core/error.h"
+#include "core/mem.h"
 #include "data/data.h"
 
-gzFile cf_data_gzopen(const char *path)
-{
-    struct stat st;
-    if (stat(path, &st) != 0) {
-        cf_seterr("error: %s: cannot open: %s", path, strerror(errno));
-        return NULL;
-    }
-    if (S_ISDIR(st.st_mode)) {
-        cf_seterr("error: %s: cannot open: it is a directory", path);
-        return NULL;
-    }
-    errno = 0;
-    gzFile f = gzopen(path, "rb");
-    if (!f) {
-        cf_seterr("error: %s: cannot open: %s", path, errno ? strerror(errno) : "out of memory");
-        return NULL;
-    }
-    gzbuffer(f, 1 << 18);
-    return f;
-}
-
-/* gzread's failure, worded. */
-static int read_error(gzFile f, const char *path)
-{
-    int code = 0;
-    const char *msg = gzerror(f, &code);
-    if (code == Z_ERRNO) msg = strerror(errno);
-    return cf_seterr("error: %s: cannot read: %s", path, msg && *msg ? msg : "unknown error");
-}
-
-/* A gzip stream that ended before its end marker reads as a short file with
- * Z_BUF_ERROR set; anything else at the end is fine. */
-static int ended_early(gzFile f)
-{
-    int code = 0;
-    gzerror(f, &code);
-    return code == Z_BUF_ERROR;
-}
-
-int cf_data_gzslurp(gzFile f, const char *path, size_t hint, size_t max, unsigned char **buf, size_t *len)
-{
-    *buf = NULL;
-    *len = 0;
-    size_t limit = max + 1; /* read at most this much */
-    size_t cap = hint ? hint + 1 : (size_t)1 << 16;
-    if (cap > (size_t)64 << 20) cap = (size_t)64 << 20;
-    if (cap > limit) cap = limit;
-    unsigned char *b = malloc(cap + 1);
-    if (!b) return cf_oom(cap + 1);
-    size_t n = 0;
-    while (n < limit) {
-        if (n == cap) {
-            size_t grow = cap > limit / 2 ? limit : cap * 2;
-            unsigned char *nb = realloc(b, grow + 1);
-            if (!nb) {
-                free(b);
-                return cf_oom(grow + 1);
-            }
-            b = nb;
-            cap = grow;
-        }
-        size_t want = cap - n;
-        if (want > (size_t)1 << 30) want = (size_t)1 << 30;
-        int got = gzread(f, b + n, (unsigned)want);
-        if (got < 0) {
-            free(b);
-            return read_error(f, path);
-        }
-        if (got == 0) break;
-        n += (size_t)got;
-    }
-    if (n < limit && ended_early(f)) {
-        free(b);
-        return cf_seterr("error: %s: truncated: the gzip data ends early (after %zu bytes)", path, n);
-    }
-    b[n] = 0;
-    *buf = b;
-    *len = n;
-    return 0;
-}
-
-/* Read exactly n bytes (fewer only at the end of the file): the count, or -1. */
-static int read_some(gzFile f, const char *path, unsigned char *b, int n)
-{
-    int got = gzread(f, b, (unsigned)n);
-    if (got < 0) return read_error(f, path);
-    return got;
-}
-
-/* One IDX file of bytes, read and checked. */
-typedef struct idx_data {
-    int rank;
-    size_t dims[CF_MAX_DIMS];
-    size_t sample;       /* bytes per item: the product of dims[1..] */
-    unsigned char *data; /* dims[0] * sample bytes */
-} idx_data;
+/* The first allocation for the values, in floats (64 MiB); it doubles from there. */
+#define FIRST_FLOATS ((size_t)16 << 20)
 
 static const char *type_name(int t)
 {
@@ -126,7 +32,7 @@ static const char *type_name(int t)
 }
 
 /* "28x28", or "784" */
-static void dims_str(const idx_data *d, char *buf, size_t size)
+static void dims_str(const cf_idx *d, char *buf, size_t size)
 {
     size_t k = 0;
     buf[0] = 0;
@@ -135,7 +41,7 @@ static void dims_str(const idx_data *d, char *buf, size_t size)
 }
 
 /* The header says n items: "60000 images of 28x28" or "60000 labels". */
-static void claim_str(const idx_data *d, int labels, char *buf, size_t size)
+static void claim_str(const cf_idx *d, int labels, char *buf, size_t size)
 {
     char dims[96];
     dims_str(d, dims, sizeof dims);
@@ -143,36 +49,45 @@ static void claim_str(const idx_data *d, int labels, char *buf, size_t size)
     else snprintf(buf, size, "%zu image%s of %s", d->dims[0], d->dims[0] == 1 ? "" : "s", dims);
 }
 
-static int idx_read_open(gzFile f, const char *path, int labels, idx_data *d)
+/* The magic: 0 when it is an IDX file of bytes of the kind wanted, with *rank set. */
+static int read_magic(gzFile f, const char *path, int labels, int *rank, size_t *nread)
 {
-    unsigned char h[4 * CF_MAX_DIMS];
-    int got = read_some(f, path, h, 4);
+    unsigned char h[4];
+    long got = cf_data_read(f, path, h, 4, nread);
     if (got < 0) return -1;
     if (got == 0) return cf_seterr("error: %s: not an IDX file (it is empty)", path);
-    if (got < 4) return cf_seterr("error: %s: not an IDX file (only %d bytes)", path, got);
+    if (got < 4) return cf_seterr("error: %s: not an IDX file (only %ld bytes)", path, got);
     unsigned magic = (unsigned)h[0] << 24 | (unsigned)h[1] << 16 | (unsigned)h[2] << 8 | h[3];
-    int type = h[2], rank = h[3];
-    if (h[0] || h[1] || rank == 0 || (type != 0x08 && !type_name(type)))
+    int type = h[2];
+    *rank = h[3];
+    if (h[0] || h[1] || *rank == 0 || (type != 0x08 && !type_name(type)))
         return cf_seterr("error: %s: not an IDX file (magic 0x%08x)", path, magic);
     if (type != 0x08)
         return cf_seterr("error: %s: an IDX file of %s (type 0x%02X); cflux reads IDX files of unsigned bytes (0x08)",
                          path, type_name(type), type);
-    if (labels && rank != 1)
+    if (labels && *rank != 1)
         return cf_seterr("error: %s: expected labels, a 1-D IDX file, but it has %d dimensions (images given as labels?)",
-                         path, rank);
-    if (!labels && rank == 1)
+                         path, *rank);
+    if (!labels && *rank == 1)
         return cf_seterr("error: %s: expected images, an IDX file of 2 or more dimensions, but it is 1-D (labels given as images?)",
                          path);
-    if (rank > CF_MAX_DIMS)
-        return cf_seterr("error: %s: an IDX file of %d dimensions; cflux reads at most %d", path, rank, CF_MAX_DIMS);
-    got = read_some(f, path, h, 4 * rank);
+    if (*rank > CF_MAX_DIMS)
+        return cf_seterr("error: %s: an IDX file of %d dimensions; cflux reads at most %d", path, *rank, CF_MAX_DIMS);
+    return 0;
+}
+
+/* The dimensions, checked against the limit of values: 0 or -1. */
+static int read_dims(gzFile f, const char *path, int labels, cf_idx *d, size_t *nread)
+{
+    unsigned char h[4 * CF_MAX_DIMS];
+    long got = cf_data_read(f, path, h, 4 * (size_t)d->rank, nread);
     if (got < 0) return -1;
-    if (got < 4 * rank)
-        return cf_seterr("error: %s: truncated: the header ends after %d of its %d bytes", path, 4 + got, 4 + 4 * rank);
-    d->rank = rank;
+    if (got < 4 * d->rank)
+        return cf_seterr("error: %s: truncated: the header ends after %ld of its %d bytes", path, 4 + got,
+                         4 + 4 * d->rank);
     d->sample = 1;
     int too_big = 0;
-    for (int i = 0; i < rank; i++) {
+    for (int i = 0; i < d->rank; i++) {
         size_t v = (size_t)h[4 * i] << 24 | (size_t)h[4 * i + 1] << 16 | (size_t)h[4 * i + 2] << 8 | h[4 * i + 3];
         d->dims[i] = v;
         if (v == 0) {
@@ -190,28 +105,64 @@ static int idx_read_open(gzFile f, const char *path, int labels, idx_data *d)
     if (too_big || d->sample > CF_DATA_MAX_ELEMS / d->dims[0])
         return cf_seterr("error: %s: the header says %s, more than the limit of %zu values", path, claim,
                          CF_DATA_MAX_ELEMS);
-    size_t total = d->dims[0] * d->sample, len;
-    if (cf_data_gzslurp(f, path, total, total, &d->data, &len)) return -1;
-    if (len != total) {
-        free(d->data);
-        d->data = NULL;
-        if (len > total) return cf_seterr("error: %s: the header says %s but the file holds more data", path, claim);
-        return cf_seterr("error: %s: truncated: the header says %s but the file holds %zu", path, claim, len / d->sample);
+    char need[CF_MEM_STR];
+    size_t bytes = d->dims[0] * d->sample * sizeof(float);
+    if (bytes > cf_mem_room())
+        return cf_mem_refuse(0, "%s: the header says %s: the data needs %s", path, claim, cf_mem_str(bytes, need));
+    return 0;
+}
+
+/* The values after the header into d->v, as floats: bytes / 255 for images, the
+ * bytes themselves for labels. Then the file must end. */
+static int read_values(gzFile f, const char *path, int labels, cf_idx *d, size_t *nread)
+{
+    size_t total = d->dims[0] * d->sample, have = 0, cap = 0;
+    float scale[256];
+    for (int i = 0; i < 256; i++) scale[i] = labels ? (float)i : (float)i / 255.0f;
+    char what[300];
+    snprintf(what, sizeof what, "%s: the data", path);
+    unsigned char buf[1 << 16];
+    long got = 0;
+    while (have < total) {
+        if (have == cap) {
+            size_t grow = cap ? 2 * cap : FIRST_FLOATS;
+            if (grow > total) grow = total;
+            float *v = cf_mem_realloc(d->v, grow * sizeof *v, what);
+            if (!v) return -1;
+            d->v = v;
+            cap = grow;
+        }
+        size_t want = cap - have < sizeof buf ? cap - have : sizeof buf;
+        if ((got = cf_data_read(f, path, buf, want, nread)) < 0) return -1;
+        for (long i = 0; i < got; i++) d->v[have + (size_t)i] = scale[buf[i]];
+        have += (size_t)got;
+        if ((size_t)got < want) break;
+    }
+    char claim[160];
+    claim_str(d, labels, claim, sizeof claim);
+    if (have < total)
+        return cf_seterr("error: %s: truncated: the header says %s but the file holds %zu", path, claim,
+                         have / d->sample);
+    if ((got = cf_data_read(f, path, buf, 1, nread)) < 0) return -1;
+    if (got > 0) return cf_seterr("error: %s: the header says %s but the file holds more data", path, claim);
+    return 0;
+}
+
+int cf_data_idx_read(gzFile f, const char *name, int labels, cf_idx *out)
+{
+    memset(out, 0, sizeof *out);
+    size_t nread = 0;
+    if (read_magic(f, name, labels, &out->rank, &nread) || read_dims(f, name, labels, out, &nread) ||
+        read_values(f, name, labels, out, &nread)) {
+        cf_mem_free(out->v);
+        out->v = NULL;
+        return -1;
     }
     return 0;
 }
 
-/* Image bytes to floats in [0, 1]: x gets dims[0] * sample floats. */
-static void to_floats(const idx_data *d, float *x)
-{
-    float scale[256];
-    for (int i = 0; i < 256; i++) scale[i] = (float)i / 255.0f;
-    size_t n = d->dims[0] * d->sample;
-    for (size_t i = 0; i < n; i++) x[i] = scale[d->data[i]];
-}
-
 /* One image's shape: the dimensions after the first. */
-static cf_shape sample_shape(const idx_data *d)
+static cf_shape sample_shape(const cf_idx *d)
 {
     cf_shape s = {d->rank - 1, {0}};
     for (int i = 1; i < d->rank; i++) s.d[i - 1] = (int)d->dims[i];
@@ -219,71 +170,60 @@ static cf_shape sample_shape(const idx_data *d)
 }
 
 /* Read path as labels (1-D) or images (2-D or more); 0 or -1. */
-static int idx_read(const char *path, int labels, idx_data *d)
+static int idx_read(const char *path, int labels, cf_idx *d)
 {
     memset(d, 0, sizeof *d);
     gzFile f = cf_data_gzopen(path);
     if (!f) return -1;
-    int rc = idx_read_open(f, path, labels, d);
+    int rc = cf_data_idx_read(f, path, labels, d);
     gzclose(f);
     return rc;
 }
 
 cf_dataset *cf_data_idx_inputs(const char *path)
 {
-    idx_data im;
+    cf_idx im;
     if (idx_read(path, 0, &im)) return NULL;
-    size_t n = im.dims[0], nx = n * im.sample;
-    float *x = malloc(nx * sizeof *x), *y = calloc(n, sizeof *y);
-    if (!x || !y) {
-        free(x);
-        free(y);
-        free(im.data);
-        cf_oom((nx + n) * sizeof(float));
+    size_t n = im.dims[0];
+    char what[300];
+    snprintf(what, sizeof what, "%s: the targets", path);
+    float *y = cf_mem_alloc(n * sizeof *y, what);
+    if (!y) {
+        cf_mem_free(im.v);
         return NULL;
     }
-    to_floats(&im, x);
-    cf_shape s = sample_shape(&im);
-    free(im.data);
-    cf_dataset *d = cf_dataset_adopt(x, s, y, 1, n, path);
+    memset(y, 0, n * sizeof *y);
+    cf_dataset *d = cf_dataset_adopt(im.v, sample_shape(&im), y, 1, n, path);
     if (d) d->classes = 0;
     return d;
 }
 
+/* Named after the images, the file of the inputs; the labels file names the targets. */
 cf_dataset *cf_dataset_load_idx(const char *images, const char *labels)
 {
     if (!images || !labels) {
         cf_seterr("error: cf_dataset_load_idx: no images file or no labels file");
         return NULL;
     }
-    idx_data im, lb;
+    cf_idx im, lb;
     if (idx_read(images, 0, &im)) return NULL;
     if (idx_read(labels, 1, &lb)) {
-        free(im.data);
+        cf_mem_free(im.v);
         return NULL;
     }
     size_t n = im.dims[0];
     if (lb.dims[0] != n) {
         cf_seterr("error: images and labels differ in length: %s has %zu images, %s has %zu labels", images, n, labels,
                   lb.dims[0]);
-        free(im.data);
-        free(lb.data);
+        cf_mem_free(im.v);
+        cf_mem_free(lb.v);
         return NULL;
     }
-    size_t nx = n * im.sample;
-    float *x = malloc(nx * sizeof *x), *y = malloc(n * sizeof *y);
-    if (!x || !y) {
-        free(x);
-        free(y);
-        free(im.data);
-        free(lb.data);
-        cf_oom((nx + n) * sizeof(float));
+    cf_dataset *d = cf_dataset_adopt(im.v, sample_shape(&im), lb.v, 1, n, images);
+    if (d && !(d->target_name = strdup(labels))) {
+        cf_dataset_free(d);
+        cf_oom(strlen(labels) + 1);
         return NULL;
     }
-    to_floats(&im, x);
-    for (size_t i = 0; i < n; i++) y[i] = (float)lb.data[i];
-    cf_shape s = sample_shape(&im);
-    free(im.data);
-    free(lb.data);
-    return cf_dataset_adopt(x, s, y, 1, n, labels);
+    return d;
 }

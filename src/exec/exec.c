@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "core/mem.h"
 #include "exec/exec.h"
 #include "exec/gemm_builtin.h"
 #include "exec/pool.h"
@@ -47,8 +48,26 @@ static void *carve(unsigned char **p, size_t bytes)
 void cf_exec_free(cf_exec *e)
 {
     if (!e) return;
-    free(e->arena);
+    cf_mem_free(e->arena);
     free(e);
+}
+
+/* After the arena was refused: name the largest value and where the model made it,
+ * under the message already set. */
+static void blame_largest(const cf_model *m, const unsigned char *live, int batch)
+{
+    const cf_node *big = NULL;
+    size_t most = 0;
+    for (int i = 0; i < m->nnodes; i++) {
+        const cf_node *n = m->nodes[i];
+        size_t c = cf_shape_count_b(n->shape, batch);
+        if (live[i] && n->op != CF_OP_PARAM && n->op != CF_OP_CONST && (!big || c > most)) big = n, most = c;
+    }
+    if (!big) return;
+    char sh[96], sz[CF_MEM_STR];
+    cf_adderr("; the largest is the value of %s %s, %s", cf_ops[big->op]->what, cf_shape_str(big->shape, sh, sizeof sh),
+              cf_mem_str(most * sizeof(float), sz));
+    cf_adderr_trace(big);
 }
 
 cf_exec *cf_bind(cf_model *m, int batch, unsigned flags)
@@ -252,10 +271,18 @@ cf_exec *cf_bind(cf_model *m, int batch, unsigned flags)
     size_t unplanned = 0;
     for (int i = 0; i < nbuf; i++) unplanned += (bufs[i].size + 15) / 16 * 16;
     size_t floats = cf_plan_buffers(bufs, nbuf);
-    if (floats == (size_t)-1 || !(e->arena = aligned_alloc(64, (floats ? floats : 16) * sizeof(float)))) {
+    if (floats == (size_t)-1) {
         free(bufs);
         free(block);
-        return cf_oom(floats * sizeof(float)), NULL;
+        return NULL;   /* the planner's scratch: the message is set */
+    }
+    char what[64];
+    snprintf(what, sizeof what, "at batch %d, the activation memory", batch);
+    if (!(e->arena = cf_mem_alloc((floats ? floats : 16) * sizeof(float), what))) {
+        blame_largest(m, live, batch);
+        free(bufs);
+        free(block);
+        return NULL;
     }
     memset(e->arena, 0, (floats ? floats : 16) * sizeof(float));
     e->arena_floats = floats;

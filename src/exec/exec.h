@@ -18,7 +18,8 @@ typedef struct cf_buf {
 } cf_buf;
 
 /* Place buffers in one arena so that no two with meeting lifetimes overlap; returns the
- * arena size in floats (offsets are multiples of 16 floats). */
+ * arena size in floats (offsets are multiples of 16 floats), or (size_t)-1 with the
+ * message when its scratch memory cannot be had. */
 size_t cf_plan_buffers(cf_buf *bufs, int n);
 
 struct cf_exec {

@@ -8,6 +8,7 @@
  * length per buffer: fine for graphs of a million nodes. */
 #include <stdlib.h>
 
+#include "core/error.h"
 #include "exec/exec.h"
 
 #define ALIGN 16   /* floats: 64 bytes */
@@ -79,6 +80,7 @@ size_t cf_plan_buffers(cf_buf *bufs, int n)
     if (!order || !free_) {
         free(order);
         free(free_);
+        cf_oom((size_t)(2 * n + 1) * sizeof *order + (size_t)(n + 1) * sizeof *free_);
         return (size_t)-1;
     }
     for (int i = 0; i < n; i++) {

@@ -1324,9 +1324,11 @@ static cf_model *compile(const char *text, size_t len, const char *file, int kee
     if (rc == 0) {
         m->source = malloc(len + 1);
         m->source_name = strdup(file);
-        if (m->source) {
+        if (m->source && m->source_name) {
             memcpy(m->source, text, len);
             m->source[len] = 0;
+        } else {
+            rc = cf_oom(len + strlen(file) + 2);
         }
     }
     if (failed) *failed = rc != 0;

@@ -19,6 +19,7 @@
 
 #include "core/error.h"
 #include "core/graph.h"
+#include "core/mem.h"
 #include "exec/pool.h"
 #include "ops/op.h"
 
@@ -136,10 +137,10 @@ cf_optim *cf_optim_new(cf_model *m, const cf_optim_opts *opts)
     o->sparam = o->slot + np;
     char *text = (char *)o + bytes;
 
-    o->block = floats ? aligned_alloc(64, floats * sizeof(float)) : NULL;
+    o->block = floats ? cf_mem_alloc(floats * sizeof(float), "the optimizer state") : NULL;
     if (floats && !o->block) {
         free(o);
-        return cf_oom(floats * sizeof(float)), NULL;
+        return NULL;
     }
     if (floats) memset(o->block, 0, floats * sizeof(float));
 
@@ -169,7 +170,7 @@ cf_optim *cf_optim_new(cf_model *m, const cf_optim_opts *opts)
 void cf_optim_free(cf_optim *o)
 {
     if (!o) return;
-    free(o->block);
+    cf_mem_free(o->block);
     free(o);
 }
 

@@ -38,6 +38,8 @@ printf '\000\000\010\003\000\000\000\002\000\000\000\002\000\000\000\002\001\002
 printf '\000\000\010\001\000\000\000\003\000\001\002' > lab.idx
 printf '\000\000\010\003\000\000\000\002\000\000\000\003\000\000\000\003\001\002\003\004\005\006\007\010\011\001\002\003\004\005\006\007\010\011' > img3.idx
 printf '\000\000\010\001\000\000\000\002\000\001' > lab2.idx
+awk 'BEGIN { print "label,a,b,c,d"; for (i = 0; i < 200000; i++) printf "%d,0.1,0.2,0.3,0.4\n", i % 3 }' > many.csv
+awk 'BEGIN { for (i = 0; i < 5; i++) { s = i % 3; for (j = 0; j < 784; j++) s = s ",0.5"; print s } }' > wide.csv
 "$tool" train m.flux --data csv:train.csv --epochs 2 --seed 3 --save m.ckpt --quiet > /dev/null || exit 1
 # weights for small.flux (1.W (4, 3), 1.b (1, 3)): one NaN, or all 3e38
 weights() {  # weights FILE HEX: a safetensors file, every float the 4 bytes HEX
@@ -65,8 +67,10 @@ match() {
 cmd= expected=
 check() {
   [ -n "$cmd" ] || return 0
+  # "VAR=value cflux ARGS": the settings, then the tool
+  envs=${cmd%%cflux *}
   # shellcheck disable=SC2086
-  eval "\"\$tool\" ${cmd#cflux }" > out 2>&1
+  eval "$envs \"\$tool\" ${cmd#*cflux }" > out 2>&1
   rc=$?
   first=$(printf '%s\n' "$expected" | sed -n 1p)
   case $first in error:*) want=1 ;; cflux\ *) want=2 ;; *) want=0 ;; esac
@@ -94,7 +98,7 @@ while IFS= read -r line; do
   esac
   [ $inblock -eq 1 ] || continue
   case $line in
-    '$ cflux '*) check; cmd=${line#\$ } ;;
+    '$ cflux '* | '$ '[A-Z]*=*' cflux '*) check; cmd=${line#\$ } ;;
     '$ '*) check; sh -c "${line#\$ }" || { fail=$((fail + 1)); echo "FAILED: setup: $line"; } ;;
     *) expected="$expected$line
 " ;;

@@ -140,6 +140,9 @@ tail -n +2 "$t/test.csv" | cut -d, -f2- > "$t/in.csv"
 # the predicted classes score the accuracy that eval and training measured
 hits=$(tail -n +2 "$t/test.csv" | cut -d, -f1 | paste -d' ' - "$t/pred" | awk '$1 == $4 { n++ } END { print n + 0 }')
 awk -v h="$hits" -v a="$ta" 'BEGIN { exit !(h / 100 == a + 0) }' && ok || bad "predict: $hits of 100 right, accuracy $ta"
+# from a pipe, read once: the same predictions
+cat "$t/in.csv" | "$tool" predict "$t/m.flux" --params "$t/e.ckpt" /dev/stdin > "$t/pred_pipe"
+cmp -s "$t/pred" "$t/pred_pipe" && ok || bad "predict from a pipe: $(head -n 3 "$t/pred_pipe")"
 # row order: each row alone gives the line of that row
 for row in 1 38 100; do
   sed -n "${row}p" "$t/in.csv" > "$t/one.csv"

@@ -414,4 +414,8 @@ cf_dataset *cf_dataset_load_csv(const char *path, int label_col, int header)
     return load_csv(path, 1, label_col, header);
 }
 
-cf_dataset *cf_data_csv_inputs(const char *path) { return load_csv(path, 0, 0, -1); }
+cf_dataset *cf_data_csv_inputs(gzFile f, const char *path)
+{
+    cf_csv_opts o = {.has_label = 0, .header = -1};
+    return cf_data_csv_read(f, path, &o);
+}

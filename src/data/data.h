@@ -43,8 +43,8 @@ cf_dataset *cf_dataset_adopt(float *x, cf_shape shape, float *y, int ysize, size
 
 /* Inputs alone, for prediction (targets 0, classes 0): the images of an IDX file, or
  * every column of a CSV file as a feature (header detected). */
-cf_dataset *cf_data_idx_inputs(const char *path);
-cf_dataset *cf_data_csv_inputs(const char *path);
+cf_dataset *cf_data_idx_inputs(gzFile f, const char *path);
+cf_dataset *cf_data_csv_inputs(gzFile f, const char *path);
 
 /* Open a file for reading with zlib (which reads plain files as they are). NULL with
  * "error: PATH: cannot open: REASON" on failure. */

@@ -180,10 +180,11 @@ static int idx_read(const char *path, int labels, cf_idx *d)
     return rc;
 }
 
-cf_dataset *cf_data_idx_inputs(const char *path)
+cf_dataset *cf_data_idx_inputs(gzFile f, const char *path)
 {
     cf_idx im;
-    if (idx_read(path, 0, &im)) return NULL;
+    memset(&im, 0, sizeof im);
+    if (cf_data_idx_read(f, path, 0, &im)) return NULL;
     size_t n = im.dims[0];
     char what[300];
     snprintf(what, sizeof what, "%s: the targets", path);

@@ -120,7 +120,7 @@ static const char *hint(const char *spec)
     return "";
 }
 
-/* An IDX file starts with two zero bytes, which no CSV file of numbers does. */
+/* An IDX file starts with a zero byte, which no CSV file of numbers does. */
 cf_dataset *cf_dataset_load_inputs(const char *path)
 {
     if (!path) {
@@ -129,11 +129,16 @@ cf_dataset *cf_dataset_load_inputs(const char *path)
     }
     gzFile f = cf_data_gzopen(path);
     if (!f) return NULL;
-    unsigned char b[2] = {1, 1};
-    int got = gzread(f, b, 2);
+    /* one byte looked at and pushed back, so that a pipe is read once */
+    int first = gzgetc(f);
+    if (first != -1 && gzungetc(first, f) == -1) {
+        gzclose(f);
+        cf_seterr("error: %s: cannot read it", path);
+        return NULL;
+    }
+    cf_dataset *d = first == 0 ? cf_data_idx_inputs(f, path) : cf_data_csv_inputs(f, path);
     gzclose(f);
-    if (got == 2 && b[0] == 0 && b[1] == 0) return cf_data_idx_inputs(path);
-    return cf_data_csv_inputs(path);
+    return d;
 }
 
 int cf_data_open(const char *spec, int csv_label_col, cf_dataset **train, cf_dataset **test)

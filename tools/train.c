@@ -184,6 +184,10 @@ static void describe_task(const cf_dataset *d, cf_trainer *t, const cf_model *m)
                name ? " '" : "", name ? name : "", name ? "'" : "", ncols, ncols - 1);
     }
     printf("\n");
+    cf_target_stats ts;
+    if (!xent && cf_dataset_target_stats(d, &ts) == 0 && ts.whole && !ts.more && ts.distinct <= 20 && ts.distinct > 1)
+        fprintf(stderr, "note: the targets are whole numbers of only %zu values: if they are classes, end the model "
+                        "with softmax (one output per class)\n", ts.distinct);
 }
 
 /* Check each file the run will write, before the first step. 0 or 1. */

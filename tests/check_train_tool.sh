@@ -3,20 +3,8 @@
 # here: records (--log, --plot, --json), repeatable checkpoints, --resume, and one
 # clear error line with exit 1 for each kind of bad input.
 set -u
-tool=$1 pass=0 fail=0
-t=$(mktemp -d /tmp/cflux-train-tool-XXXXXX)
-trap 'rm -rf "$t"' EXIT
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAILED: $*"; }
-
-# 3 classes in 4 features: the label is the index of the largest of the first three
-awk 'BEGIN { srand(7); print "label,a,b,c,d";
-  for (i = 0; i < 300; i++) { a = rand(); b = rand(); c = rand(); d = rand();
-    l = (a > b && a > c) ? 0 : (b > c ? 1 : 2); printf "%d,%.4f,%.4f,%.4f,%.4f\n", l, a, b, c, d } }' > "$t/train.csv"
-head -n 101 "$t/train.csv" > "$t/test.csv"
-cat > "$t/m.flux" <<'M'
-model = Chain(Input(4), Affine(16), tanh, Affine(3), softmax)
-M
+tool=$1 name=train-tool
+. "$(dirname "$0")/train_setup.sh"
 train() { "$tool" train "$t/m.flux" --data "csv:$t/train.csv,$t/test.csv" --batch 32 --seed 3 "$@"; }
 
 # a run with every record

@@ -1,20 +1,10 @@
 #!/bin/sh
 # check_train_trust.sh CFLUX - what `cflux train`, `eval` and `predict` must never do
-# to a user: resume at learning rate 0, ignore an option, guess the task wrongly, lose
-# work on a signal, waste a run on an output path, report what did not happen.
+# to a user: resume at learning rate 0, ignore an option, guess the task wrongly, waste
+# a run on an output path, report what did not happen (signals: check_signals.sh).
 set -u
-tool=$1 pass=0 fail=0
-t=$(mktemp -d /tmp/cflux-trust-XXXXXX)
-trap 'rm -rf "$t"' EXIT
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAILED: $*"; }
-
-# 3 classes in 4 features: the label is the index of the largest of the first three
-awk 'BEGIN { srand(7); print "label,a,b,c,d";
-  for (i = 0; i < 300; i++) { a = rand(); b = rand(); c = rand(); d = rand();
-    l = (a > b && a > c) ? 0 : (b > c ? 1 : 2); printf "%d,%.4f,%.4f,%.4f,%.4f\n", l, a, b, c, d } }' > "$t/train.csv"
-head -n 101 "$t/train.csv" > "$t/test.csv"
-echo 'model = Chain(Input(4), Affine(16), tanh, Affine(3), softmax)' > "$t/m.flux"
+tool=$1 name=trust
+. "$(dirname "$0")/train_setup.sh"
 data="csv:$t/train.csv,$t/test.csv"
 train() { "$tool" train "$t/m.flux" --data "$data" --batch 32 --seed 3 "$@"; }
 field() { tr ',' '\n' | sed -n "$1p"; }   # field N of a CSV line

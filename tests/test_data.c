@@ -13,17 +13,7 @@
 #include "core/mem.h"
 #include "data/data.h"
 #include "test.h"
-
-static char dir[64];
-
-static const char *tmp(const char *name)
-{
-    static char path[4][256];
-    static int k;
-    k = (k + 1) % 4;
-    snprintf(path[k], sizeof path[k], "%s/%s", dir, name);
-    return path[k];
-}
+#include "tmpdir.h"
 
 static void write_file(const char *name, const void *data, size_t len, int gz)
 {
@@ -899,11 +889,7 @@ TEST(spec_forms)
 
 int main(void)
 {
-    snprintf(dir, sizeof dir, "/tmp/cflux_data_XXXXXX");
-    if (!mkdtemp(dir)) {
-        perror("mkdtemp");
-        return 1;
-    }
+    if (tmpdir_make("data")) return 1;
     RUN(idx_round_trip_plain);
     RUN(idx_round_trip_gz);
     RUN(idx_other_ranks);
@@ -927,8 +913,6 @@ int main(void)
     RUN(inputs_alone);
     RUN(fashion_mnist);
     RUN(spec_forms);
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    if (system(cmd) != 0) fprintf(stderr, "note: could not remove %s\n", dir);
+    tmpdir_remove();
     return test_summary("data");
 }

@@ -9,17 +9,7 @@
 
 #include "cflux.h"
 #include "test.h"
-
-static char dir[64];
-
-static const char *in_dir(const char *name)
-{
-    static char buf[4][256];
-    static int k;
-    char *b = buf[k++ % 4];
-    snprintf(b, 256, "%s/%s", dir, name);
-    return b;
-}
+#include "tmpdir.h"
 
 static char *slurp(const char *path)
 {
@@ -51,7 +41,7 @@ static int write_text(const char *path, const char *text)
 
 TEST(commit_and_abort)
 {
-    const char *p = in_dir("a.txt");
+    const char *p = tmp("a.txt");
     CHECK(write_text(p, "one") == 0);
     CHECK(slurp(p) && !strcmp(slurp(p), "one"));
     CHECK(write_text(p, "two") == 0);
@@ -71,7 +61,7 @@ TEST(commit_and_abort)
  * itself: the victim they point to is never written. */
 TEST(planted_links_are_not_followed)
 {
-    const char *victim = in_dir("victim"), *p = in_dir("plot.svg");
+    const char *victim = tmp("victim"), *p = tmp("plot.svg");
     CHECK(write_text(victim, "precious") == 0);
     char link[300];
     for (int i = 0; i < 200; i++) {
@@ -107,7 +97,7 @@ static void on_term(int sig) { got_term = sig; }
 
 TEST(signals_wait_for_the_rename)
 {
-    const char *p = in_dir("s.txt");
+    const char *p = tmp("s.txt");
     signal(SIGTERM, on_term);
     got_term = 0;
     cf_file *f = cf_file_create(p);
@@ -125,10 +115,10 @@ TEST(signals_wait_for_the_rename)
 
 TEST(check_names_the_reason)
 {
-    CHECK(cf_file_check(in_dir("fine.csv")) == 0);
-    CHECK(access(in_dir("fine.csv"), F_OK) != 0);   /* the probe leaves nothing */
+    CHECK(cf_file_check(tmp("fine.csv")) == 0);
+    CHECK(access(tmp("fine.csv"), F_OK) != 0);   /* the probe leaves nothing */
     CHECK(count_tmp() == 0);
-    CHECK(cf_file_check(in_dir("none/x.svg")) == -1);
+    CHECK(cf_file_check(tmp("none/x.svg")) == -1);
     CHECK_HAS(cf_last_error(), "x.svg: cannot write: the directory ");
     CHECK_HAS(cf_last_error(), "/none does not exist");
     CHECK(cf_file_check(dir) == -1);
@@ -138,15 +128,12 @@ TEST(check_names_the_reason)
 
 int main(void)
 {
-    snprintf(dir, sizeof dir, "/tmp/cflux_test_file_XXXXXX");
-    if (!mkdtemp(dir)) return 1;
+    if (tmpdir_make("file")) return 1;
     RUN(commit_and_abort);
     RUN(planted_links_are_not_followed);
     RUN(signals_wait_for_the_rename);
     RUN(check_names_the_reason);
     int rc = test_summary("file");
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    if (system(cmd)) return 1;
+    tmpdir_remove();
     return rc;
 }

@@ -16,6 +16,7 @@
 #include "cflux.h"
 #include "core/mem.h"
 #include "test.h"
+#include "tmpdir.h"
 
 #define MB ((size_t)1 << 20)
 
@@ -26,15 +27,6 @@
 #else
 #define RSS_SLACK (32 * MB)
 #endif
-
-static char dir[64];
-
-static const char *tmp(const char *name)
-{
-    static char path[256];
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    return path;
-}
 
 /* Peak resident size of this process so far, in bytes. */
 static size_t peak_rss(void)
@@ -329,11 +321,7 @@ TEST(threads)
 int main(void)
 {
     setenv("CFLUX_MAX_MEMORY", "3G", 1);   /* read at first use */
-    snprintf(dir, sizeof dir, "/tmp/cflux_mem_XXXXXX");
-    if (!mkdtemp(dir)) {
-        perror("mkdtemp");
-        return 1;
-    }
+    if (tmpdir_make("mem")) return 1;
     RUN(env_at_first_use);
     RUN(csv_gzip_bomb);
     RUN(parse_sizes);
@@ -344,8 +332,6 @@ int main(void)
     RUN(optimizer_refused);
     RUN(data_refused);
     RUN(threads);
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    if (system(cmd) != 0) fprintf(stderr, "note: could not remove %s\n", dir);
+    tmpdir_remove();
     return test_summary("mem");
 }

@@ -18,6 +18,7 @@
 #include "cflux.h"
 #include "core/error.h"
 #include "test.h"
+#include "tmpdir.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #define OOM_OFF 1
@@ -77,17 +78,6 @@ int posix_memalign(void **p, size_t a, size_t n)
     return *p ? 0 : 12;
 }
 #endif
-
-static char dir[64];
-
-static const char *tmp(const char *name)
-{
-    static char path[4][256];
-    static int k;
-    k = (k + 1) % 4;
-    snprintf(path[k], sizeof path[k], "%s/%s", dir, name);
-    return path[k];
-}
 
 /* ---- scenarios: 0 when they ran through, -1 when a call failed ---- */
 
@@ -293,11 +283,7 @@ TEST(train_loop) { every_failure("training", training); }
 
 int main(void)
 {
-    snprintf(dir, sizeof dir, "/tmp/cflux_oom_XXXXXX");
-    if (!mkdtemp(dir)) {
-        perror("mkdtemp");
-        return 1;
-    }
+    if (tmpdir_make("oom")) return 1;
 #ifdef OOM_OFF
     printf("note: under the sanitizers malloc is theirs; each scenario runs once\n");
 #endif
@@ -313,8 +299,6 @@ int main(void)
     RUN(idx);
     RUN(train_loop);
     fclose(null);
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    if (system(cmd) != 0) fprintf(stderr, "note: could not remove %s\n", dir);
+    tmpdir_remove();
     return test_summary("oom");
 }

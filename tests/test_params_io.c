@@ -5,8 +5,7 @@
 #include "cflux.h"
 #include "core/safetensors.h"
 #include "test.h"
-
-static char dir[64];
+#include "tmpdir.h"
 
 static cf_model *net(int hidden, int extra)
 {
@@ -20,13 +19,6 @@ static cf_model *net(int hidden, int extra)
     if (extra) h = cf_mul(m, h, cf_param(m, "scale", CF_SHAPE(hidden), CF_ONES));
     cf_output(m, h);
     return m;
-}
-
-static const char *tmp(const char *name)
-{
-    static char path[128];
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    return path;
 }
 
 TEST(round_trip)
@@ -146,15 +138,12 @@ TEST(graph_dump)
 
 int main(void)
 {
-    snprintf(dir, sizeof dir, "/tmp/cflux-test-XXXXXX");
-    if (!mkdtemp(dir)) return 1;
+    if (tmpdir_make("params")) return 1;
     RUN(round_trip);
     RUN(mismatches_are_reported_and_change_nothing);
     RUN(bad_files);
     RUN(loaded_values_reach_bound_executors);
     RUN(graph_dump);
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    if (system(cmd)) return 1;
+    tmpdir_remove();
     return test_summary("params_io");
 }

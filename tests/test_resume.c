@@ -10,17 +10,7 @@
 #include "core/safetensors.h"
 #include "spirals.h"
 #include "test.h"
-
-static char dir[64];
-
-static const char *tmp(const char *name)
-{
-    static char path[4][128];
-    static int k;
-    k = (k + 1) % 4;
-    snprintf(path[k], sizeof path[k], "%s/%s", dir, name);
-    return path[k];
-}
+#include "tmpdir.h"
 
 /* What a run told on_epoch and on_warning. */
 typedef struct seen {
@@ -426,8 +416,7 @@ TEST(data_that_cannot_teach_is_refused)
 
 int main(void)
 {
-    snprintf(dir, sizeof dir, "/tmp/cflux-resume-XXXXXX");
-    if (!mkdtemp(dir)) return 1;
+    if (tmpdir_make("resume")) return 1;
     RUN(schedule_goes_on_by_the_share_of_the_run);
     RUN(cosine_counts_the_short_batch);
     RUN(a_stop_mid_epoch_resumes_exactly);
@@ -439,8 +428,6 @@ int main(void)
     RUN(changed_settings_are_told);
     RUN(inputs_are_standardised);
     RUN(data_that_cannot_teach_is_refused);
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    if (system(cmd)) return 1;
+    tmpdir_remove();
     return test_summary("resume");
 }

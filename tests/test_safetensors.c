@@ -12,17 +12,7 @@
 #include "cflux.h"
 #include "core/safetensors.h"
 #include "test.h"
-
-static char dir[64]; /* a fresh directory for this run's files */
-
-static char *path_in_dir(const char *name)
-{
-    static char buf[4][256]; /* a few alive at once */
-    static int next;
-    char *b = buf[next++ % 4];
-    snprintf(b, sizeof buf[0], "%s/%s", dir, name);
-    return b;
-}
+#include "tmpdir.h"
 
 /* Entries in dir whose name contains sub. */
 static int count_files(const char *sub)
@@ -92,7 +82,7 @@ TEST(round_trip)
         {.name = "empty", .rank = 2, .shape = {0, 4}, .count = 0, .data = e},
         {.name = "z\xe2\x82\xac\"six", .rank = 6, .shape = {64, 3, 1, 1, 2, 1}, .count = 384, .data = big},
     };
-    const char *p = path_in_dir("rt.safetensors");
+    const char *p = tmp("rt.safetensors");
     cf_st_file *f;
     size_t i;
     int k;
@@ -126,7 +116,7 @@ TEST(header_layout)
     float x[3] = {1, 2, 3};
     cf_st_tensor t = {.name = "abc", .rank = 1, .shape = {3}, .count = 3, .data = x};
     const char *k[] = {"a"}, *v[] = {"b"};
-    const char *p = path_in_dir("layout.safetensors");
+    const char *p = tmp("layout.safetensors");
     size_t len, h;
     unsigned char *b;
     CHECK(cf_st_write(p, 1, &t, 1, k, v) == 0);
@@ -147,7 +137,7 @@ TEST(header_layout)
 
 TEST(empty_file)
 {
-    const char *p = path_in_dir("empty.safetensors");
+    const char *p = tmp("empty.safetensors");
     cf_st_file *f;
     size_t len;
     unsigned char *b;
@@ -163,7 +153,7 @@ TEST(empty_file)
 TEST(write_rejects)
 {
     float x[4] = {0};
-    const char *p = path_in_dir("rejected.safetensors");
+    const char *p = tmp("rejected.safetensors");
     cf_st_tensor two[2] = {{.name = "w", .rank = 1, .shape = {4}, .count = 4, .data = x},
                            {.name = "w", .rank = 1, .shape = {4}, .count = 4, .data = x}};
     cf_st_tensor t = two[0];
@@ -216,7 +206,7 @@ TEST(failed_write_keeps_old_file)
     float x[2] = {1, 2};
     cf_st_tensor small = {.name = "old", .rank = 1, .shape = {2}, .count = 2, .data = x};
     cf_st_tensor large = {.name = "new", .rank = 1, .shape = {1 << 18}, .count = 1 << 18, .data = big};
-    const char *p = path_in_dir("keep.safetensors");
+    const char *p = tmp("keep.safetensors");
     unsigned char *before, *after;
     size_t lb, la;
     struct rlimit old, lim;
@@ -263,14 +253,14 @@ TEST(failed_write_keeps_old_file)
 
 TEST(read_file_errors)
 {
-    const char *p = path_in_dir("trunc.safetensors");
+    const char *p = tmp("trunc.safetensors");
     float x[1024] = {0};
     cf_st_tensor t = {.name = "w", .rank = 1, .shape = {1024}, .count = 1024, .data = x};
     size_t len;
     unsigned char *b;
     FILE *fp;
 
-    CHECK(cf_st_read(path_in_dir("missing.safetensors")) == NULL);
+    CHECK(cf_st_read(tmp("missing.safetensors")) == NULL);
     CHECK_HAS(cf_last_error(), "missing.safetensors: cannot open: No such file or directory");
     CHECK(cf_st_read(dir) == NULL);
     CHECK_HAS(cf_last_error(), "is a directory");
@@ -462,11 +452,7 @@ TEST(rejects_bad_metadata)
 
 int main(void)
 {
-    strcpy(dir, "/tmp/cflux_test_st_XXXXXX");
-    if (!mkdtemp(dir)) {
-        perror("mkdtemp");
-        return 1;
-    }
+    if (tmpdir_make("st")) return 1;
     RUN(round_trip);
     RUN(header_layout);
     RUN(empty_file);
@@ -482,18 +468,6 @@ int main(void)
     RUN(rejects_bad_offsets);
     RUN(rejects_bad_layout);
     RUN(rejects_bad_metadata);
-    {
-        /* Clean up: every file this run made, then the directory. */
-        DIR *d = opendir(dir);
-        struct dirent *e;
-        char p[512];
-        while (d && (e = readdir(d)))
-            if (e->d_name[0] != '.') {
-                snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
-                remove(p);
-            }
-        if (d) closedir(d);
-        rmdir(dir);
-    }
+    tmpdir_remove();
     return test_summary("safetensors");
 }

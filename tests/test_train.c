@@ -7,17 +7,7 @@
 #include "cflux.h"
 #include "spirals.h"
 #include "test.h"
-
-static char dir[64];
-
-static const char *tmp(const char *name)
-{
-    static char path[4][128];
-    static int k;
-    k = (k + 1) % 4;
-    snprintf(path[k], sizeof path[k], "%s/%s", dir, name);
-    return path[k];
-}
+#include "tmpdir.h"
 
 TEST(fit_learns_and_evaluates)
 {
@@ -372,8 +362,7 @@ TEST(bad_checkpoints_are_refused)
 
 int main(void)
 {
-    snprintf(dir, sizeof dir, "/tmp/cflux-train-XXXXXX");
-    if (!mkdtemp(dir)) return 1;
+    if (tmpdir_make("train")) return 1;
     RUN(fit_learns_and_evaluates);
     RUN(regression_uses_mean_squared_error);
     RUN(classifier_must_end_with_softmax);
@@ -383,8 +372,6 @@ int main(void)
     RUN(evaluate_means_over_samples_not_batches);
     RUN(checkpoints_repeat_and_resume_exactly);
     RUN(bad_checkpoints_are_refused);
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    if (system(cmd)) return 1;
+    tmpdir_remove();
     return test_summary("train");
 }

@@ -627,7 +627,8 @@ CF_API void        cf_trainer_free(cf_trainer *t);
  * Before the first step the data is checked whole: every number finite, labels in
  * range, and a classifier's training labels not all one class. Training stops with
  * an error, before the update that would spoil the parameters, when the loss is not
- * finite or grows past 10^4 times the run's first loss (at least 1).
+ * finite or grows past 10^4 times the run's first (the largest of its first 16 steps,
+ * and at least 1).
  * Returns 0 when done (or on_epoch asked to stop), CF_STOPPED when cf_trainer_stop
  * asked (the place reached can be saved with cf_trainer_save), or -1. */
 #define CF_STOPPED 1

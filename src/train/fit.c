@@ -11,7 +11,8 @@
  *
  * Training stops with an error, before the update that would spoil the parameters,
  * when the loss is not finite or grows past CF_DIVERGED times the run's first loss
- * (at least 1): such a run is diverging, and every later step would be wasted. */
+ * (the largest of its first CF_FIRST_STEPS, and at least 1): such a run is diverging,
+ * and every later step would be wasted. */
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -25,6 +26,7 @@
 #include "train/trainer.h"
 
 #define CF_DIVERGED 1e4
+#define CF_FIRST_STEPS 16
 
 cf_fit_opts cf_fit_defaults(void)
 {
@@ -98,9 +100,9 @@ static const char *label_source(const cf_dataset *d, char *buf, size_t size)
     return buf;
 }
 
-/* How much check_data looks at: the shapes alone (cheap, when a trainer is made),
- * every number, or every number and, for a classifier's training set, the classes. */
-enum { CHECK_SHAPES, CHECK_VALUES, CHECK_TRAINING };
+/* How much check_data looks at: the shapes and every number, and for a classifier's
+ * training set also whether there is more than one class. */
+enum { CHECK_VALUES, CHECK_TRAINING };
 
 /* The data must fit the model: input element counts, targets, label range, finite
  * numbers; a training set for a classifier must have more than one class. */
@@ -118,7 +120,6 @@ static int check_data(cf_trainer *t, const cf_dataset *d, int level)
         return cf_seterr("error: %s: each sample has %zu target number%s but the model's %s takes %zu",
                          cf_dataset_name(d), ys, ys == 1 ? "" : "s", t->classes ? "labels" : "output", t->ycount);
     }
-    if (level == CHECK_SHAPES) return 0;
     const float *x = cf_dataset_x(d), *y = cf_dataset_y(d);
     for (size_t i = 0; i < n * t->xcount; i++)
         if (!isfinite(x[i]))
@@ -160,8 +161,8 @@ cf_trainer *cf_trainer_new(cf_model *m, const cf_dataset *train, const cf_fit_op
     float lr;
     if (cf_schedule_lr(o->schedule ? o->schedule : "const", 1, 0, 1, 1, &lr)) return NULL;
     if (cf_model_infer_shapes(m)) return NULL;
-    if (m->ninputs - (m->target != NULL) != 1)
-        return cf_seterr("error: training takes models of one input; this one has %d", m->ninputs), NULL;
+    int ninputs = m->ninputs - (m->target != NULL);
+    if (ninputs != 1) return cf_seterr("error: training takes models of one input; this one has %d", ninputs), NULL;
     cf_loss want = o->loss ? o->loss : cf_model_has_loss(m) ? (cf_loss)cf_model_has_loss(m) : default_loss(m);
     if (cf_loss_fits(m, want)) return NULL;
     cf_trainer *t = calloc(1, sizeof *t);
@@ -296,18 +297,21 @@ static void shuffle(cf_trainer *t, size_t n, int epoch)
     }
 }
 
-/* A loss that says the run diverged: 0, or -1 with the message. */
+/* A loss that says the run diverged: 0, or -1 with the message. The reference is the
+ * largest loss of the run's first CF_FIRST_STEPS steps (one batch alone may be easy). */
 static int check_loss(cf_trainer *t, double loss, int epoch, long step, float lr)
 {
-    if (isnan(t->initial_loss)) t->initial_loss = loss;
-    double limit = CF_DIVERGED * (t->initial_loss > 1 ? t->initial_loss : 1);
-    if (isfinite(loss) && loss <= limit) return 0;
+    double first = isnan(t->initial_loss) ? loss : t->initial_loss;
+    double limit = CF_DIVERGED * (first > 1 ? first : 1);
     if (!isfinite(loss))
         return cf_seterr("error: epoch %d, step %ld: the loss is %g: training diverged; try a smaller learning rate "
                          "(it is %g) or clipping the gradients", epoch, step, loss, (double)lr);
-    return cf_seterr("error: epoch %d, step %ld: the loss grew to %g, over %g times the first (%g): training "
-                     "diverged; try a smaller learning rate (it is %g) or clipping the gradients",
-                     epoch, step, loss, CF_DIVERGED, t->initial_loss, (double)lr);
+    if (loss > limit)
+        return cf_seterr("error: epoch %d, step %ld: the loss grew to %g, over %g times the first (%g): training "
+                         "diverged; try a smaller learning rate (it is %g) or clipping the gradients",
+                         epoch, step, loss, CF_DIVERGED, first, (double)lr);
+    if (cf_optim_get_steps(t->opt) < CF_FIRST_STEPS && !(loss <= t->initial_loss)) t->initial_loss = loss;
+    return 0;
 }
 
 /* Train samples [start, n) of the epoch's order; on_batch reports. Sets *stopped when

@@ -26,7 +26,8 @@ struct cf_trainer {
     int classes;                 /* of the model's output; 0 for regression */
     size_t xcount, ycount;       /* floats per sample: input, target (labels: one per row) */
     size_t ntrain;               /* samples of the data given to cf_trainer_new, before any validation split */
-    double initial_loss;         /* the run's first loss, what divergence is measured against; NAN before */
+    double initial_loss;         /* the largest loss of the run's first steps, what divergence is measured
+                                    against; NAN before the first */
     atomic_int stop;             /* cf_trainer_stop was called */
     cf_epoch_stats *hist;        /* every epoch done, from checkpoints too */
     int nhist, cap_hist;

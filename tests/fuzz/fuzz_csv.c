@@ -26,14 +26,6 @@
 #include "data/data.h"
 #include "fuzz_stream.h"
 
-int LLVMFuzzerInitialize(int *argc, char ***argv)
-{
-    (void)argc;
-    (void)argv;
-    cf_set_memory_limit((size_t)64 << 20);
-    return 0;
-}
-
 static void check_names(const cf_dataset *d)
 {
     for (int c = 0; c < cf_dataset_column_count(d); c++) {

@@ -22,14 +22,6 @@
 #include "data/data.h"
 #include "fuzz_stream.h"
 
-int LLVMFuzzerInitialize(int *argc, char ***argv)
-{
-    (void)argc;
-    (void)argv;
-    cf_set_memory_limit((size_t)64 << 20);
-    return 0;
-}
-
 static void check(const cf_idx *d, int labels)
 {
     if (labels ? d->rank != 1 : d->rank < 2 || d->rank > CF_MAX_DIMS) abort();

@@ -17,6 +17,18 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "cflux.h"
+
+/* The data fuzzers run under a memory limit of 64 MB: a file that claims more is
+ * refused, not allocated. */
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+    (void)argc;
+    (void)argv;
+    cf_set_memory_limit((size_t)64 << 20);
+    return 0;
+}
+
 /* data as one gzip member; *out bytes (malloc'd), NULL if zlib fails */
 static unsigned char *fuzz_gzip(const uint8_t *data, size_t size, size_t *out)
 {

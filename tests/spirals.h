@@ -1,10 +1,11 @@
-/* spirals.h - small classification data made here (three spirals in the plane) and
- * a classifier for it, for the training tests. */
+/* spirals.h - small classification data made here (three spirals in the plane), a
+ * classifier for it, and a copy of a model's parameters, for the training tests. */
 #ifndef CF_TEST_SPIRALS_H
 #define CF_TEST_SPIRALS_H
 
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "cflux.h"
 
@@ -39,6 +40,20 @@ static __attribute__((unused)) cf_fit_opts opts(int epochs)
     o.optim.lr = 0.01f;
     o.seed = 5;
     return o;
+}
+
+/* All the model's parameters, in order, in one malloc'd array of *count floats. */
+static __attribute__((unused)) float *params_copy(cf_model *m, size_t *count)
+{
+    size_t n = cf_model_weight_count(m), at = 0;
+    float *p = malloc(n * sizeof *p);
+    for (int i = 0; i < cf_model_param_count(m); i++) {
+        size_t k = cf_shape_count(cf_model_param_shape(m, i));
+        memcpy(p + at, cf_model_param_data(m, i), k * sizeof *p);
+        at += k;
+    }
+    *count = at;
+    return p;
 }
 
 #endif

@@ -111,18 +111,6 @@ TEST(cosine_counts_the_short_batch)
     cf_dataset_free(d);
 }
 
-static float *params_of(cf_model *m, size_t *n)
-{
-    *n = cf_model_weight_count(m);
-    float *p = malloc(*n * sizeof *p), *at = p;
-    for (int i = 0; i < cf_model_param_count(m); i++) {
-        size_t k = cf_shape_count(cf_model_param_shape(m, i));
-        memcpy(at, cf_model_param_data(m, i), k * sizeof *p);
-        at += k;
-    }
-    return p;
-}
-
 /* Stopped in the middle of epoch 2, saved, resumed: the same bits as a run that was
  * never stopped, and the whole history. */
 TEST(a_stop_mid_epoch_resumes_exactly)
@@ -144,7 +132,7 @@ TEST(a_stop_mid_epoch_resumes_exactly)
     ob.schedule = o.schedule;
     CHECK(train(ob, d, tmp("mid.ckpt"), NULL, &mb) == 0);
     size_t na, nb;
-    float *pa = params_of(ma, &na), *pb = params_of(mb, &nb);
+    float *pa = params_copy(ma, &na), *pb = params_copy(mb, &nb);
     CHECK(na == nb && memcmp(pa, pb, na * sizeof *pa) == 0);
     CHECK(b.lr[3] == a.lr[3] && b.loss[3] == a.loss[3]);
     CHECK(b.loss[2] == a.loss[2]);   /* the resumed epoch reports the whole epoch */
@@ -190,7 +178,7 @@ TEST(divergence_is_stopped)
     CHECK_HAS(cf_last_error(), "training diverged; try a smaller learning rate");
     CHECK(v.epochs == 0);
     size_t n;
-    float *p = params_of(m, &n);
+    float *p = params_copy(m, &n);
     int finite = 1;
     for (size_t i = 0; i < n; i++) finite &= isfinite(p[i]);
     CHECK(finite);
@@ -271,7 +259,7 @@ TEST(hostile_metadata_is_refused)
     cf_model *m = cf_model_parse(classifier, "spirals.flux");
     cf_trainer *t = cf_trainer_new(m, d, &o);
     size_t n0;
-    float *before = params_of(m, &n0);
+    float *before = params_copy(m, &n0);
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         CHECK(rewrite(tmp("ok.ckpt"), tmp("bad.ckpt"), cases[i].key, cases[i].value) == 0);
         int rc = cf_trainer_load(t, tmp("bad.ckpt"));
@@ -280,7 +268,7 @@ TEST(hostile_metadata_is_refused)
         CHECK(cf_trainer_epoch(t) == 0);
     }
     size_t n1;
-    float *after = params_of(m, &n1);
+    float *after = params_copy(m, &n1);
     CHECK(n0 == n1 && memcmp(before, after, n0 * sizeof *before) == 0);
     CHECK(rewrite(tmp("ok.ckpt"), tmp("same.ckpt"), "nothing", NULL) == 0);   /* the rewriting itself is sound */
     CHECK(cf_trainer_load(t, tmp("same.ckpt")) == 0 && cf_trainer_epoch(t) == 3);

@@ -116,19 +116,6 @@ TEST(data_that_does_not_fit_is_refused)
 /* ---- seeds, ties and short batches --------------------------------------------- */
 
 /* All parameters of a model, copied (malloc'd); *count receives how many floats. */
-static float *params_copy(cf_model *m, size_t *count)
-{
-    size_t n = cf_model_weight_count(m), at = 0;
-    float *p = malloc(n * sizeof *p);
-    for (int i = 0; i < cf_model_param_count(m); i++) {
-        size_t k = cf_shape_count(cf_model_param_shape(m, i));
-        memcpy(p + at, cf_model_param_data(m, i), k * sizeof *p);
-        at += k;
-    }
-    *count = at;
-    return p;
-}
-
 /* The parameters after one epoch of plain SGD, batches of 16 over 96 samples, from
  * the same initial parameters (model seed 11) whatever the shuffling seed. */
 static float *train_with_seed(uint64_t seed, size_t *count)

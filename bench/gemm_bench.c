@@ -1,14 +1,14 @@
 /* gemm_bench.c - the built-in GEMM against single-threaded OpenBLAS, in GFLOP/s.
  *
  * Build and run from the repository root:
- *   gcc -std=gnu11 -O2 -Isrc bench/gemm_bench.c src/exec/gemm_builtin.c \
+ *   gcc -std=gnu11 -O2 -Isrc bench/gemm_bench.c src/rt/gemm_builtin.c \
  *       $(pkg-config --cflags --libs openblas) -lm -o /tmp/gemm_bench && /tmp/gemm_bench
  *
  * For each shape the two implementations run alternately (so machine noise hits
  * both alike); each sample times enough repetitions to last ~20 ms, and the
  * median of the samples is reported. A benchmark, not a test: it checks only that
  * the two agree roughly. */
-#include "exec/gemm_builtin.h"
+#include "rt/gemm_builtin.h"
 
 #include <cblas.h>
 #include <math.h>

@@ -23,7 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "exec/pool.h"
+#include "rt/pool.h"
 
 static double now_us(void)
 {

@@ -2,7 +2,7 @@
  * for all transpose combinations, odd and block-crossing sizes, padded leading
  * dimensions and alpha/beta combinations, on both the AVX2 and portable kernels. */
 #define _GNU_SOURCE
-#include "exec/gemm_builtin.h"
+#include "rt/gemm_builtin.h"
 #include "test.h"
 
 #include <dlfcn.h>

@@ -9,7 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "exec/pool.h"
+#include "rt/pool.h"
 #include "ops/op.h"
 #include "test.h"
 

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "cflux.h"
-#include "exec/gemm_builtin.h"
+#include "rt/gemm_builtin.h"
 #include "mlp.h"
 #include "test.h"
 

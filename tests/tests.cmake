@@ -28,5 +28,6 @@ if(CFLUX_READELF)
   add_test(NAME tls_size COMMAND ${CMAKE_COMMAND} -DREADELF=${CFLUX_READELF} -DLIB=$<TARGET_FILE:cflux_shared>
            -DMAX=65536 -P ${PROJECT_SOURCE_DIR}/tests/tls_size.cmake)
 endif()
+add_test(NAME layers COMMAND sh ${PROJECT_SOURCE_DIR}/tests/check_layers.sh ${PROJECT_SOURCE_DIR})
 add_test(NAME errors_doc COMMAND sh ${PROJECT_SOURCE_DIR}/tests/check_errors_doc.sh $<TARGET_FILE:cflux> ${PROJECT_SOURCE_DIR}/docs/errors.md)
 set_tests_properties(test_oom PROPERTIES TIMEOUT 120)   # a lost out-of-memory path may loop

@@ -5,7 +5,7 @@
 # Static TLS is carved out of every thread's stack, in every program linked with
 # cflux, whether it calls cflux or not: 790 KiB of it (GEMM packing buffers and
 # error-trace lines) once made threads with stacks of 512 KiB or less impossible to
-# create. Big per-thread buffers belong on the heap (see src/exec/gemm_builtin.c).
+# create. Big per-thread buffers belong on the heap (see src/rt/gemm_builtin.c).
 execute_process(COMMAND ${READELF} -lW ${LIB} OUTPUT_VARIABLE out RESULT_VARIABLE rc)
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "${READELF} -lW ${LIB} failed")

@@ -12,8 +12,8 @@
 #include "core/error.h"
 #include "core/mem.h"
 #include "exec/exec.h"
-#include "exec/gemm_builtin.h"
-#include "exec/pool.h"
+#include "rt/gemm_builtin.h"
+#include "rt/pool.h"
 
 /* ---- bind ---- */
 

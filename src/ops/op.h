@@ -12,6 +12,8 @@
 #include <stddef.h>
 
 #include "core/graph.h"
+#include "rt/gemm.h"
+#include "rt/pool.h"
 
 typedef struct cf_inst {
     const cf_node *node;
@@ -89,16 +91,7 @@ void cf_shape_split(cf_shape s, int dim, size_t *outer, size_t *inner);
 /* Normalise a dimension index (negative counts from the end); -1 if out of range. */
 int cf_norm_dim(int dim, int rank);
 
-/* Run fn over [0, n) in chunks on the pool when n * cost is large, else inline.
- * fn(ctx, begin, end). */
-void cf_parallel_range(size_t n, size_t cost, void (*fn)(void *ctx, size_t b, size_t e), void *ctx);
-
 /* dst = src (acc 0) or dst += src (acc 1). */
 void cf_put(float *dst, const float *src, size_t n, int acc);
-
-/* Matrix products (src/exec/gemm.c): row-major, C = alpha op(A) op(B) + beta C,
- * threaded over the pool for large sizes. */
-void cf_gemm(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
-             const float *B, int ldb, float beta, float *C, int ldc);
 
 #endif

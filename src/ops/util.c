@@ -2,7 +2,6 @@
 #include <string.h>
 
 #include "core/error.h"
-#include "exec/pool.h"
 #include "ops/op.h"
 
 int cf_broadcast_shapes(const cf_node *n, cf_shape a, int ab, cf_shape b, int bb,
@@ -50,35 +49,6 @@ int cf_norm_dim(int dim, int rank)
 {
     if (dim < 0) dim += rank;
     return dim >= 0 && dim < rank ? dim : -1;
-}
-
-/* Below this many units of work (elements x cost), threads cost more than they give. */
-#define PAR_MIN_WORK 32768
-
-typedef struct {
-    void (*fn)(void *ctx, size_t b, size_t e);
-    void *ctx;
-    size_t n;
-    int tasks;
-} range_job;
-
-static void range_task(void *p, int i)
-{
-    range_job *j = p;
-    size_t b = j->n * (size_t)i / (size_t)j->tasks, e = j->n * (size_t)(i + 1) / (size_t)j->tasks;
-    if (b < e) j->fn(j->ctx, b, e);
-}
-
-void cf_parallel_range(size_t n, size_t cost, void (*fn)(void *ctx, size_t b, size_t e), void *ctx)
-{
-    int t = cf_threads();
-    if (t <= 1 || n < 2 || n * (cost ? cost : 1) < PAR_MIN_WORK) {
-        if (n) fn(ctx, 0, n);
-        return;
-    }
-    if ((size_t)t > n) t = (int)n;
-    range_job j = {fn, ctx, n, t};
-    cf_parallel_for(t, range_task, &j);
 }
 
 void cf_put(float *dst, const float *src, size_t n, int acc)

@@ -20,8 +20,7 @@
 #include "core/error.h"
 #include "core/graph.h"
 #include "core/mem.h"
-#include "exec/pool.h"
-#include "ops/op.h"
+#include "rt/pool.h"
 
 typedef enum { OPT_SGD, OPT_MOMENTUM, OPT_NESTEROV, OPT_ADAM, OPT_ADAMW } optim_kind;
 

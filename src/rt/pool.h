@@ -10,8 +10,10 @@
  * process wants. Tasks are handed out one at a time from a shared counter: which
  * thread runs which index varies from call to call, so tasks must write disjoint
  * outputs for results to be deterministic. cf_parallel_for allocates nothing. */
-#ifndef CF_EXEC_POOL_H
-#define CF_EXEC_POOL_H
+#ifndef CF_RT_POOL_H
+#define CF_RT_POOL_H
+
+#include <stddef.h>
 
 #include "cflux.h"   /* cf_threads and cf_set_threads are public: keep their visibility */
 
@@ -32,5 +34,10 @@ int cf_threads(void);
  * from a task, or while another thread is in one, it does nothing. If the system
  * refuses to start a thread, the pool keeps those it has; cf_threads() tells. */
 void cf_set_threads(int n);
+
+/* Run fn(ctx, begin, end) over [0, n) in contiguous chunks, one per thread, when
+ * n * cost (cost: rough work per element, 1 for a plain elementwise op) is large
+ * enough to pay for waking the pool; otherwise on the calling thread in one call. */
+void cf_parallel_range(size_t n, size_t cost, void (*fn)(void *ctx, size_t b, size_t e), void *ctx);
 
 #endif

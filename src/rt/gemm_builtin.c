@@ -8,7 +8,7 @@
  * block (KC*NC, 512 KiB) in L2/L3. The micro-kernel is AVX2+FMA where the CPU has it
  * (chosen at run time; the library itself is built without -mavx2), otherwise a
  * plain C loop the compiler can vectorise for the baseline ISA. */
-#include "exec/gemm_builtin.h"
+#include "rt/gemm_builtin.h"
 
 #include <pthread.h>
 #include <stddef.h>

@@ -7,8 +7,8 @@
  * may call it at once on disjoint slices of C, and a call allocates nothing once its
  * thread has them. A thread that cannot get them still gets the right product, from
  * an unpacked loop several times slower (same result up to rounding). */
-#ifndef CF_EXEC_GEMM_BUILTIN_H
-#define CF_EXEC_GEMM_BUILTIN_H
+#ifndef CF_RT_GEMM_BUILTIN_H
+#define CF_RT_GEMM_BUILTIN_H
 
 /* C = alpha * op(A) op(B) + beta * C; op(A) is M x K, op(B) is K x N, C is M x N,
    all row-major with leading dimensions lda, ldb, ldc; ta/tb non-zero means the

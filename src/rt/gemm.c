@@ -10,9 +10,9 @@
 #include <string.h>
 
 #include "core/error.h"
-#include "exec/gemm_builtin.h"
-#include "exec/pool.h"
-#include "ops/op.h"
+#include "rt/gemm_builtin.h"
+#include "rt/gemm.h"
+#include "rt/pool.h"
 
 #ifdef CFLUX_HAVE_BLAS
 #include <cblas.h>

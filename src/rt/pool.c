@@ -41,8 +41,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "exec/gemm_builtin.h"
-#include "exec/pool.h"
+#include "rt/gemm_builtin.h"
+#include "rt/pool.h"
 
 /* How long an idle thread spins before it sleeps: about one futex wake-up, the
  * classic bound (spinning costs at most what sleeping would). A wake-up takes ~5 us

@@ -139,11 +139,28 @@ CF_API const char *cf_version(void);        /* "0.1.0" */
 CF_API void cf_set_threads(int n);
 CF_API int  cf_threads(void);
 
-/* Which matrix-product engine runs: "openblas" or "builtin" (the default is OpenBLAS
- * when the library was built with it; $CFLUX_GEMM=builtin overrides). Returns 0, or
- * -1 for a name this build does not have. */
+/* Which matrix-product engine runs. The built-in engine has kernels per instruction
+ * set: "builtin-avx512", "builtin-avx2" and "builtin-portable" (any CPU); "builtin"
+ * means the widest this CPU runs. "openblas" is there when the library was built
+ * with it. The default follows what the CPU runs, read with cpuid, not OpenBLAS's
+ * own detection (which falls back to generic SSE3 kernels on CPUs it does not know):
+ * the built-in AVX-512 or AVX2 kernels where the CPU has them, else OpenBLAS when it
+ * has kernels for this CPU, else builtin-portable. $CFLUX_GEMM names an engine
+ * instead. cf_set_gemm returns 0, or -1 for an engine this build or CPU does not
+ * have. cf_gemm_name gives the engine that runs ("builtin-avx2", "openblas-Zen");
+ * cf_gemm_why says why it was chosen. */
 CF_API int cf_set_gemm(const char *name);
 CF_API const char *cf_gemm_name(void);
+CF_API const char *cf_gemm_why(void);
+
+/* Floating-point operations (2 per multiply-add) done by matrix products in this
+ * process so far, over all threads: for measuring GFLOP/s. */
+CF_API double cf_gemm_flops(void);
+
+/* This CPU as cpuid tells it: its brand string ("AMD EPYC 7B12"), and the features
+ * that kernels use ("avx2 fma"; AVX-512's as "avx512f avx512bw ..."). */
+CF_API const char *cf_cpu_name(void);
+CF_API const char *cf_cpu_isa(void);
 
 /* The memory limit. The library's big blocks (dataset arrays, parameters, their
  * gradients, optimizer state, executors' activation memory) are counted, process-wide

@@ -1,8 +1,12 @@
 /* test_gemm_builtin.c - the built-in GEMM against a double-precision triple loop,
  * for all transpose combinations, odd and block-crossing sizes, padded leading
- * dimensions and alpha/beta combinations, on both the AVX2 and portable kernels. */
+ * dimensions and alpha/beta combinations, with every implementation this CPU runs
+ * (portable, AVX2, AVX-512) and with the AVX-512 tile built for AVX2
+ * (gemm_avx512_tile.c), so that machines without AVX-512 test its source too. */
 #define _GNU_SOURCE
+#include "rt/cpu.h"
 #include "rt/gemm_builtin.h"
+#include "rt/gemm_impl.h"
 #include "test.h"
 
 #include <dlfcn.h>
@@ -35,6 +39,9 @@ static float rng_uniform(rng_t *r) /* in [-1, 1) */
     return (float)((r->s * 2685821657736338717ULL) >> 40) / (float)(1 << 23) - 1.0f;
 }
 
+/* The implementation under test. */
+static const cf_gemm_impl *cur;
+
 /* Largest |got - want| / (1 + |want|) over C, after computing with cf_gemm_builtin;
    cells outside the M x N window (the ldc padding) must be untouched. Returns the
    error scaled by K so one tolerance fits every size; -1 if padding was touched. */
@@ -62,7 +69,7 @@ static double run_case(rng_t *r, int ta, int tb, int M, int N, int K, float alph
         }
     for (int i = 0; i < M; i++)
         for (int j = N; j < ldc; j++) C[i * ldc + j] = 12345.0f; /* must stay */
-    cf_gemm_builtin(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+    cf_gemm_builtin_with(cur, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
     double err = 0;
     for (int i = 0; i < M; i++) {
         for (int j = 0; j < N; j++) {
@@ -84,11 +91,13 @@ static void sweep(void)
         {1, 1, 1}, {1, 7, 17}, {7, 1, 65}, {17, 65, 1}, {6, 16, 8}, {7, 17, 130},
         {65, 130, 7}, {130, 65, 300}, {145, 33, 257}, {200, 1030, 40}, {13, 1100, 513},
         {300, 20, 600}, {33, 40, 256}, {20, 50, 500}, {64, 128, 784}, {64, 784, 128},
-        {784, 128, 64},
+        {784, 128, 64}, {2, 100, 50}, {3, 33, 784}, {4, 128, 64}, {1, 128, 784}, {4, 10, 3},
+        {5, 40, 40},
     };
     static const float ab[][2] = {{1, 0}, {1, 1}, {-0.5f, 0}, {2, -1.5f}, {0.25f, 0.5f}};
     rng_t r = {0x9e3779b97f4a7c15ULL};
     int ncase = 0;
+    if (!cur) cur = cf_gemm_builtin_impl();
     for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++)
         for (int t = 0; t < 4; t++) {
             /* every alpha/beta pair on small sizes; one rotating pair on big ones */
@@ -109,13 +118,25 @@ static void sweep(void)
     CHECK(ncase > 100);
 }
 
-TEST(matches_reference) { sweep(); }
+/* The AVX-512 tile's source built for AVX2 (tests/gemm_avx512_tile.c). */
+extern const cf_gemm_impl test_gemm_avx512_tile;
 
-TEST(portable_matches_reference)
+TEST(every_implementation_matches_reference)
 {
-    cf_gemm_builtin_force_portable(1);
-    sweep();
-    cf_gemm_builtin_force_portable(0);
+    const cf_gemm_impl *all[] = {&cf_gemm_portable, &cf_gemm_avx2, &test_gemm_avx512_tile, &cf_gemm_avx512};
+    int runs[] = {1, cf_cpu_avx2(cf_cpu()), cf_cpu_avx2(cf_cpu()), cf_cpu_avx512(cf_cpu())};
+    int ran = 0;
+    for (int i = 0; i < 4; i++) {
+        if (!runs[i]) {
+            printf("  (%s: this CPU does not run it)\n", all[i]->name);
+            continue;
+        }
+        cur = all[i];
+        sweep();
+        ran++;
+    }
+    cur = cf_gemm_builtin_impl();
+    CHECK(ran >= 1);
 }
 
 /* K == 0 and alpha == 0 give C = beta * C; beta == 0 then clears NaN. M or N == 0
@@ -203,10 +224,37 @@ TEST(no_memory_still_right)
     CHECK(atomic_load(&refused) > 100);   /* it did take the unpacked loop, every time */
 }
 
+/* The engine follows what cpuid says, checked here against the compiler's own
+   detection, and never a generic OpenBLAS kernel on a CPU with AVX2: ctest runs this
+   with OPENBLAS_CORETYPE=Prescott, OpenBLAS's worst choice. Not a timing test. */
+TEST(dispatch_follows_cpuid)
+{
+    const cf_cpu_info *c = cf_cpu();
+    __builtin_cpu_init();
+    CHECK(c->avx2 == !!__builtin_cpu_supports("avx2"));
+    CHECK(c->fma == !!__builtin_cpu_supports("fma"));
+    CHECK(c->avx512f == !!__builtin_cpu_supports("avx512f"));
+    CHECK(c->name[0] && strcmp(c->name, "unknown CPU") != 0);
+    const char *want = cf_cpu_avx512(c) ? "builtin-avx512" : cf_cpu_avx2(c) ? "builtin-avx2" : NULL;
+    printf("  %s (%s): %s, because %s\n", cf_cpu_name(), cf_cpu_isa(), cf_gemm_name(), cf_gemm_why());
+    if (want) CHECK(strcmp(cf_gemm_name(), want) == 0);
+    else CHECK(strncmp(cf_gemm_name(), "openblas", 8) == 0 || strcmp(cf_gemm_name(), "builtin-portable") == 0);
+    const char *core = getenv("OPENBLAS_CORETYPE");
+#ifdef CFLUX_TEST_HAVE_BLAS
+    if (want && core) CHECK(strstr(cf_gemm_why(), core) != NULL);   /* it saw the generic core */
+#endif
+    (void)core;
+    /* a named engine is honoured, and an unknown one refused with the list */
+    CHECK(cf_set_gemm("builtin-portable") == 0 && strcmp(cf_gemm_name(), "builtin-portable") == 0);
+    CHECK(cf_set_gemm("builtin-sse9") != 0 && strstr(cf_last_error(), "builtin-portable") != NULL);
+    CHECK(cf_set_gemm("builtin") == 0 && strcmp(cf_gemm_name(), want ? want : "builtin-portable") == 0);
+}
+
 int main(void)
 {
-    RUN(matches_reference);
-    RUN(portable_matches_reference);
+    unsetenv("CFLUX_GEMM");   /* the default choice is under test */
+    RUN(dispatch_follows_cpuid);
+    RUN(every_implementation_matches_reference);
     RUN(degenerate_sizes);
     RUN(known_product);
     RUN(concurrent_slices);

@@ -8,6 +8,14 @@ foreach(src ${CFLUX_TESTS_SRC})
   target_link_libraries(${name} PRIVATE cflux_static)
   add_test(NAME ${name} COMMAND ${name} WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
 endforeach()
+# the AVX-512 tile's source, built for AVX2 so that every x86-64 machine with AVX2 tests it
+if(CFLUX_BLAS)
+  target_compile_definitions(test_gemm_builtin PRIVATE CFLUX_TEST_HAVE_BLAS)
+endif()
+target_sources(test_gemm_builtin PRIVATE ${PROJECT_SOURCE_DIR}/tests/gemm_avx512_tile.c)
+set_source_files_properties(${PROJECT_SOURCE_DIR}/tests/gemm_avx512_tile.c PROPERTIES COMPILE_OPTIONS "-mavx2;-mfma")
+# the kernel choice must not follow OpenBLAS's detection, even at its worst
+set_tests_properties(test_gemm_builtin PROPERTIES ENVIRONMENT "OPENBLAS_CORETYPE=Prescott")
 
 add_test(NAME exports COMMAND sh ${PROJECT_SOURCE_DIR}/tests/check_exports.sh
          $<TARGET_FILE:cflux_shared> ${PROJECT_SOURCE_DIR}/include/cflux.h)

@@ -23,8 +23,9 @@ void cf_gemm_builtin(int ta, int tb, int M, int N, int K, float alpha,
    there is no memory (calls then take the unpacked loop, and try again). */
 int cf_gemm_builtin_reserve(void);
 
-/* For tests: non-zero forces the portable kernel even where AVX2+FMA is present;
-   0 restores the automatic choice. Not thread-safe; set it before any calls. */
-void cf_gemm_builtin_force_portable(int on);
+/* The implementation cf_gemm_builtin uses: the widest this CPU runs (AVX-512, AVX2 +
+   FMA, else portable), unless cf_set_gemm chose one (rt/gemm.c). */
+struct cf_gemm_impl;
+const struct cf_gemm_impl *cf_gemm_builtin_impl(void);
 
 #endif

@@ -1,0 +1,159 @@
+/* gemm_tile.h - the micro-kernel, packers and few-row product of the built-in GEMM,
+ * written once over GCC vector types (see gemm_impl.h) and included by each ISA's file
+ * after it defines:
+ *
+ *   TILE_MR, TILE_NR   the register tile: TILE_MR rows by TILE_NR columns of C
+ *   TILE_VW            floats per vector register (4 SSE, 8 AVX2, 16 AVX-512)
+ *   TILE(name)         the file's prefix for each function: name ## _avx2
+ *
+ * The compiler keeps the tile in registers when the file is compiled for its ISA
+ * (TILE_MR * TILE_NR / TILE_VW accumulators, plus the B row and one broadcast); the
+ * same source compiled for a narrower ISA still computes the same products, more
+ * slowly, which is how tests check the AVX-512 tile on a machine without AVX-512.
+ * Sums use fused multiply-adds where the target has them. */
+#include <string.h>
+
+#include "rt/gemm_impl.h"
+
+typedef float TILE(vec) __attribute__((vector_size(TILE_VW * sizeof(float))));
+/* the same, for loads and stores at any float alignment */
+typedef float TILE(uvec) __attribute__((vector_size(TILE_VW * sizeof(float)), aligned(4)));
+
+#define TILE_NV (TILE_NR / TILE_VW)
+#ifndef TILE_KERNEL                   /* an ISA file may bring its own kernel and packers */
+#define TILE_KERNEL TILE(kernel)
+#endif
+#ifndef TILE_PACK_A_N
+#define TILE_PACK_A_N TILE(pack_a_n)
+#endif
+#ifndef TILE_PACK_B_T
+#define TILE_PACK_B_T TILE(pack_b_t)
+#endif
+
+__attribute__((unused)) static void TILE(kernel)(int kc, const float *restrict a, const float *restrict b,
+                         float *restrict c, ptrdiff_t ldc, float alpha, float beta)
+{
+    TILE(vec) acc[TILE_MR][TILE_NV];
+#pragma GCC unroll 16
+    for (int i = 0; i < TILE_MR; i++)
+#pragma GCC unroll 4
+        for (int j = 0; j < TILE_NV; j++) acc[i][j] = (TILE(vec)){0};
+    for (int i = 0; i < TILE_MR; i++) __builtin_prefetch(c + i * ldc, 1);
+#pragma GCC unroll 2
+    for (int k = 0; k < kc; k++, a += TILE_MR, b += TILE_NR) {
+        TILE(vec) bv[TILE_NV];
+#pragma GCC unroll 4
+        for (int j = 0; j < TILE_NV; j++) bv[j] = *(const TILE(vec) *)(b + j * TILE_VW);
+#pragma GCC unroll 16
+        for (int i = 0; i < TILE_MR; i++) {
+            float ai = a[i];   /* scalar times vector: one broadcast */
+#pragma GCC unroll 4
+            for (int j = 0; j < TILE_NV; j++) acc[i][j] += ai * bv[j];
+        }
+    }
+#pragma GCC unroll 16
+    for (int i = 0; i < TILE_MR; i++) {
+        TILE(uvec) *ci = (TILE(uvec) *)(c + i * ldc);
+        if (beta == 0)
+#pragma GCC unroll 4
+            for (int j = 0; j < TILE_NV; j++) ci[j] = alpha * acc[i][j];
+        else
+#pragma GCC unroll 4
+            for (int j = 0; j < TILE_NV; j++) ci[j] = alpha * acc[i][j] + beta * ci[j];
+    }
+}
+
+/* One full A panel when op(A) = A: dst[k*MR + r] = src[r*ld + k]. */
+__attribute__((unused)) static void TILE(pack_a_n)(const float *restrict src, ptrdiff_t ld, int kc, float *restrict dst)
+{
+    for (int k = 0; k < kc; k++, dst += TILE_MR)
+#pragma GCC unroll 16
+        for (int r = 0; r < TILE_MR; r++) dst[r] = src[r * ld + k];
+}
+
+/* One full A panel when op(A) = A^T: dst[k*MR + r] = src[k*ld + r]. */
+static void TILE(pack_a_t)(const float *restrict src, ptrdiff_t ld, int kc, float *restrict dst)
+{
+    for (int k = 0; k < kc; k++, src += ld, dst += TILE_MR) memcpy(dst, src, TILE_MR * sizeof(float));
+}
+
+/* One full B panel when op(B) = B: dst[k*NR + j] = src[k*ld + j]. */
+static void TILE(pack_b_n)(const float *restrict src, ptrdiff_t ld, int kc, float *restrict dst)
+{
+    for (int k = 0; k < kc; k++, src += ld, dst += TILE_NR)
+#pragma GCC unroll 4
+        for (int j = 0; j < TILE_NV; j++)
+            *(TILE(vec) *)(dst + j * TILE_VW) = *(const TILE(uvec) *)(src + j * TILE_VW);
+}
+
+/* One full B panel when op(B) = B^T: dst[k*NR + j] = src[j*ld + k], a block of eight
+   k at a time so that each source row is read in runs. */
+__attribute__((unused)) static void TILE(pack_b_t)(const float *restrict src, ptrdiff_t ld, int kc, float *restrict dst)
+{
+    int k = 0;
+    for (; k + 8 <= kc; k += 8)
+        for (int j = 0; j < TILE_NR; j++)
+#pragma GCC unroll 8
+            for (int q = 0; q < 8; q++) dst[(k + q) * TILE_NR + j] = src[j * ld + k + q];
+    for (; k < kc; k++)
+        for (int j = 0; j < TILE_NR; j++) dst[k * TILE_NR + j] = src[j * ld + k];
+}
+
+/* C (m x n) = alpha A B + beta C for m <= CF_GEMM_SMALL_M (see gemm_impl.h): columns
+   in strips of TILE_NR held in registers for all m rows while B's rows stream by.
+   A's element (i, k) is A[i*sai + k*sak]. */
+static void TILE(small)(int m, int n, int kk, float alpha, const float *restrict A, ptrdiff_t sai,
+                        ptrdiff_t sak, const float *restrict B, ptrdiff_t ldb, float beta,
+                        float *restrict C, ptrdiff_t ldc)
+{
+    int j0 = 0;
+    for (; j0 + TILE_NR <= n; j0 += TILE_NR) {
+        TILE(vec) acc[CF_GEMM_SMALL_M][TILE_NV];
+#pragma GCC unroll 4
+        for (int i = 0; i < CF_GEMM_SMALL_M; i++)
+#pragma GCC unroll 4
+            for (int j = 0; j < TILE_NV; j++) acc[i][j] = (TILE(vec)){0};
+        const float *bk = B + j0;
+        if (m == 1) {
+            for (int k = 0; k < kk; k++, bk += ldb) {
+                float ak = A[k * sak];
+#pragma GCC unroll 4
+                for (int j = 0; j < TILE_NV; j++) acc[0][j] += ak * *(const TILE(uvec) *)(bk + j * TILE_VW);
+            }
+        } else {
+            for (int k = 0; k < kk; k++, bk += ldb) {
+                TILE(vec) bv[TILE_NV];
+#pragma GCC unroll 4
+                for (int j = 0; j < TILE_NV; j++) bv[j] = *(const TILE(uvec) *)(bk + j * TILE_VW);
+#pragma GCC unroll 4
+                for (int i = 0; i < CF_GEMM_SMALL_M; i++) {
+                    if (i >= m) break;
+                    float ai = A[i * sai + k * sak];
+#pragma GCC unroll 4
+                    for (int j = 0; j < TILE_NV; j++) acc[i][j] += ai * bv[j];
+                }
+            }
+        }
+        for (int i = 0; i < m; i++) {
+            TILE(uvec) *ci = (TILE(uvec) *)(C + i * ldc + j0);
+            if (beta == 0)
+                for (int j = 0; j < TILE_NV; j++) ci[j] = alpha * acc[i][j];
+            else
+                for (int j = 0; j < TILE_NV; j++) ci[j] = alpha * acc[i][j] + beta * ci[j];
+        }
+    }
+    if (j0 == n) return;
+    /* the last columns, fewer than a strip: one row at a time, scalar */
+    for (int i = 0; i < m; i++)
+        for (int j = j0; j < n; j++) {
+            float s = 0;
+            for (int k = 0; k < kk; k++) s += A[i * sai + k * sak] * B[k * ldb + j];
+            C[i * ldc + j] = beta == 0 ? alpha * s : alpha * s + beta * C[i * ldc + j];
+        }
+}
+
+/* The table entry for this ISA (TILE_NAME: its name, TILE_ENTRY: the variable). */
+const cf_gemm_impl TILE_ENTRY = {TILE_NAME, TILE_MR, TILE_NR, TILE_KERNEL, TILE_PACK_A_N, TILE(pack_a_t),
+                                 TILE(pack_b_n), TILE_PACK_B_T, TILE(small)};
+
+#undef TILE_NV

@@ -162,6 +162,11 @@ CF_API double cf_gemm_flops(void);
 CF_API const char *cf_cpu_name(void);
 CF_API const char *cf_cpu_isa(void);
 
+/* One core's float32 peak in GFLOP/s (2 per multiply-add), measured now (about 50 ms)
+ * with the widest fused multiply-adds the CPU runs. The figure that kernel speeds are
+ * judged against: a busy machine reads lower. */
+CF_API double cf_cpu_peak_gflops(void);
+
 /* The memory limit. The library's big blocks (dataset arrays, parameters, their
  * gradients, optimizer state, executors' activation memory) are counted, process-wide
  * and thread-safely, against a limit; a request that would pass it fails before

@@ -37,5 +37,22 @@ echo 'model = Chain(Input(784), Affine(3000000), softmax)' > "$tmp/big.flux"
 expect 0 'big.flux: ok: 2355000000 weights in 2 parameters (9420.0 MB)' check "$tmp/big.flux" --max-memory 64M
 expect 0 'usage: cflux check MODEL' help check
 expect 2 "cflux help: unknown command 'frob'" help frob
+# version and bench say which kernels run and why; bench's JSON has every figure,
+# each a positive number (not a timing test: any speed passes)
+expect 0 '^kernels: builtin-\(avx512\|avx2\|portable\)\|^kernels: openblas' version
+expect 0 '"kernels": {"gemm": "' version --json
+expect 1 'cannot open' bench "$tmp/missing.flux"
+expect 2 'cflux bench: --seconds needs a number from 0.1 to 3600' bench "$src/models/mlp.flux" --seconds 0
+expect 2 "cflux bench: --loss is xent or mse, not 'l1'" bench "$src/models/mlp.flux" --loss l1
+expect 0 'latency .* us .*batch 1, median of 10000 calls' bench "$src/models/tlp.flux" --seconds 0.1 --threads 1
+if "$tool" bench "$src/models/mlp.flux" --seconds 0.1 --batch 32 --json > "$tmp/bench.json" &&
+   python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+for k in ("train_samples_per_sec", "infer_samples_per_sec", "latency_us", "peak_rss_mb", "train_gflops", "peak_gflops"):
+    assert d[k] > 0, k
+assert d["batch"] == 32 and d["infer_batch"] == 1000 and d["latency_calls"] == 10000
+assert d["kernels"]["gemm"] and d["kernels"]["why"] and d["cpu"] and d["isa"]
+' "$tmp/bench.json"; then pass=$((pass + 1)); else fail=$((fail + 1)); echo "bench --json: bad output: $(cat "$tmp/bench.json")"; fi
 echo "tool: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -101,10 +101,7 @@ int main(int argc, char **argv)
         usage(stdout);
         return 0;
     }
-    if (!strcmp(name, "--version") || !strcmp(name, "version")) {
-        printf("cflux %s (matrix products: %s, threads: %d)\n", cf_version(), cf_gemm_name(), cf_threads());
-        return 0;
-    }
+    if (!strcmp(name, "--version")) return cmd_version(NULL);
     const command *c = find_command(name);
     if (!c || !c->run) {
         fprintf(stderr, "cflux: unknown command '%s' (try 'cflux help')\n", name);

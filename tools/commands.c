@@ -77,6 +77,18 @@ static const opt predict_opts[] = {
     END,
 };
 
+static const opt bench_opts[] = {
+    {"--batch", OPT_INT, 1, 1 << 16, OFF(batch), "N", "samples per training step (64)"},
+    {"--seconds", OPT_NUM, 0.1, 3600, OFF(seconds), "S", "time each of training and batch inference for S seconds (3)"},
+    LOSS,
+    THREADS,
+    MAXMEM,
+    JSON,
+    END,
+};
+
+static const opt version_opts[] = {JSON, END};
+
 static const opt none[] = {END};
 
 const command cf_commands[] = {
@@ -94,7 +106,13 @@ const command cf_commands[] = {
     {"predict", "MODEL INPUT", 2, "Class and probability (or the outputs) for each sample of INPUT.",
      "INPUT is an IDX file of images or a CSV file of numbers (every column a feature).\n", predict_opts,
      cmd_predict},
+    {"bench", "MODEL", 1, "Time training steps, batch inference and batch-1 latency on random data.",
+     "After a warm-up: training steps (forward, loss, backward, SGD update) at --batch,\n"
+     "inference at batch 1000, and the median latency of 10,000 single-sample calls.\n"
+     "Also the matrix products' GFLOP/s against one core's measured FMA peak, the peak\n"
+     "memory while training, and which kernels ran and why.\n",
+     bench_opts, cmd_bench},
     {"help", "[COMMAND]", 1, "Say what the commands do, or what one command takes.", NULL, none, NULL},
-    {"version", "", 0, "Print the version and the engine's settings.", NULL, none, NULL},
+    {"version", "", 0, "Print the version, the CPU and which kernels run, and why.", NULL, version_opts, cmd_version},
     {NULL, NULL, 0, NULL, NULL, NULL, NULL},
 };

@@ -12,6 +12,8 @@ int cmd_graph(const args *a);
 int cmd_train(const args *a);
 int cmd_eval(const args *a);
 int cmd_predict(const args *a);
+int cmd_bench(const args *a);
+int cmd_version(const args *a);
 
 /* Settings every command takes: --threads and --max-memory. 0, or 1 with the error. */
 int apply_common(const args *a);

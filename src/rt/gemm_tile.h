@@ -107,6 +107,29 @@ static void TILE(small)(int m, int n, int kk, float alpha, const float *restrict
                         float *restrict C, ptrdiff_t ldc)
 {
     int j0 = 0;
+    if (m == 1) {
+        /* one row: four strips at once, so that enough independent accumulators
+           cover the multiply-add latency */
+        enum { W = 4 * TILE_NV };
+        for (; j0 + 4 * TILE_NR <= n; j0 += 4 * TILE_NR) {
+            TILE(vec) acc[W];
+#pragma GCC unroll 16
+            for (int j = 0; j < W; j++) acc[j] = (TILE(vec)){0};
+            const float *bk = B + j0;
+            for (int k = 0; k < kk; k++, bk += ldb) {
+                float ak = A[k * sak];
+#pragma GCC unroll 16
+                for (int j = 0; j < W; j++) acc[j] += ak * *(const TILE(uvec) *)(bk + j * TILE_VW);
+            }
+            TILE(uvec) *c = (TILE(uvec) *)(C + j0);
+            if (beta == 0)
+#pragma GCC unroll 16
+                for (int j = 0; j < W; j++) c[j] = alpha * acc[j];
+            else
+#pragma GCC unroll 16
+                for (int j = 0; j < W; j++) c[j] = alpha * acc[j] + beta * c[j];
+        }
+    }
     for (; j0 + TILE_NR <= n; j0 += TILE_NR) {
         TILE(vec) acc[CF_GEMM_SMALL_M][TILE_NV];
 #pragma GCC unroll 4

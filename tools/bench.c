@@ -1,0 +1,273 @@
+/* bench.c - `cflux bench` and `cflux version`: how fast the engine runs a model here,
+ * and which kernels it runs.
+ *
+ * bench binds the model three times on random data (inputs uniform in [0, 1), random
+ * labels or targets) and times, each after a warm-up:
+ *   train     forward, loss, backward and an SGD update (lr 0.01) at --batch, for
+ *             --seconds; samples/s, and the matrix products' GFLOP/s (2 per
+ *             multiply-add of every product forward and backward, counted by the
+ *             engine: cf_gemm_flops) against one core's measured FMA peak times the
+ *             threads;
+ *   infer     forward at batch 1000, for --seconds; samples/s;
+ *   latency   forward at batch 1: the median of 10,000 calls, each timed alone.
+ * Peak memory is the process's peak resident set after training (getrusage). */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+
+#include "cflux.h"
+#include "commands.h"
+
+enum { POOL = 16, LAT_CALLS = 10000, INFER_BATCH = 1000 };
+
+static double now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static int fail(void)
+{
+    fprintf(stderr, "%s\n", cf_last_error());
+    return 1;
+}
+
+/* xorshift64*, so that runs are repeatable */
+static uint64_t rng = 0x9e3779b97f4a7c15ull;
+static float uniform(void)
+{
+    rng ^= rng >> 12;
+    rng ^= rng << 25;
+    rng ^= rng >> 27;
+    return (float)((rng * 2685821657736338717ull) >> 40) / (float)(1 << 24);
+}
+
+/* Random contents for every input of e: POOL batches of each, cycled by fill(). The
+   label input of a classifier gets class indices below `classes`. */
+typedef struct {
+    int n;
+    float *pool[8];
+    size_t count[8];
+} inputs;
+
+static int inputs_make(inputs *in, cf_exec *e, int label, int classes)
+{
+    in->n = cf_exec_input_count(e);
+    if (in->n > 8) return cf_exec_input(e, 99, NULL) ? 0 : -1;
+    for (int i = 0; i < in->n; i++) {
+        cf_exec_input(e, i, &in->count[i]);
+        in->pool[i] = malloc(POOL * in->count[i] * sizeof(float));
+        if (!in->pool[i]) return -1;
+        for (size_t j = 0; j < POOL * in->count[i]; j++)
+            in->pool[i][j] = i == label ? (float)(int)(uniform() * (float)classes) : uniform();
+    }
+    return 0;
+}
+
+static void inputs_fill(const inputs *in, cf_exec *e, long step)
+{
+    for (int i = 0; i < in->n; i++)
+        memcpy(cf_exec_input(e, i, NULL), in->pool[i] + (size_t)(step % POOL) * in->count[i], in->count[i] * sizeof(float));
+}
+
+static void inputs_free(inputs *in)
+{
+    for (int i = 0; i < in->n; i++) free(in->pool[i]);
+    in->n = 0;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+typedef struct {
+    double train, gflops, infer, latency, rss_mb, peak;
+} figures;
+
+/* Training steps for `seconds` after a warm-up; samples/s and GFLOP/s. */
+static int time_train(cf_model *m, int batch, double seconds, figures *f)
+{
+    cf_exec *e = cf_bind(m, batch, CF_TRAIN);
+    if (!e) return -1;
+    int label = cf_exec_input_index(e, "label");
+    cf_shape out = cf_model_output_shape(m, 0);
+    inputs in = {0};
+    int rc = -1;
+    if (inputs_make(&in, e, label, out.rank ? out.d[out.rank - 1] : 1)) goto out;
+    long steps = 0;
+    double t0 = now(), flops0 = 0, t = 0;
+    int warm = 1;
+    for (;;) {
+        inputs_fill(&in, e, steps);
+        if (cf_forward(e, 1) || cf_backward(e) || cf_update_sgd(e, 0.01f)) goto out;
+        steps++;
+        t = now() - t0;
+        if (warm && (t > 0.3 || steps >= 50)) {   /* warmed up: start the clock */
+            warm = 0;
+            steps = 0;
+            t0 = now();
+            flops0 = cf_gemm_flops();
+        } else if (!warm && t >= seconds && steps >= 5) {
+            break;
+        }
+    }
+    f->train = (double)steps * batch / t;
+    f->gflops = (cf_gemm_flops() - flops0) / t * 1e-9;
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    f->rss_mb = (double)ru.ru_maxrss / 1024.0;   /* KiB on Linux */
+    rc = 0;
+out:
+    inputs_free(&in);
+    cf_exec_free(e);
+    return rc;
+}
+
+/* Inference at batch 1000 for `seconds`, then the median batch-1 latency. */
+static int time_infer(cf_model *m, double seconds, figures *f)
+{
+    cf_exec *e = cf_bind(m, INFER_BATCH, 0);
+    if (!e) return -1;
+    inputs in = {0};
+    int rc = -1;
+    if (inputs_make(&in, e, -1, 0)) goto out;
+    long calls = 0;
+    double t0 = now(), t;
+    for (int i = 0; i < 3; i++)
+        if (cf_forward(e, 0)) goto out;   /* warm-up */
+    t0 = now();
+    do {
+        inputs_fill(&in, e, calls);
+        if (cf_forward(e, 0)) goto out;
+        calls++;
+        t = now() - t0;
+    } while (t < seconds || calls < 3);
+    f->infer = (double)calls * INFER_BATCH / t;
+    inputs_free(&in);
+    cf_exec_free(e);
+
+    e = cf_bind(m, 1, 0);
+    if (!e || inputs_make(&in, e, -1, 0)) goto out;
+    static double lat[LAT_CALLS];
+    for (int i = 0; i < 1000; i++) {
+        inputs_fill(&in, e, i);
+        if (cf_forward(e, 0)) goto out;
+    }
+    for (int i = 0; i < LAT_CALLS; i++) {
+        inputs_fill(&in, e, i);
+        double s = now();
+        if (cf_forward(e, 0)) goto out;
+        lat[i] = now() - s;
+    }
+    qsort(lat, LAT_CALLS, sizeof *lat, cmp_double);
+    f->latency = lat[LAT_CALLS / 2] * 1e6;
+    rc = 0;
+out:
+    inputs_free(&in);
+    cf_exec_free(e);
+    return rc;
+}
+
+/* A string as a JSON string's contents (the CPU's name, the reasons): no quotes or
+   control characters survive. */
+static void json_str(const char *s)
+{
+    putchar('"');
+    for (; *s; s++) {
+        if (*s == '"' || *s == '\\') printf("\\%c", *s);
+        else if ((unsigned char)*s < 32) printf("\\u%04x", *s);
+        else putchar(*s);
+    }
+    putchar('"');
+}
+
+int cmd_bench(const args *a)
+{
+    if (apply_common(a)) return 1;
+    int batch = isnan(a->batch) ? 64 : (int)a->batch;
+    double seconds = isnan(a->seconds) ? 3.0 : a->seconds;
+    cf_loss loss = 0;
+    if (a->loss) {
+        if (!strcmp(a->loss, "xent")) loss = CF_LOSS_XENT;
+        else if (!strcmp(a->loss, "mse")) loss = CF_LOSS_MSE;
+        else {
+            fprintf(stderr, "cflux bench: --loss is xent or mse, not '%s'\n", a->loss);
+            return 2;
+        }
+    }
+    cf_model *m = cf_model_load(a->pos[0]);
+    if (!m) return fail();
+    int rc = 1;
+    if (cf_model_init_params(m)) goto out;
+    /* the loss training would use: cross-entropy for a classifier, else MSE */
+    if (!loss) loss = cf_model_add_loss(m, CF_LOSS_XENT) == 0 ? CF_LOSS_XENT : CF_LOSS_MSE;
+    if (loss == CF_LOSS_MSE || a->loss) {
+        if (cf_model_has_loss(m) != (int)loss && cf_model_add_loss(m, loss)) goto out;
+    }
+    figures f = {0};
+    f.peak = cf_cpu_peak_gflops();
+    if (time_train(m, batch, seconds, &f) || time_infer(m, seconds, &f)) goto out;
+    int threads = cf_threads();
+    double peak = f.peak * threads;
+    if (a->json) {
+        printf("{\"model\": ");
+        json_str(a->pos[0]);
+        printf(", \"version\": \"%s\", \"batch\": %d, \"threads\": %d, \"seconds\": %g,\n", cf_version(), batch, threads,
+               seconds);
+        printf(" \"train_samples_per_sec\": %.1f, \"train_gflops\": %.2f, \"peak_gflops\": %.2f, "
+               "\"peak_gflops_per_core\": %.2f,\n", f.train, f.gflops, peak, f.peak);
+        printf(" \"infer_batch\": %d, \"infer_samples_per_sec\": %.1f, \"latency_us\": %.3f, \"latency_calls\": %d,\n",
+               INFER_BATCH, f.infer, f.latency, LAT_CALLS);
+        printf(" \"peak_rss_mb\": %.1f, \"cpu\": ", f.rss_mb);
+        json_str(cf_cpu_name());
+        printf(", \"isa\": ");
+        json_str(cf_cpu_isa());
+        printf(",\n \"kernels\": {\"gemm\": ");
+        json_str(cf_gemm_name());
+        printf(", \"why\": ");
+        json_str(cf_gemm_why());
+        printf("}}\n");
+    } else {
+        printf("%s: batch %d, %d thread%s, %s (%s)\n", a->pos[0], batch, threads, threads == 1 ? "" : "s",
+               cf_cpu_name(), cf_cpu_isa());
+        printf("  train     %10.0f samples/s   matrix products %.1f GFLOP/s, %.0f%% of the measured peak\n"
+               "                                  (%.1f GFLOP/s a core x %d)\n",
+               f.train, f.gflops, 100 * f.gflops / peak, f.peak, threads);
+        printf("  infer     %10.0f samples/s   at batch %d\n", f.infer, INFER_BATCH);
+        printf("  latency   %10.2f us          batch 1, median of %d calls\n", f.latency, LAT_CALLS);
+        printf("  memory    %10.1f MB          peak resident while training\n", f.rss_mb);
+        printf("  kernels   %s: %s\n", cf_gemm_name(), cf_gemm_why());
+    }
+    rc = 0;
+out:
+    if (rc) fail();
+    cf_model_free(m);
+    return rc;
+}
+
+int cmd_version(const args *a)
+{
+    if (a && a->json) {
+        printf("{\"version\": \"%s\", \"threads\": %d, \"cpu\": ", cf_version(), cf_threads());
+        json_str(cf_cpu_name());
+        printf(", \"isa\": ");
+        json_str(cf_cpu_isa());
+        printf(", \"kernels\": {\"gemm\": ");
+        json_str(cf_gemm_name());
+        printf(", \"why\": ");
+        json_str(cf_gemm_why());
+        printf("}}\n");
+        return 0;
+    }
+    printf("cflux %s (matrix products: %s, threads: %d)\n", cf_version(), cf_gemm_name(), cf_threads());
+    printf("cpu: %s (%s)\n", cf_cpu_name(), cf_cpu_isa());
+    printf("kernels: %s, because %s\n", cf_gemm_name(), cf_gemm_why());
+    return 0;
+}

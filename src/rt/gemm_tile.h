@@ -23,9 +23,6 @@ typedef float TILE(uvec) __attribute__((vector_size(TILE_VW * sizeof(float)), al
 #ifndef TILE_KERNEL                   /* an ISA file may bring its own kernel and packers */
 #define TILE_KERNEL TILE(kernel)
 #endif
-#ifndef TILE_PACK_A_N
-#define TILE_PACK_A_N TILE(pack_a_n)
-#endif
 #ifndef TILE_PACK_B_T
 #define TILE_PACK_B_T TILE(pack_b_t)
 #endif
@@ -70,6 +67,29 @@ __attribute__((unused)) static void TILE(pack_a_n)(const float *restrict src, pt
 #pragma GCC unroll 16
         for (int r = 0; r < TILE_MR; r++) dst[r] = src[r * ld + k];
 }
+
+#if TILE_MR == 8 && defined(__AVX2__) && !defined(TILE_PACK_A_N)
+#include "rt/transpose8.h"
+/* The same for 8-row tiles, eight k at a time through an 8 x 8 transpose. */
+static void TILE(pack_a_rows8)(const float *restrict src, ptrdiff_t ld, int kc, float *restrict dst)
+{
+    int k = 0;
+    for (; k + 8 <= kc; k += 8, dst += 64) {
+        const float *s = src + k;
+        __m256 r0 = _mm256_loadu_ps(s), r1 = _mm256_loadu_ps(s + ld), r2 = _mm256_loadu_ps(s + 2 * ld),
+               r3 = _mm256_loadu_ps(s + 3 * ld), r4 = _mm256_loadu_ps(s + 4 * ld), r5 = _mm256_loadu_ps(s + 5 * ld),
+               r6 = _mm256_loadu_ps(s + 6 * ld), r7 = _mm256_loadu_ps(s + 7 * ld);
+        CF_TRANSPOSE8(r0, r1, r2, r3, r4, r5, r6, r7);
+        _mm256_storeu_ps(dst, r0); _mm256_storeu_ps(dst + 8, r1);
+        _mm256_storeu_ps(dst + 16, r2); _mm256_storeu_ps(dst + 24, r3);
+        _mm256_storeu_ps(dst + 32, r4); _mm256_storeu_ps(dst + 40, r5);
+        _mm256_storeu_ps(dst + 48, r6); _mm256_storeu_ps(dst + 56, r7);
+    }
+    for (; k < kc; k++, dst += 8)
+        for (int r = 0; r < 8; r++) dst[r] = src[r * ld + k];
+}
+#define TILE_PACK_A_N TILE(pack_a_rows8)
+#endif
 
 /* One full A panel when op(A) = A^T: dst[k*MR + r] = src[k*ld + r]. */
 static void TILE(pack_a_t)(const float *restrict src, ptrdiff_t ld, int kc, float *restrict dst)
@@ -174,6 +194,10 @@ static void TILE(small)(int m, int n, int kk, float alpha, const float *restrict
             C[i * ldc + j] = beta == 0 ? alpha * s : alpha * s + beta * C[i * ldc + j];
         }
 }
+
+#ifndef TILE_PACK_A_N
+#define TILE_PACK_A_N TILE(pack_a_n)
+#endif
 
 /* The table entry for this ISA (TILE_NAME: its name, TILE_ENTRY: the variable). */
 const cf_gemm_impl TILE_ENTRY = {TILE_NAME, TILE_MR, TILE_NR, TILE_KERNEL, TILE_PACK_A_N, TILE(pack_a_t),

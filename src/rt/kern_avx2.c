@@ -6,6 +6,7 @@
 #include <stddef.h>
 
 #include "rt/gemm_impl.h"
+#include "rt/transpose8.h"
 
 enum { MR = 6, NR = 16 };
 
@@ -91,23 +92,6 @@ static void pack_a_rows6(const float *src, ptrdiff_t lda, int kc, float *restric
         for (int r = 0; r < MR; r++) dst[r] = src[r * lda + k];
 }
 
-/* The eight columns of an 8 x 8 block of rows r0..r7, in place. */
-#define CF_TRANSPOSE8(r0, r1, r2, r3, r4, r5, r6, r7)                              \
-    do {                                                                          \
-        __m256 t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1),  \
-               t2 = _mm256_unpacklo_ps(r2, r3), t3 = _mm256_unpackhi_ps(r2, r3),  \
-               t4 = _mm256_unpacklo_ps(r4, r5), t5 = _mm256_unpackhi_ps(r4, r5),  \
-               t6 = _mm256_unpacklo_ps(r6, r7), t7 = _mm256_unpackhi_ps(r6, r7);  \
-        __m256 s0 = _mm256_shuffle_ps(t0, t2, 0x44), s1 = _mm256_shuffle_ps(t0, t2, 0xEE), \
-               s2 = _mm256_shuffle_ps(t1, t3, 0x44), s3 = _mm256_shuffle_ps(t1, t3, 0xEE), \
-               s4 = _mm256_shuffle_ps(t4, t6, 0x44), s5 = _mm256_shuffle_ps(t4, t6, 0xEE), \
-               s6 = _mm256_shuffle_ps(t5, t7, 0x44), s7 = _mm256_shuffle_ps(t5, t7, 0xEE); \
-        r0 = _mm256_permute2f128_ps(s0, s4, 0x20); r1 = _mm256_permute2f128_ps(s1, s5, 0x20); \
-        r2 = _mm256_permute2f128_ps(s2, s6, 0x20); r3 = _mm256_permute2f128_ps(s3, s7, 0x20); \
-        r4 = _mm256_permute2f128_ps(s0, s4, 0x31); r5 = _mm256_permute2f128_ps(s1, s5, 0x31); \
-        r6 = _mm256_permute2f128_ps(s2, s6, 0x31); r7 = _mm256_permute2f128_ps(s3, s7, 0x31); \
-    } while (0)
-
 /* One full B panel when op(B) = B^T: dst[k*NR + j] = src[j*ldb + k] for j < NR,
    as two 8-column halves transposed 8 x 8 at a time. */
 static void pack_b_cols16(const float *src, ptrdiff_t ldb, int kc, float *restrict dst)
@@ -131,7 +115,6 @@ static void pack_b_cols16(const float *src, ptrdiff_t ldb, int kc, float *restri
             for (int j = 0; j < 8; j++) dst[k * NR + h + j] = s[j * ldb + k];
     }
 }
-#undef CF_TRANSPOSE8
 
 #define TILE_MR 6
 #define TILE_NR 16

@@ -202,7 +202,7 @@ static void gemm1(int ta, int tb, int M, int N, int K, float alpha, const float 
 }
 
 typedef struct {
-    int ta, tb, M, N, K, lda, ldb, ldc, by_rows, tasks;
+    int ta, tb, M, N, K, lda, ldb, ldc, by_rows, per;   /* per: rows or columns a panel */
     float alpha, beta;
     const float *A, *B;
     float *C;
@@ -212,9 +212,7 @@ static void panel(void *p, int i)
 {
     const job *j = p;
     int len = j->by_rows ? j->M : j->N;
-    /* panels of multiples of 16 so kernels see whole register tiles */
-    int per = ((len + j->tasks - 1) / j->tasks + 15) / 16 * 16;
-    int b = i * per, e = b + per < len ? b + per : len;
+    int b = i * j->per, e = b + j->per < len ? b + j->per : len;
     if (b >= e) return;
     if (j->by_rows) {
         const float *A = j->ta ? j->A + b : j->A + (size_t)b * j->lda;
@@ -226,8 +224,22 @@ static void panel(void *p, int i)
     }
 }
 
-/* Below this many multiply-adds a product runs on the calling thread. */
-#define GEMM_PAR_MIN (1 << 18)
+/* The threading rule. A thread is worth waking for a share of at least SHARE
+ * multiply-adds: about 8 us of one core's work at the engine's speed, against about
+ * 2 us to hand a task to a spinning worker and to pack the operand that every panel
+ * needs once more. Measured on a 2-core Zen 1 (docs/performance.md): products of
+ * 64 x 64 x 128 (2^19) gain 1.7x from a second thread; a share below 2^16 does not
+ * pay. The rule depends on the sizes, thread count and engine only, so a result is
+ * bitwise the same from run to run. */
+static double share_min(void)
+{
+    if (!impl) return 1 << 17;                          /* OpenBLAS */
+    if (impl == &cf_gemm_portable) return 1 << 15;      /* several times slower a core */
+#if defined(__x86_64__)
+    if (impl == &cf_gemm_avx512) return 1 << 18;        /* twice as fast as AVX2 */
+#endif
+    return 1 << 17;
+}
 
 void cf_gemm(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
              const float *B, int ldb, float beta, float *C, int ldc)
@@ -237,12 +249,22 @@ void cf_gemm(int ta, int tb, int M, int N, int K, float alpha, const float *A, i
                               memory_order_relaxed);
     int t = cf_threads();
     double work = (double)M * N * K;
-    if (t <= 1 || work < GEMM_PAR_MIN || (M < 32 && N < 32)) {
+    int tasks = t;
+    if (tasks > work / share_min()) tasks = (int)(work / share_min());
+    /* split C where the operand packed again by every panel is the smaller: by rows
+       each panel packs all of op(B) (K x N), by columns all of op(A) (M x K) */
+    int mr = impl ? impl->mr : 16, nr = impl ? impl->nr : 16;
+    int by_rows = M >= N;
+    if (by_rows && M < 2 * mr) by_rows = 0;
+    if (!by_rows && N < 2 * nr) by_rows = M >= 2 * mr;
+    int len = by_rows ? M : N, unit = by_rows ? mr : nr;
+    if (tasks > len / unit) tasks = len / unit;
+    if (tasks <= 1) {
         gemm1(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
         return;
     }
-    job j = {ta, tb, M, N, K, lda, ldb, ldc, M >= N, t, alpha, beta, A, B, C};
-    int len = j.by_rows ? M : N;
-    if (j.tasks > (len + 15) / 16) j.tasks = (len + 15) / 16;
-    cf_parallel_for(j.tasks, panel, &j);
+    /* panels of whole register tiles, as equal as they can be */
+    int per = ((len + tasks - 1) / tasks + unit - 1) / unit * unit;
+    job j = {ta, tb, M, N, K, lda, ldb, ldc, by_rows, per, alpha, beta, A, B, C};
+    cf_parallel_for((len + per - 1) / per, panel, &j);
 }

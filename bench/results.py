@@ -94,7 +94,8 @@ def report(a):
     cf = next((line for line in raw if line["contender"] == "cflux"), {})
     if cf:
         k = cf.get("kernels") or {}
-        print("cflux %s: gemm %s%s" % (a.commit, k.get("gemm", "?"), " (%s)" % k["why"] if k.get("why") else ""))
+        print("cflux %s (%s): gemm %s%s" % (cf.get("version", "?"), a.commit, k.get("gemm", "?"),
+                                            " (%s)" % k["why"] if k.get("why") else ""))
     for c in contenders:
         if c != "cflux":
             print("%s %s" % (c, versions.get(c, "?")))

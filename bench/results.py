@@ -95,7 +95,7 @@ def report(a):
     if cf:
         k = cf.get("kernels") or {}
         print("cflux %s (%s): gemm %s%s" % (cf.get("version", "?"), a.commit, k.get("gemm", "?"),
-                                            " (%s)" % k["why"] if k.get("why") else ""))
+                                            ": " + k["why"] if k.get("why") else ""))
     for c in contenders:
         if c != "cflux":
             print("%s %s" % (c, versions.get(c, "?")))
@@ -145,9 +145,12 @@ def report(a):
         print(line.rstrip())
     print("(ratio: cflux/peer for samples/s, peer/cflux for latency; memory at each one's best"
           " training thread count)")
-    if cf.get("train_gflops") is not None:
-        g = [line["train_gflops"] for line in raw if line["contender"] == "cflux" and "train_gflops" in line]
-        print("cflux training: median %.1f GFLOP/s, its peak %s GFLOP/s" % (statistics.median(g), cf.get("peak_gflops", "?")))
+    t = best["train"].get("cflux", {}).get("threads")
+    at_t = [line for line in raw if line["contender"] == "cflux" and line["threads"] == t
+            and line.get("train_gflops") is not None and line.get("peak_gflops") is not None]
+    if at_t:
+        print("cflux training at %d thread(s): median %.1f GFLOP/s of a measured peak of %.1f" % (
+            t, statistics.median(x["train_gflops"] for x in at_t), statistics.median(x["peak_gflops"] for x in at_t)))
 
     doc = {"date": datetime.datetime.now().isoformat(timespec="seconds"), "cpu": model, "flags": flags,
            "rounds": a.rounds, "seconds": a.seconds, "cflux_commit": a.commit, "load_average": a.load,

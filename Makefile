@@ -10,6 +10,12 @@
 #                  libFuzzer, a Python environment with safetensors): nothing is
 #                  skipped.
 #   make fuzz FUZZ_SECONDS=600   a longer fuzzing run (each fuzzer that long)
+#   make bench     build, then cflux side by side with PyTorch 2 and MXNet 1.9.1 on the
+#                  MLP of models/mlp.flux (training and inference samples/s, batch-1
+#                  latency, peak memory) in interleaved rounds at every thread count
+#                  (bench/run.sh; BENCH_ROUNDS=5 BENCH_SECONDS=3). It makes the peers'
+#                  Python environment first, once (a few GB, in ~/.cache/cflux). Never
+#                  part of make test.
 #   make install PREFIX=/usr/local
 #
 # Missing Debian packages are installed first when run as root (tools/bootstrap.sh).
@@ -20,9 +26,11 @@ CMAKE  ?= cmake
 
 FUZZ_SECONDS ?= 30
 FUZZ_OTHERS ?= $(FUZZ_SECONDS)
+BENCH_ROUNDS ?= 5
+BENCH_SECONDS ?= 3
 FUZZERS = fuzz_model fuzz_parser fuzz_safetensors fuzz_args fuzz_idx fuzz_csv
 
-.PHONY: all build deps test-deps demo test test-release test-asan test-fuzz fuzz install clean
+.PHONY: all build deps test-deps demo test test-release test-asan test-fuzz fuzz bench install clean
 
 all: build
 
@@ -65,6 +73,11 @@ fuzz: deps
 	@for f in $(filter-out fuzz_model,$(FUZZERS)); do \
 	  sh tests/fuzz/run.sh build-fuzz/$$f tests/fuzz/corpus_$${f#fuzz_} $(FUZZ_OTHERS) || exit 1; \
 	done
+
+# A benchmark, not a test: figures on a shared machine are noisy (bench/run.sh).
+bench: build
+	@sh bench/pyenv.sh >/dev/null
+	@sh bench/run.sh $(BENCH_ROUNDS) $(BENCH_SECONDS)
 
 install: build
 	@$(CMAKE) --install build --prefix $(PREFIX)

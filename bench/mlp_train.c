@@ -2,7 +2,7 @@
  * on random data: prints samples per second. A benchmark, not a test.
  *
  *   build/bench_mlp_train [seconds] [batch]
- * bench/mlp_vs_torch.sh runs it interleaved with the same model in PyTorch. */
+ * The loop written against the bare API; `make bench` compares cflux with its peers. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>

@@ -1,0 +1,199 @@
+"""The peers of `make bench`: the MLP of models/mlp.flux (784-128-64-10, relu, relu,
+softmax; trained with softmax cross-entropy and SGD at lr 0.01, batch 64) in PyTorch 2
+or in MXNet 1.9.1, on random data (a pool of 64 random batches, cycled, as a data
+loader would hand them over). One case per process, one JSON line on standard output.
+A benchmark, not a test; bench/run.sh runs it with bench/pyenv.sh's python.
+
+  python3 bench/peers.py torch|mxnet train|latency|infer [--threads T] [--seconds S]
+
+  train    training samples/s over S seconds after a 0.5 s warm-up, and the peak
+           resident memory of the process (ru_maxrss) right after: the training's,
+           since each case runs in its own process
+  latency  median microseconds of one forward pass of one sample to the softmax
+           output (PyTorch: in torch.inference_mode), over >= 10000 calls and >= S s
+           after 1000 warm-up calls
+  infer    samples/s of forward passes of batches of 1000, over S seconds
+
+Threads: OMP_NUM_THREADS, MKL_NUM_THREADS, OPENBLAS_NUM_THREADS and
+MXNET_CPU_WORKER_NTHREADS are set to T before the framework is imported, and
+PyTorch also gets torch.set_num_threads(T).
+
+  {"peer": "torch", "case": "train", "threads": 1, "samples_per_sec": 87000.0, ...}
+"""
+import argparse
+import json
+import os
+import resource
+import statistics
+import sys
+import time
+
+SIZES = (784, 128, 64, 10)
+BATCH, INFER_BATCH, POOL, LR = 64, 1000, 64, 0.01
+WARMUP_S, LATENCY_CALLS = 0.5, 10000
+
+
+def rate(step, sync, seconds, chunk):
+    """Calls step(i) in chunks of `chunk`, then sync(), for a warm-up and then for
+    `seconds`; returns the calls per second of the timed part and their count."""
+    def run(limit):
+        n, t0 = 0, time.perf_counter()
+        while True:
+            for _ in range(chunk):
+                step(n)
+                n += 1
+            sync()
+            t = time.perf_counter() - t0
+            if t >= limit:
+                return n / t, n
+    run(min(WARMUP_S, seconds))
+    return run(seconds)
+
+
+def latency(call, seconds):
+    """Median microseconds of call(i), which returns once its result is ready, over at
+    least LATENCY_CALLS calls and at least `seconds`, after 1000 warm-up calls."""
+    for i in range(1000):
+        call(i)
+    clock, times = time.perf_counter_ns, []
+    end = clock() + int(seconds * 1e9)
+    i = 0
+    while i < LATENCY_CALLS or clock() < end:
+        t0 = clock()
+        call(i)
+        times.append(clock() - t0)
+        i += 1
+    return statistics.median(times) / 1000.0, i
+
+
+def peak_rss_mb():
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0  # Linux: KiB
+
+
+def run_torch(case, threads, seconds):
+    import torch
+    torch.set_num_threads(threads)
+    torch.manual_seed(1)
+    layers = []
+    for i in range(3):
+        layers.append(torch.nn.Linear(SIZES[i], SIZES[i + 1]))
+        if i < 2:
+            layers.append(torch.nn.ReLU())
+    model = torch.nn.Sequential(*layers)
+    out = {"version": torch.__version__}
+    if case == "train":
+        opt = torch.optim.SGD(model.parameters(), lr=LR)
+        data = torch.rand(POOL, BATCH, SIZES[0])
+        labels = torch.randint(0, SIZES[-1], (POOL, BATCH))
+        x = torch.empty(BATCH, SIZES[0])
+        y = torch.empty(BATCH, dtype=torch.long)
+        last = {}
+
+        def step(i):
+            b = i % POOL
+            x.copy_(data[b])
+            y.copy_(labels[b])
+            opt.zero_grad()
+            loss = torch.nn.functional.cross_entropy(model(x), y)
+            loss.backward()
+            opt.step()
+            last["loss"] = loss
+
+        per_s, n = rate(step, lambda: None, seconds, 50)
+        out.update(batch=BATCH, samples_per_sec=per_s * BATCH, steps=n,
+                   peak_rss_mb=peak_rss_mb(), loss=last["loss"].item())
+    elif case == "latency":
+        model.eval()
+        xs = torch.rand(POOL, 1, SIZES[0])
+        with torch.inference_mode():
+            us, n = latency(lambda i: torch.softmax(model(xs[i % POOL]), dim=1), seconds)
+        out.update(batch=1, latency_us=us, calls=n)
+    else:
+        model.eval()
+        xs = torch.rand(8, INFER_BATCH, SIZES[0])
+        with torch.inference_mode():
+            per_s, n = rate(lambda i: torch.softmax(model(xs[i % 8]), dim=1), lambda: None, seconds, 10)
+        out.update(batch=INFER_BATCH, samples_per_sec=per_s * INFER_BATCH, batches=n)
+    return out
+
+
+def run_mxnet(case, threads, seconds):
+    """The classic symbolic API: FullyConnected/Activation/SoftmaxOutput, an executor
+    from simple_bind, forward/backward, and mx.nd.sgd_update on each parameter."""
+    import mxnet as mx
+    import numpy as np
+    mx.random.seed(1)
+    rng = np.random.default_rng(1)
+    h = mx.sym.Variable("data")
+    for i in range(3):
+        h = mx.sym.FullyConnected(h, num_hidden=SIZES[i + 1], name="fc%d" % (i + 1))
+        if i < 2:
+            h = mx.sym.Activation(h, act_type="relu")
+    # normalization='batch': the gradient of the mean loss over the batch, as PyTorch's
+    sym = mx.sym.SoftmaxOutput(h, name="softmax", normalization="batch")
+    params = ["fc%d_%s" % (i + 1, k) for i in range(3) for k in ("weight", "bias")]
+    batch = {"train": BATCH, "latency": 1, "infer": INFER_BATCH}[case]
+    train = case == "train"
+    exe = sym.simple_bind(mx.cpu(), data=(batch, SIZES[0]), softmax_label=(batch,),
+                          grad_req={p: "write" for p in params} if train else "null")
+    for i in range(3):  # PyTorch's Linear default: U(-1/sqrt(in), 1/sqrt(in))
+        a = SIZES[i] ** -0.5
+        for k in ("weight", "bias"):
+            arr = exe.arg_dict["fc%d_%s" % (i + 1, k)]
+            arr[:] = rng.uniform(-a, a, arr.shape)
+    x, y = exe.arg_dict["data"], exe.arg_dict["softmax_label"]
+    out = {"version": mx.__version__}
+    pool = POOL if case != "infer" else 8
+    xs = [mx.nd.array(rng.random((batch, SIZES[0]), dtype=np.float32)) for _ in range(pool)]
+    if train:
+        ys = [mx.nd.array(rng.integers(0, SIZES[-1], batch).astype(np.float32)) for _ in range(pool)]
+        pairs = [(exe.arg_dict[p], exe.grad_dict[p]) for p in params]
+
+        def step(i):
+            x[:] = xs[i % pool]
+            y[:] = ys[i % pool]
+            exe.forward(is_train=True)
+            exe.backward()
+            for w, g in pairs:
+                mx.nd.sgd_update(w, g, lr=LR, out=w)
+
+        per_s, n = rate(step, mx.nd.waitall, seconds, 50)
+        p = exe.outputs[0].asnumpy()
+        lab = y.asnumpy().astype(int)
+        loss = float(-np.mean(np.log(p[np.arange(batch), lab])))
+        out.update(batch=batch, samples_per_sec=per_s * batch, steps=n,
+                   peak_rss_mb=peak_rss_mb(), loss=loss)
+    else:
+        def forward(i):
+            x[:] = xs[i % pool]
+            exe.forward(is_train=False)
+
+        if case == "latency":
+            def call(i):
+                forward(i)
+                exe.outputs[0].wait_to_read()
+            us, n = latency(call, seconds)
+            out.update(batch=1, latency_us=us, calls=n)
+        else:
+            per_s, n = rate(forward, mx.nd.waitall, seconds, 10)
+            out.update(batch=batch, samples_per_sec=per_s * batch, batches=n)
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("peer", choices=("torch", "mxnet"))
+    ap.add_argument("case", choices=("train", "latency", "infer"))
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--seconds", type=float, default=3.0)
+    a = ap.parse_args()
+    for v in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MXNET_CPU_WORKER_NTHREADS"):
+        os.environ[v] = str(a.threads)
+    res = (run_torch if a.peer == "torch" else run_mxnet)(a.case, a.threads, a.seconds)
+    line = {"peer": a.peer, "case": a.case, "threads": a.threads, "seconds": a.seconds}
+    line.update(res)
+    sys.stdout.write(json.dumps(line) + "\n")
+
+
+if __name__ == "__main__":
+    main()

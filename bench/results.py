@@ -1,0 +1,181 @@
+"""The results of `make bench` (bench/run.sh): tags each contender's JSON line as it
+comes, then reports the medians and writes the whole as one JSON file.
+
+  python3 bench/results.py tag CONTENDER ROUND < JSON > LINE
+      the JSON object on standard input (cflux's or bench/peers.py's) as one line,
+      with "contender" and "round" added
+  python3 bench/results.py report RAW OUT [--rounds R] [--seconds S] [--commit C] [--load L0 L1]
+      prints, for each contender and thread count, the median (min..max) of each
+      figure over the rounds, then a table of each contender at its best thread
+      count with the ratios to cflux; writes it all, raw lines included, to OUT
+
+Figures: train (samples/s, batch 64), infer (samples/s, batch 1000), latency (µs,
+batch 1, median of calls) and memory (peak RSS of the training process, MB). Ratios
+are > 1 where cflux is better: cflux/peer for samples/s, peer/cflux for latency.
+"""
+import argparse
+import datetime
+import json
+import statistics
+import sys
+
+# name, label, better (+1 higher, -1 lower, 0 neither: shown, never ranked)
+FIGURES = (("train", "train samples/s", 1), ("infer", "infer samples/s", 1),
+           ("latency", "latency µs", -1), ("memory", "peak RSS MB", 0))
+LEGEND = ("train: training, batch 64; infer: forward passes, batch 1000; latency: one forward"
+          " pass of batch 1, median call; peak RSS: the training process's")
+
+
+def tag(contender, rnd):
+    text = sys.stdin.read()
+    try:
+        obj = json.loads(text[text.index("{"):text.rindex("}") + 1])
+    except ValueError:
+        sys.exit("results.py: no JSON object in %s's output: %r" % (contender, text[:200]))
+    line = {"contender": contender, "round": int(rnd)}
+    line.update(obj)
+    print(json.dumps(line))
+
+
+def figures(line):
+    """The (figure, value) pairs of one raw line."""
+    if line["contender"] == "cflux":
+        pairs = (("train", "train_samples_per_sec"), ("infer", "infer_samples_per_sec"),
+                 ("latency", "latency_us"), ("memory", "peak_rss_mb"))
+    else:
+        pairs = {"train": (("train", "samples_per_sec"), ("memory", "peak_rss_mb")),
+                 "infer": (("infer", "samples_per_sec"),),
+                 "latency": (("latency", "latency_us"),)}[line["case"]]
+    return [(f, float(line[k])) for f, k in pairs if line.get(k) is not None]
+
+
+def cpu_info():
+    model, flags = "unknown", set()
+    try:
+        with open("/proc/cpuinfo") as f:
+            for row in f:
+                key, _, val = row.partition(":")
+                key = key.strip()
+                if key == "model name" and model == "unknown":
+                    model = val.strip()
+                elif key == "flags" and not flags:
+                    flags = set(val.split())
+    except OSError:
+        pass
+    return model, {f: f in flags for f in ("avx2", "fma", "avx512f")}
+
+
+def fmt(v):
+    return "%.0f" % v if v >= 100 else "%.3g" % v
+
+
+def report(a):
+    with open(a.raw) as f:
+        raw = [json.loads(row) for row in f if row.strip()]
+    if not raw:
+        sys.exit("results.py: %s holds no results" % a.raw)
+    contenders = list(dict.fromkeys(line["contender"] for line in raw))
+    values = {}  # contender -> threads -> figure -> [values]
+    versions = {}
+    for line in raw:
+        c = line["contender"]
+        if "version" in line:
+            versions[c] = line["version"]
+        per = values.setdefault(c, {}).setdefault(int(line["threads"]), {})
+        for fig, v in figures(line):
+            per.setdefault(fig, []).append(v)
+    medians = {c: {t: {fig: {"median": statistics.median(vs), "min": min(vs), "max": max(vs), "n": len(vs)}
+                       for fig, vs in figs.items()}
+                   for t, figs in sorted(per.items())}
+               for c, per in values.items()}
+
+    model, flags = cpu_info()
+    print("cpu: %s; %s" % (model, ", ".join("%s %s" % (f, "yes" if v else "no") for f, v in flags.items())))
+    cf = next((line for line in raw if line["contender"] == "cflux"), {})
+    if cf:
+        k = cf.get("kernels") or {}
+        print("cflux %s (%s): gemm %s%s" % (cf.get("version", "?"), a.commit, k.get("gemm", "?"),
+                                            ": " + k["why"] if k.get("why") else ""))
+    for c in contenders:
+        if c != "cflux":
+            print("%s %s" % (c, versions.get(c, "?")))
+    print("\n" + LEGEND)
+    print("\nmedian (min..max) over the rounds, per contender and thread count:")
+    head = "%-8s %-7s" % ("", "threads") + "".join(" %-26s" % label for _, label, _ in FIGURES)
+    print(head.rstrip())
+    for c in contenders:
+        for t, figs in medians[c].items():
+            cells = []
+            for fig, _, _ in FIGURES:
+                m = figs.get(fig)
+                cells.append("%s (%s..%s)" % (fmt(m["median"]), fmt(m["min"]), fmt(m["max"])) if m else "-")
+            print(("%-8s %-7d" % (c, t) + "".join(" %-26s" % s for s in cells)).rstrip())
+
+    # each contender at its best thread count; memory at its best training thread count
+    best = {}
+    for fig, _, better in FIGURES:
+        best[fig] = {}
+        for c in contenders:
+            if better:
+                cands = [(m[fig]["median"], t) for t, m in medians[c].items() if fig in m]
+                if not cands:
+                    continue
+                v, t = max(cands) if better > 0 else min(cands)
+            else:
+                t = best["train"].get(c, {}).get("threads")
+                if t is None or fig not in medians[c].get(t, {}):
+                    continue
+                v = medians[c][t][fig]["median"]
+            best[fig][c] = {"threads": t, "median": v}
+        ref = best[fig].get("cflux")
+        for c, b in best[fig].items():
+            if c != "cflux" and ref and better:
+                b["ratio"] = ref["median"] / b["median"] if better > 0 else b["median"] / ref["median"]
+
+    peers = [c for c in contenders if c != "cflux"]
+    print("\neach at its best thread count (@N: the one that won; ratio > 1: cflux is better):")
+    print(("%-16s %-16s" % ("", "cflux") + "".join(" %-16s %-14s" % (p, "ratio") for p in peers)).rstrip())
+    for fig, label, better in FIGURES:
+        row = best[fig]
+        cell = lambda c: "%s @%d" % (fmt(row[c]["median"]), row[c]["threads"]) if c in row else "-"
+        line = "%-16s %-16s" % (label, cell("cflux"))
+        for p in peers:
+            r = row.get(p, {}).get("ratio")
+            line += " %-16s %-14s" % (cell(p), "%.2f" % r if r is not None else "-")
+        print(line.rstrip())
+    print("(ratio: cflux/peer for samples/s, peer/cflux for latency; memory at each one's best"
+          " training thread count)")
+    t = best["train"].get("cflux", {}).get("threads")
+    at_t = [line for line in raw if line["contender"] == "cflux" and line["threads"] == t
+            and line.get("train_gflops") is not None and line.get("peak_gflops") is not None]
+    if at_t:
+        print("cflux training at %d thread(s): median %.1f GFLOP/s of a measured peak of %.1f" % (
+            t, statistics.median(x["train_gflops"] for x in at_t), statistics.median(x["peak_gflops"] for x in at_t)))
+
+    doc = {"date": datetime.datetime.now().isoformat(timespec="seconds"), "cpu": model, "flags": flags,
+           "rounds": a.rounds, "seconds": a.seconds, "cflux_commit": a.commit, "load_average": a.load,
+           "versions": versions, "cflux_kernels": cf.get("kernels"), "cflux_cpu": cf.get("cpu"),
+           "medians": {c: {str(t): m for t, m in per.items()} for c, per in medians.items()},
+           "best": best, "raw": raw}
+    with open(a.out, "w") as f:
+        json.dump(doc, f, indent=1, ensure_ascii=False)
+        f.write("\n")
+    print("\nresults: %s (raw lines: %s)" % (a.out, a.raw))
+
+
+def main():
+    if len(sys.argv) == 4 and sys.argv[1] == "tag":
+        return tag(sys.argv[2], sys.argv[3])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("cmd", choices=("report",))
+    ap.add_argument("raw")
+    ap.add_argument("out")
+    ap.add_argument("--rounds", type=int)
+    ap.add_argument("--seconds", type=float)
+    ap.add_argument("--commit", default="unknown")
+    ap.add_argument("--load", type=float, nargs=2)
+    report(ap.parse_args())
+
+
+if __name__ == "__main__":
+    main()

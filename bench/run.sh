@@ -1,0 +1,84 @@
+#!/bin/sh
+# run.sh [ROUNDS] [SECONDS] - cflux side by side with PyTorch 2 and MXNet 1.9.1 (make
+# bench) on the MLP of models/mlp.flux: training samples/s (batch 64, SGD), batch-1
+# latency, batch-1000 inference samples/s and the training's peak memory. Each round
+# runs every contender once at every thread count from 1 to the CPU count (the order
+# of the contenders turns each round, so none always runs first); then bench/results.py
+# prints the medians of each contender at each thread count and a table of each at its
+# best. A benchmark, not a test: figures on a shared machine are noisy.
+#
+# Defaults: 5 rounds of 3 s per case. The results go to $CFLUX_BENCH_OUT, else
+# bench/results-DATE.json, with every raw line; the raw lines are also kept, as they
+# come, in the same name with .raw.jsonl. Other settings:
+#   CFLUX=path             the cflux binary (default build/cflux; needs `cflux bench`)
+#   CFLUX_BENCH_PEERS      the peers to run (default "torch mxnet")
+#   CFLUX_BENCH_VENV       the peers' Python environment (bench/pyenv.sh makes it)
+set -eu
+rounds=${1:-5} secs=${2:-3}
+case $rounds in '' | *[!0-9]*) echo "usage: bench/run.sh [ROUNDS] [SECONDS]" >&2; exit 2 ;; esac
+here=$(cd "$(dirname "$0")/.." && pwd)
+cflux=${CFLUX:-$here/build/cflux}
+model=$here/models/mlp.flux
+peers=${CFLUX_BENCH_PEERS-torch mxnet}
+out=${CFLUX_BENCH_OUT:-$here/bench/results-$(date +%Y-%m-%d-%H%M%S).json}
+raw=${out%.json}.raw.jsonl
+cpus=$(nproc)
+[ -x "$cflux" ] || { echo "run.sh: no $cflux: build first (make)" >&2; exit 1; }
+py=$(sh "$here/bench/pyenv.sh")
+
+flag() { grep -m 1 '^flags' /proc/cpuinfo | grep -qw "$1" && echo "$1 yes" || echo "$1 no"; }
+echo "cpu: $(grep -m 1 '^model name' /proc/cpuinfo | sed 's/.*: //'), $cpus CPUs; $(flag avx2), $(flag fma), $(flag avx512f)"
+echo "load average at the start: $(cut -d ' ' -f 1-3 /proc/loadavg)"
+load0=$(cut -d ' ' -f 1 /proc/loadavg)
+n=$((1 + 3 * $(echo "$peers" | wc -w)))
+awk -v r="$rounds" -v c="$cpus" -v n="$n" -v s="$secs" 'BEGIN { printf "%d rounds x %d thread counts x %d runs of %s s (about %.0f min)\n", r, c, n, s, r * c * n * (s + 3) / 60 + 0.5 }'
+
+: > "$raw"
+got=$(mktemp) err=$(mktemp)
+trap 'rm -f "$got" "$err"' EXIT
+# record NAME ROUND COMMAND... - runs COMMAND and appends its JSON object, tagged with
+# NAME and ROUND, to the raw lines; a failure stops the benchmark, with its output
+record() {
+  name=$1 round=$2
+  shift 2
+  if ! "$@" > "$got" 2> "$err" || ! "$py" "$here/bench/results.py" tag "$name" "$round" < "$got" >> "$raw"; then
+    echo
+    cat "$got" "$err" >&2
+    echo "run.sh: $name failed: $*" >&2
+    exit 1
+  fi
+}
+
+contenders="cflux $peers"
+for r in $(seq "$rounds"); do
+  # turn the order by one each round (split into words on purpose)
+  # shellcheck disable=SC2086
+  set -- $contenders
+  i=1
+  while [ "$i" -lt "$r" ]; do
+    first=$1
+    shift
+    set -- "$@" "$first"
+    i=$((i + 1))
+  done
+  order=$*
+  printf 'round %s/%s (%s):' "$r" "$rounds" "$order"
+  for t in $(seq "$cpus"); do
+    printf ' %s thread(s)' "$t"
+    for c in $order; do
+      if [ "$c" = cflux ]; then
+        record cflux "$r" "$cflux" bench "$model" --batch 64 --threads "$t" --seconds "$secs" --json
+      else
+        for case in train latency infer; do
+          record "$c" "$r" "$py" "$here/bench/peers.py" "$c" "$case" --threads "$t" --seconds "$secs"
+        done
+      fi
+    done
+  done
+  echo
+done
+echo "load average at the end: $(cut -d ' ' -f 1-3 /proc/loadavg)"
+echo
+"$py" "$here/bench/results.py" report "$raw" "$out" --rounds "$rounds" --seconds "$secs" \
+  --commit "$(git -C "$here" describe --always --dirty 2> /dev/null || echo unknown)" \
+  --load "$load0" "$(cut -d ' ' -f 1 /proc/loadavg)"

@@ -429,6 +429,14 @@ CF_API cf_shape     cf_exec_input_shape(const cf_exec *e, int i);   /* with the 
 CF_API cf_shape     cf_exec_output_shape(const cf_exec *e, int i);
 CF_API int          cf_exec_input_index(const cf_exec *e, const char *name); /* -1 if none */
 
+/* Read input i from your memory instead of copying into cf_exec_input's buffer: later
+ * forwards and backwards read data in place, until cf_exec_set_input(e, i, NULL) goes
+ * back to the executor's own buffer. data holds the input's count floats (as
+ * cf_exec_input reports it) and must stay valid while the executor may run; cflux
+ * never writes to it. While it is set, cf_exec_input returns data. 0, or -1 for an
+ * index out of range. */
+CF_API int          cf_exec_set_input(cf_exec *e, int i, const float *data);
+
 /* Bytes of activation memory the plan uses, and what it would use without reuse. */
 CF_API size_t cf_exec_arena_bytes(const cf_exec *e, size_t *unplanned);
 

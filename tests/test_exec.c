@@ -3,6 +3,7 @@
  * memory planning. */
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "cflux.h"
 #include "test.h"
@@ -490,6 +491,44 @@ TEST(cross_entropy_of_large_logits)
     }
 }
 
+/* An input read in place from the caller's memory gives what a copy gives, in
+ * forward and backward, leaves that memory as it was, and can be handed back. */
+TEST(input_in_place)
+{
+    cf_model *m = small_mlp();
+    CHECK(cf_model_init_params(m) == 0);
+    cf_exec *e = cf_bind(m, 8, CF_TRAIN | CF_INPUT_GRADS);
+    CHECK(e != NULL);
+    if (!e) return;
+    float mine[48], keep[48], labels[8];
+    for (int i = 0; i < 48; i++) keep[i] = mine[i] = frand();
+    for (int i = 0; i < 8; i++) labels[i] = (float)(i % 3);
+    size_t nx, ny;
+    float *own = cf_exec_input(e, 0, &nx);
+    memcpy(own, mine, sizeof mine);
+    memcpy(cf_exec_input(e, 1, &ny), labels, sizeof labels);
+    CHECK(nx == 48 && ny == 8);
+    CHECK(cf_forward(e, 1) == 0 && cf_backward(e) == 0);
+    float want[24], gwant[48];
+    memcpy(want, cf_exec_output(e, 0, NULL), sizeof want);
+    memcpy(gwant, cf_exec_input_grad(e, 0, NULL), sizeof gwant);
+    memset(own, 0, sizeof mine);                     /* the copy is no longer read */
+    CHECK(cf_exec_set_input(e, 0, mine) == 0);
+    CHECK(cf_exec_input(e, 0, NULL) == mine);
+    CHECK(cf_forward(e, 1) == 0 && cf_backward(e) == 0);
+    CHECK(memcmp(cf_exec_output(e, 0, NULL), want, sizeof want) == 0);
+    CHECK(memcmp(cf_exec_input_grad(e, 0, NULL), gwant, sizeof gwant) == 0);
+    CHECK(memcmp(mine, keep, sizeof mine) == 0);     /* never written */
+    CHECK(cf_exec_set_input(e, 0, NULL) == 0);       /* back to the executor's buffer */
+    CHECK(cf_exec_input(e, 0, NULL) == own);
+    CHECK(cf_forward(e, 1) == 0);
+    CHECK(memcmp(cf_exec_output(e, 0, NULL), want, sizeof want) != 0);   /* it reads the zeros */
+    CHECK(cf_exec_set_input(e, 2, mine) != 0 && strstr(cf_last_error(), "input 2 of an executor with 2 inputs"));
+    CHECK(cf_exec_set_input(NULL, 0, mine) != 0);
+    cf_exec_free(e);
+    cf_model_free(m);
+}
+
 int main(void)
 {
     RUN(shape_error_names_op_shapes_and_line);
@@ -507,5 +546,6 @@ int main(void)
     RUN(nan_trap_names_the_op);
     RUN(same_seed_same_bits);
     RUN(cross_entropy_of_large_logits);
+    RUN(input_in_place);
     return test_summary("exec");
 }

@@ -92,6 +92,7 @@ cf_exec *cf_bind(cf_model *m, int batch, unsigned flags)
     SZ(nn, cf_inst); SZ(nsrc, int); SZ(nn + 1, int); SZ(nn, int); SZ(nn, int); SZ(m->noutputs, float *);
     SZ(nsrc, const float *); SZ(nsrc, cf_shape); SZ(nsrc, float *); SZ(nsrc, unsigned char);
     SZ(nn, unsigned char); SZ(nn, unsigned char); SZ(nn, unsigned char); SZ(nn, int); SZ(nn, int);
+    SZ(m->ninputs, float *);
 #undef SZ
     unsigned char *block = calloc(1, bytes), *p = block;
     if (!block) return cf_oom(bytes), NULL;
@@ -120,6 +121,7 @@ cf_exec *cf_bind(cf_model *m, int batch, unsigned flags)
     e->accp = carve(&p, nsrc);
     unsigned char *live = carve(&p, nn), *hasgrad = carve(&p, nn), *bstep = carve(&p, nn);
     int *tf = carve(&p, nn * sizeof(int)), *tb = carve(&p, nn * sizeof(int));
+    e->own_input = carve(&p, m->ninputs * sizeof *e->own_input);
 
     /* effective inputs: a fused loss also reads the softmax's input */
     int k = 0;
@@ -435,6 +437,22 @@ static float *buffer(const cf_exec *e, const cf_node *n, float *p, size_t *count
 {
     if (count) *count = p ? cf_shape_count_b(e->shape[n->id], 1) : 0;
     return p;
+}
+
+int cf_exec_set_input(cf_exec *e, int i, const float *data)
+{
+    if (!e) return cf_seterr("error: cf_exec_set_input: no executor");
+    if (i < 0 || i >= e->ninputs)
+        return cf_seterr("error: cf_exec_set_input: input %d of an executor with %d input%s", i, e->ninputs,
+                         e->ninputs == 1 ? "" : "s");
+    int id = e->m->inputs[i]->id;
+    if (!e->own_input[i]) e->own_input[i] = e->val[id];
+    float *p = data ? (float *)data : e->own_input[i];   /* never written: see cflux.h */
+    e->val[id] = p;
+    for (int c = 0; c < e->nn; c++)
+        for (int j = e->src_at[c]; j < e->src_at[c + 1]; j++)
+            if (e->src[j] == id) e->xp[j] = p;
+    return 0;
 }
 
 float *cf_exec_input(cf_exec *e, int i, size_t *count)

@@ -49,6 +49,9 @@ struct cf_exec {
     float **dxp;
     unsigned char *accp;
 
+    float **own_input;   /* per input: its buffer in the arena, once cf_exec_set_input
+                            pointed it elsewhere (NULL before) */
+
     float *arena;
     size_t arena_floats, unplanned_floats;
 };

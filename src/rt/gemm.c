@@ -224,12 +224,12 @@ static void panel(void *p, int i)
     }
 }
 
-/* The threading rule. A thread is worth waking for a share of at least SHARE
- * multiply-adds: about 8 us of one core's work at the engine's speed, against about
- * 2 us to hand a task to a spinning worker and to pack the operand that every panel
- * needs once more. Measured on a 2-core Zen 1 (docs/performance.md): products of
- * 64 x 64 x 128 (2^19) gain 1.7x from a second thread; a share below 2^16 does not
- * pay. The rule depends on the sizes, thread count and engine only, so a result is
+/* The threading rule. A thread is worth waking for a share of at least share_min()
+ * multiply-adds: about 8 us of one core's work at the engine's speed, against a few
+ * microseconds to hand a task to a worker and to pack the operand that every panel
+ * needs once more. On a 2-core Zen 1 (docs/performance.md), 64 x 64 x 128 (2^19,
+ * shares of 2^18) ran 1.4-1.8x faster on two threads, and 64 x 10 x 64 (2^15) stays
+ * on one. The rule depends on the sizes, thread count and engine only, so a result is
  * bitwise the same from run to run. */
 static double share_min(void)
 {

@@ -1,26 +1,30 @@
-/* gemm_bench.c - the built-in GEMM against single-threaded OpenBLAS, in GFLOP/s.
+/* gemm_bench.c - every matrix-product engine of this build and CPU on the MLP's
+ * products and two squares, one thread, in GFLOP/s and as a share of one core's
+ * measured FMA peak (cf_cpu_peak_gflops). A benchmark, not a test.
  *
- * Build and run from the repository root:
- *   gcc -std=gnu11 -O2 -Isrc bench/gemm_bench.c src/rt/gemm_builtin.c \
- *       $(pkg-config --cflags --libs openblas) -lm -o /tmp/gemm_bench && /tmp/gemm_bench
+ *   build/bench_gemm [--openblas-coretype]    (make builds it)
  *
- * For each shape the two implementations run alternately (so machine noise hits
- * both alike); each sample times enough repetitions to last ~20 ms, and the
- * median of the samples is reported. A benchmark, not a test: it checks only that
- * the two agree roughly. */
-#include "rt/gemm_builtin.h"
-
-#include <cblas.h>
+ * The engines run alternately on each shape (so machine noise hits all alike); each
+ * sample times enough calls to last ~20 ms, and the median of the samples is
+ * reported. Run it as OPENBLAS_CORETYPE=Prescott build/bench_gemm to see OpenBLAS at
+ * its generic fallback. It checks only that the engines agree roughly. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
-void openblas_set_num_threads(int);
+#include "cflux.h"
 
-enum { SAMPLES = 9 };
+enum { SAMPLES = 9, MAXE = 4 };
 
 typedef struct { const char *name; int ta, tb, M, N, K; } shape_t;
+
+/* the public API has no raw GEMM: time a one-product model, x (M x K) * W (K x N) */
+typedef struct {
+    cf_model *m;
+    cf_exec *e;
+} product;
 
 static double now(void)
 {
@@ -29,68 +33,95 @@ static double now(void)
     return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-static void run(int which, const shape_t *s, const float *A, const float *B, float *C)
-{
-    int lda = s->ta ? s->M : s->K, ldb = s->tb ? s->K : s->N;
-    if (which == 0)
-        cf_gemm_builtin(s->ta, s->tb, s->M, s->N, s->K, 1, A, lda, B, ldb, 0, C, s->N);
-    else
-        cblas_sgemm(CblasRowMajor, s->ta ? CblasTrans : CblasNoTrans,
-                    s->tb ? CblasTrans : CblasNoTrans, s->M, s->N, s->K, 1, A, lda,
-                    B, ldb, 0, C, s->N);
-}
-
-/* Seconds per call, timing reps calls. */
-static double time_calls(int which, const shape_t *s, int reps, const float *A,
-                         const float *B, float *C)
-{
-    double t0 = now();
-    for (int r = 0; r < reps; r++) run(which, s, A, B, C);
-    return (now() - t0) / reps;
-}
-
 static int cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
     return (x > y) - (x < y);
 }
 
+static int product_make(product *p, const shape_t *s)
+{
+    p->m = cf_model_new();
+    cf_node *x = cf_input(p->m, "x", CF_SHAPE(s->K));
+    cf_node *W = cf_param(p->m, "W", CF_SHAPE(s->K, s->N), CF_GLOROT);
+    cf_output(p->m, cf_matmul(p->m, x, W));
+    if (cf_model_init_params(p->m) || !(p->e = cf_bind(p->m, s->M, 0))) return -1;
+    size_t n;
+    float *in = cf_exec_input(p->e, 0, &n);
+    for (size_t i = 0; i < n; i++) in[i] = (float)((i * 2654435761u) >> 8 & 0xffff) / 65536.0f - 0.5f;
+    return 0;
+}
+
+/* Seconds per forward (one product), over reps calls. */
+static double time_calls(product *p, int reps)
+{
+    double t0 = now();
+    for (int r = 0; r < reps; r++) cf_forward(p->e, 0);
+    return (now() - t0) / reps;
+}
+
 int main(void)
 {
+    /* the MLP's products at batch 64 and 1000 (forward), and two squares; the
+       transposed ones of backward run through the same kernels after packing */
     static const shape_t shapes[] = {
-        {"NN  64x128x784 (fwd)", 0, 0, 64, 128, 784},
-        {"NN  64x64x128", 0, 0, 64, 64, 128},
-        {"NT  64x784x128 (dX)", 0, 1, 64, 784, 128},
-        {"TN  784x128x64 (dW)", 1, 0, 784, 128, 64},
-        {"NN  256 square", 0, 0, 256, 256, 256},
-        {"NN  512 square", 0, 0, 512, 512, 512},
+        {"64x128x784 (fwd 1)", 0, 0, 64, 128, 784},  {"64x64x128 (fwd 2)", 0, 0, 64, 64, 128},
+        {"64x10x64 (fwd 3)", 0, 0, 64, 10, 64},      {"1000x128x784 (infer)", 0, 0, 1000, 128, 784},
+        {"1x128x784 (latency)", 0, 0, 1, 128, 784},  {"256 square", 0, 0, 256, 256, 256},
+        {"512 square", 0, 0, 512, 512, 512},
     };
-    openblas_set_num_threads(1);
-    printf("%-24s %10s %10s %7s\n", "shape (M x N x K)", "builtin", "openblas", "ratio");
+    static const char *all[] = {"builtin-avx512", "builtin-avx2", "builtin-portable", "openblas"};
+    const char *eng[MAXE], *label[MAXE];
+    static char labels[MAXE][48];
+    int ne = 0;
+    cf_set_threads(1);
+    for (int i = 0; i < 4; i++)
+        if (cf_set_gemm(all[i]) == 0) {
+            eng[ne] = all[i];
+            snprintf(labels[ne], sizeof labels[ne], "%s", cf_gemm_name());
+            label[ne] = labels[ne];
+            ne++;
+        }
+    double peak = cf_cpu_peak_gflops();
+    printf("%s (%s); one core's measured FMA peak %.1f GFLOP/s; GFLOP/s (%% of peak):\n", cf_cpu_name(),
+           cf_cpu_isa(), peak);
+    printf("%-22s", "M x N x K");
+    for (int w = 0; w < ne; w++) printf(" %18s", label[w]);
+    printf("\n");
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
         const shape_t *s = &shapes[i];
-        size_t na = (size_t)s->M * s->K, nb = (size_t)s->K * s->N, nc = (size_t)s->M * s->N;
-        float *A = malloc(na * sizeof(float)), *B = malloc(nb * sizeof(float));
-        float *C0 = malloc(nc * sizeof(float)), *C1 = malloc(nc * sizeof(float));
-        unsigned x = 12345;
-        for (size_t j = 0; j < na; j++) A[j] = (float)((x = x * 1664525u + 1013904223u) >> 8) / (1 << 24) - 0.5f;
-        for (size_t j = 0; j < nb; j++) B[j] = (float)((x = x * 1664525u + 1013904223u) >> 8) / (1 << 24) - 0.5f;
-        run(0, s, A, B, C0);
-        run(1, s, A, B, C1);
-        double maxdiff = 0;
-        for (size_t j = 0; j < nc; j++) maxdiff = fmax(maxdiff, fabs(C0[j] - C1[j]));
-
-        double flops = 2.0 * s->M * s->N * s->K;
-        int reps = (int)(0.02 / fmax(time_calls(1, s, 1, A, B, C1), 1e-7)) + 1;
-        double t[2][SAMPLES];
+        product p = {0};
+        if (product_make(&p, s)) {
+            fprintf(stderr, "%s\n", cf_last_error());
+            return 1;
+        }
+        size_t nc = (size_t)s->M * s->N;
+        float *first = malloc(nc * sizeof *first);
+        double maxdiff = 0, flops = 2.0 * s->M * s->N * s->K, t[MAXE][SAMPLES];
+        int reps[MAXE];
+        for (int w = 0; w < ne; w++) {
+            cf_set_gemm(eng[w]);
+            cf_forward(p.e, 0);
+            const float *y = cf_exec_output(p.e, 0, NULL);
+            if (w == 0) memcpy(first, y, nc * sizeof *first);
+            for (size_t j = 0; j < nc; j++) maxdiff = fmax(maxdiff, fabs(first[j] - y[j]));
+            reps[w] = (int)(0.02 / fmax(time_calls(&p, 1), 1e-7)) + 1;
+        }
         for (int k = 0; k < SAMPLES; k++)
-            for (int w = 0; w < 2; w++) t[w][k] = time_calls(w, s, reps, A, B, w ? C1 : C0);
-        qsort(t[0], SAMPLES, sizeof(double), cmp_double);
-        qsort(t[1], SAMPLES, sizeof(double), cmp_double);
-        double g0 = flops / t[0][SAMPLES / 2] * 1e-9, g1 = flops / t[1][SAMPLES / 2] * 1e-9;
-        printf("%-24s %10.1f %10.1f %6.0f%%%s\n", s->name, g0, g1, 100 * g0 / g1,
-               maxdiff > 1e-3 ? "  (results differ!)" : "");
-        free(A); free(B); free(C0); free(C1);
+            for (int w = 0; w < ne; w++) {
+                cf_set_gemm(eng[w]);
+                t[w][k] = time_calls(&p, reps[w]);
+            }
+        printf("%-22s", s->name);
+        for (int w = 0; w < ne; w++) {
+            qsort(t[w], SAMPLES, sizeof(double), cmp_double);
+            double g = flops / t[w][SAMPLES / 2] * 1e-9;
+            printf(" %11.1f (%3.0f%%)", g, 100 * g / peak);
+        }
+        printf("%s\n", maxdiff > 1e-3 ? "  (results differ!)" : "");
+        free(first);
+        cf_exec_free(p.e);
+        cf_model_free(p.m);
     }
     return 0;
 }

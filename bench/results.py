@@ -39,7 +39,7 @@ def tag(contender, rnd):
 
 def figures(line):
     """The (figure, value) pairs of one raw line."""
-    if line["contender"] == "cflux":
+    if line["contender"].startswith("cflux"):   # cflux, and cflux-prescott
         pairs = (("train", "train_samples_per_sec"), ("infer", "infer_samples_per_sec"),
                  ("latency", "latency_us"), ("memory", "peak_rss_mb"))
     else:
@@ -101,7 +101,7 @@ def report(a):
             print("%s %s" % (c, versions.get(c, "?")))
     print("\n" + LEGEND)
     print("\nmedian (min..max) over the rounds, per contender and thread count:")
-    head = "%-8s %-7s" % ("", "threads") + "".join(" %-26s" % label for _, label, _ in FIGURES)
+    head = "%-14s %-7s" % ("", "threads") + "".join(" %-26s" % label for _, label, _ in FIGURES)
     print(head.rstrip())
     for c in contenders:
         for t, figs in medians[c].items():
@@ -109,7 +109,7 @@ def report(a):
             for fig, _, _ in FIGURES:
                 m = figs.get(fig)
                 cells.append("%s (%s..%s)" % (fmt(m["median"]), fmt(m["min"]), fmt(m["max"])) if m else "-")
-            print(("%-8s %-7d" % (c, t) + "".join(" %-26s" % s for s in cells)).rstrip())
+            print(("%-14s %-7d" % (c, t) + "".join(" %-26s" % s for s in cells)).rstrip())
 
     # each contender at its best thread count; memory at its best training thread count
     best = {}

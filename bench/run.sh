@@ -13,6 +13,9 @@
 #   CFLUX=path             the cflux binary (default build/cflux; needs `cflux bench`)
 #   CFLUX_BENCH_PEERS      the peers to run (default "torch mxnet")
 #   CFLUX_BENCH_VENV       the peers' Python environment (bench/pyenv.sh makes it)
+#   CFLUX_BENCH_PRESCOTT   1 (the default): also run cflux as "cflux-prescott", with
+#                          OPENBLAS_CORETYPE=Prescott, OpenBLAS's generic SSE3 kernels,
+#                          to show that cflux's speed does not depend on OpenBLAS's choice
 set -eu
 rounds=${1:-5} secs=${2:-3}
 case $rounds in '' | *[!0-9]*) echo "usage: bench/run.sh [ROUNDS] [SECONDS]" >&2; exit 2 ;; esac
@@ -31,6 +34,7 @@ echo "cpu: $(grep -m 1 '^model name' /proc/cpuinfo | sed 's/.*: //'), $cpus CPUs
 echo "load average at the start: $(cut -d ' ' -f 1-3 /proc/loadavg)"
 load0=$(cut -d ' ' -f 1 /proc/loadavg)
 n=$((1 + 3 * $(echo "$peers" | wc -w)))
+[ "${CFLUX_BENCH_PRESCOTT:-1}" = 1 ] && n=$((n + 1))
 awk -v r="$rounds" -v c="$cpus" -v n="$n" -v s="$secs" 'BEGIN { printf "%d rounds x %d thread counts x %d runs of %s s (about %.0f min)\n", r, c, n, s, r * c * n * (s + 3) / 60 + 0.5 }'
 
 : > "$raw"
@@ -50,6 +54,7 @@ record() {
 }
 
 contenders="cflux $peers"
+[ "${CFLUX_BENCH_PRESCOTT:-1}" = 1 ] && contenders="cflux cflux-prescott $peers"
 for r in $(seq "$rounds"); do
   # turn the order by one each round (split into words on purpose)
   # shellcheck disable=SC2086
@@ -68,6 +73,9 @@ for r in $(seq "$rounds"); do
     for c in $order; do
       if [ "$c" = cflux ]; then
         record cflux "$r" "$cflux" bench "$model" --batch 64 --threads "$t" --seconds "$secs" --json
+      elif [ "$c" = cflux-prescott ]; then
+        record "$c" "$r" env OPENBLAS_CORETYPE=Prescott "$cflux" bench "$model" --batch 64 --threads "$t" \
+          --seconds "$secs" --json
       else
         for case in train latency infer; do
           record "$c" "$r" "$py" "$here/bench/peers.py" "$c" "$case" --threads "$t" --seconds "$secs"

@@ -26,19 +26,6 @@
 
 enum { POOL = 16, LAT_CALLS = 10000, INFER_BATCH = 1000 };
 
-static double now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
-static int fail(void)
-{
-    fprintf(stderr, "%s\n", cf_last_error());
-    return 1;
-}
-
 /* xorshift64*, so that runs are repeatable */
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
 static float uniform(void)

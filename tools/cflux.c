@@ -7,14 +7,22 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "cflux.h"
 #include "commands.h"
 
-static int fail(void)
+int fail(void)
 {
     fprintf(stderr, "%s\n", cf_last_error());
     return 1;
+}
+
+double now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
 static void usage(FILE *f)

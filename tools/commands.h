@@ -15,6 +15,12 @@ int cmd_predict(const args *a);
 int cmd_bench(const args *a);
 int cmd_version(const args *a);
 
+/* Print cf_last_error() to stderr and return 1 (cflux.c). */
+int fail(void);
+
+/* Seconds on the monotonic clock (cflux.c). */
+double now(void);
+
 /* Settings every command takes: --threads and --max-memory. 0, or 1 with the error. */
 int apply_common(const args *a);
 

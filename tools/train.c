@@ -24,19 +24,6 @@ typedef struct run {
     int saved_epoch;          /* the epoch of the last checkpoint written, or -1 */
 } run;
 
-static double now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
-static int fail(void)
-{
-    fprintf(stderr, "%s\n", cf_last_error());
-    return 1;
-}
-
 static const char *fmt_num(double v, char *buf)
 {
     if (isnan(v)) return "-";

@@ -21,6 +21,8 @@ int cmd_graph(const args *a) { abort(); }
 int cmd_train(const args *a) { abort(); }
 int cmd_eval(const args *a) { abort(); }
 int cmd_predict(const args *a) { abort(); }
+int cmd_bench(const args *a) { abort(); }
+int cmd_version(const args *a) { abort(); }
 
 static int is_arg(const char *s, char **argv, int argc)
 {

@@ -11,7 +11,7 @@
  * its value only, never on where it sits or which thread's chunk holds it.
  *
  * Accuracy, against double precision over 6.8 million inputs from every exponent
- * (tests/test_vmath.c), subnormal results included: exp 0.98 ulp, log 0.82, tanh
+ * (tests/test_vmath.c), subnormal results included: exp 0.98 ulp, log 0.85, tanh
  * 1.3, sigmoid 2.1; the test fails above 4 ulp. Special values: exp(+inf) = +inf,
  * exp(-inf) = 0, exp overflows to +inf above 88.72 and underflows through the
  * subnormals to 0 below -103.97; log(0) = -inf, log(x < 0) = NaN, log(+inf) = +inf;
@@ -46,37 +46,37 @@ static inline cf_v4 cf_v4_pow2i(cf_v4u n)
 }
 
 /* exp(x). x = n ln2 + r with |r| <= ln2/2 (ln2 in two parts, so that n ln2 is exact
- * and r keeps its low bits), exp(r) by Cephes' degree-6 polynomial, times 2^n. 2^n
- * is applied as 2^(n/2) 2^(n - n/2): both halves are normal floats for every n the
- * clamp allows, so results near the overflow edge (n = 128) come out right and
- * subnormal results are rounded once, from the exact product. */
+ * and r keeps its low bits), exp(r) = 1 + r + r^2 Q(r) with Cephes' degree-5 Q,
+ * evaluated as three pairs (Estrin) so that the chain of dependent operations stays
+ * short, times 2^n. 2^n is applied as 2^(n/2) 2^(n - n/2): both halves are normal
+ * floats for every n from -151 to 128, so results near the overflow edge (n = 128)
+ * come out right and subnormal results are rounded once, from the exact product.
+ * Outside [-104, 88.8] the answer is 0 or +inf, chosen at the end, off the chain;
+ * NaN compares false there and goes through the arithmetic as NaN. */
 static inline cf_v4 cf_v4_exp(cf_v4 x)
 {
-    const cf_v4 hi = cf_v4_set1(89.0f), lo = cf_v4_set1(-105.0f);
-    /* clamp to where the answer is +inf or 0 anyway; NaN compares false and stays */
-    x = cf_v4_select(x > hi, hi, x);
-    x = cf_v4_select(x < lo, lo, x);
     /* n = round(x / ln2): adding 1.5 * 2^23 leaves the integer in the low bits */
     const cf_v4 magic = cf_v4_set1(0x1.8p23f);
     cf_v4 t = x * cf_v4_set1(1.44269504088896341f) + magic;
     cf_v4u n = cf_v4_bits(t) - cf_v4_bits(magic);
     cf_v4 nf = t - magic;
-    cf_v4 r = x - nf * cf_v4_set1(0.693359375f);     /* exact: nf * 0.693359375 has 17 bits */
+    cf_v4 r = x - nf * cf_v4_set1(0.693359375f);      /* exact: nf * 0.693359375 has 17 bits */
     r = r - nf * cf_v4_set1(-2.12194440e-4f);
-    cf_v4 p = cf_v4_set1(1.9875691500e-4f);
-    p = p * r + cf_v4_set1(1.3981999507e-3f);
-    p = p * r + cf_v4_set1(8.3334519073e-3f);
-    p = p * r + cf_v4_set1(4.1665795894e-2f);
-    p = p * r + cf_v4_set1(1.6666665459e-1f);
-    p = p * r + cf_v4_set1(5.0000001201e-1f);
-    p = p * (r * r) + r + cf_v4_set1(1.0f);
-    cf_v4u n1 = (cf_v4u)((cf_v4i)n >> 1);             /* floor(n / 2), n in [-152, 128] */
-    return p * cf_v4_pow2i(n1) * cf_v4_pow2i(n - n1);
+    cf_v4 r2 = r * r, r4 = r2 * r2;
+    cf_v4 q01 = cf_v4_set1(1.6666665459e-1f) * r + cf_v4_set1(5.0000001201e-1f);
+    cf_v4 q23 = cf_v4_set1(8.3334519073e-3f) * r + cf_v4_set1(4.1665795894e-2f);
+    cf_v4 q45 = cf_v4_set1(1.9875691500e-4f) * r + cf_v4_set1(1.3981999507e-3f);
+    cf_v4 q = (q01 + q23 * r2) + q45 * r4;
+    cf_v4 p = (q * r2 + r) + cf_v4_set1(1.0f);
+    cf_v4u n1 = (cf_v4u)((cf_v4i)n >> 1);             /* floor(n / 2) */
+    cf_v4 y = p * cf_v4_pow2i(n1) * cf_v4_pow2i(n - n1);
+    y = cf_v4_select(x > cf_v4_set1(88.8f), cf_v4_set1(__builtin_inff()), y);
+    return cf_v4_select(x < cf_v4_set1(-104.0f), cf_v4_set1(0.0f), y);
 }
 
 /* log(x). x = m 2^e with m in [sqrt(1/2), sqrt(2)) (subnormals scaled up first);
- * log(m) = f - f^2/2 + f^3 P(f), f = m - 1 exact, by Cephes' degree-8 polynomial;
- * e ln2 added in two parts, the small one first. */
+ * log(m) = f - f^2/2 + f^3 P(f), f = m - 1 exact, by Cephes' degree-8 P evaluated
+ * by Estrin's scheme; e ln2 added in two parts, the small one first. */
 static inline cf_v4 cf_v4_log(cf_v4 x)
 {
     cf_v4i tiny = x < cf_v4_set1(0x1p-126f);
@@ -86,17 +86,13 @@ static inline cf_v4 cf_v4_log(cf_v4 x)
     cf_v4 m = cf_v4_from_bits(cf_v4_bits(xs) - (e << 23));
     cf_v4 ef = __builtin_convertvector((cf_v4i)e, cf_v4) - cf_v4_select(tiny, cf_v4_set1(23.0f), cf_v4_set1(0.0f));
     cf_v4 f = m - cf_v4_set1(1.0f);
-    cf_v4 z = f * f;
-    cf_v4 p = cf_v4_set1(7.0376836292e-2f);
-    p = p * f + cf_v4_set1(-1.1514610310e-1f);
-    p = p * f + cf_v4_set1(1.1676998740e-1f);
-    p = p * f + cf_v4_set1(-1.2420140846e-1f);
-    p = p * f + cf_v4_set1(1.4249322787e-1f);
-    p = p * f + cf_v4_set1(-1.6668057665e-1f);
-    p = p * f + cf_v4_set1(2.0000714765e-1f);
-    p = p * f + cf_v4_set1(-2.4999993993e-1f);
-    p = p * f + cf_v4_set1(3.3333331174e-1f);
-    cf_v4 y = p * f * z;
+    cf_v4 z = f * f, z2 = z * z, z4 = z2 * z2;
+    cf_v4 p01 = cf_v4_set1(-2.4999993993e-1f) * f + cf_v4_set1(3.3333331174e-1f);
+    cf_v4 p23 = cf_v4_set1(-1.6668057665e-1f) * f + cf_v4_set1(2.0000714765e-1f);
+    cf_v4 p45 = cf_v4_set1(-1.2420140846e-1f) * f + cf_v4_set1(1.4249322787e-1f);
+    cf_v4 p67 = cf_v4_set1(-1.1514610310e-1f) * f + cf_v4_set1(1.1676998740e-1f);
+    cf_v4 p = ((p01 + p23 * z) + (p45 + p67 * z) * z2) + cf_v4_set1(7.0376836292e-2f) * z4;
+    cf_v4 y = p * (f * z);
     y = y + ef * cf_v4_set1(-2.12194440e-4f);
     y = y - cf_v4_set1(0.5f) * z;
     y = f + y;
@@ -112,13 +108,14 @@ static inline cf_v4 cf_v4_log(cf_v4 x)
 static inline cf_v4 cf_v4_sigmoid(cf_v4 x)
 {
     const cf_v4 one = cf_v4_set1(1.0f);
-    cf_v4 e = cf_v4_exp(-cf_v4_from_bits(cf_v4_bits(x) & 0x7fffffffu));
+    cf_v4 e = cf_v4_exp(cf_v4_from_bits(cf_v4_bits(x) | 0x80000000u));   /* exp(-|x|) */
     return cf_v4_select(x < cf_v4_set1(0.0f), e, one) / (one + e);
 }
 
 /* tanh(x) on a = |x|, sign restored at the end: for a < 0.625 Cephes' odd polynomial
- * a + a^3 P(a^2) (exact near 0), else 1 - 2 / (exp(2a) + 1). Both branches see
- * clamped arguments so that neither overflows; tanh(a) rounds to 1 from a = 9.01. */
+ * a + a^3 P(a^2) (exact near 0), else 1 - 2 / (exp(2a) + 1), which is 1 from
+ * a = 9.01 and stays 1 where exp(2a) is +inf. The polynomial sees a clamped
+ * argument, so that the branch not taken does not overflow. */
 static inline cf_v4 cf_v4_tanh(cf_v4 x)
 {
     const cf_v4 one = cf_v4_set1(1.0f), cut = cf_v4_set1(0.625f);
@@ -132,8 +129,7 @@ static inline cf_v4 cf_v4_tanh(cf_v4 x)
     p = p * z + cf_v4_set1(1.33314422036e-1f);
     p = p * z + cf_v4_set1(-3.33332819422e-1f);
     cf_v4 small = s + s * z * p;
-    cf_v4 b = cf_v4_select(a > cf_v4_set1(9.5f), cf_v4_set1(9.5f), a);   /* NaN stays */
-    cf_v4 big = one - cf_v4_set1(2.0f) / (cf_v4_exp(b + b) + one);
+    cf_v4 big = one - cf_v4_set1(2.0f) / (cf_v4_exp(a + a) + one);   /* exp(inf): 1 - 0 */
     cf_v4 t = cf_v4_select(a < cut, small, big);   /* NaN takes big, and stays NaN */
     return cf_v4_from_bits(cf_v4_bits(t) | sign);
 }

@@ -1,7 +1,8 @@
 /* test_vmath.c - the vector exp, log, sigmoid and tanh (src/rt/vmath.h) against
  * double precision: dense sweeps of the ranges that matter, a sweep of every float
- * exponent (a fixed stride through all 2^32 bit patterns), the special values; and
- * an element's result the same wherever it sits in an array.
+ * exponent (a fixed stride through all 2^32 bit patterns), the special values; an
+ * element's result the same wherever it sits in an array; and the ops that use them
+ * giving the same bits at any thread count.
  *
  * The error of a result is in ulps of the exact value (the spacing of floats there,
  * the subnormals' spacing below FLT_MIN), and relative where the exact value is a
@@ -11,6 +12,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
+#include "cflux.h"
 #include "rt/vmath.h"
 #include "test.h"
 
@@ -225,6 +227,66 @@ TEST(position_independent)
     }
 }
 
+/* Values x in [lo, hi] where c's function is not correctly rounded: where any other
+ * implementation (libm, a scalar loop for the tail) would likely differ from it. */
+static void inexact_inputs(const fn_check *c, float *x, size_t n, double lo, double hi)
+{
+    uint64_t s = 12345;
+    for (size_t i = 0; i < n;) {
+        float v[64], y[64];
+        for (int j = 0; j < 64; j++) {
+            s = s * 6364136223846793005u + 1442695040888963407u;
+            v[j] = (float)(lo + (hi - lo) * (double)(s >> 40) / (double)(1u << 24));
+        }
+        c->fn(y, v, 64);
+        for (int j = 0; j < 64 && i < n; j++)
+            if (y[j] != (float)c->ref((double)v[j])) x[i++] = v[j];
+    }
+}
+
+/* The output of op on x (B x N) through the engine with `threads` threads. */
+static int op_forward(int op, int threads, const float *x, int B, int N, float *y)
+{
+    cf_set_threads(threads);
+    cf_model *m = cf_model_new();
+    cf_output(m, cf_unary_at(m, op, cf_input(m, "x", CF_SHAPE(N)), 0, __FILE__, __LINE__, 0));
+    cf_exec *e = cf_bind(m, B, 0);
+    int ok = e && (memcpy(cf_exec_input(e, 0, NULL), x, (size_t)B * N * sizeof *x), cf_forward(e, 0) == 0);
+    size_t n = 0;
+    if (ok) memcpy(y, cf_exec_output(e, 0, &n), (size_t)B * N * sizeof *y);
+    cf_exec_free(e);
+    cf_model_free(m);
+    cf_set_threads(0);
+    return ok && n == (size_t)B * N;
+}
+
+/* sigmoid, tanh, exp and log through the engine, on 3 x 10007 values (the threads'
+ * chunks end off multiples of 4), all of them where vmath is not correctly rounded:
+ * with 1, 2 and 3 threads the same bits as vmath.h's loop over the whole array.
+ * softmax: the same bits at any thread count. */
+TEST(ops_same_bits_at_any_thread_count)
+{
+    enum { B = 3, N = 10007, BN = B * N };
+    const struct { int op, check; double lo, hi; } ops[] = {
+        {CF_OP_EXP, 0, -20, 20}, {CF_OP_LOG, 1, 0, 100}, {CF_OP_SIGMOID, 2, -20, 20},
+        {CF_OP_TANH, 3, -5, 5}, {CF_OP_SOFTMAX, 3, -5, 5},
+    };
+    float *x = malloc(BN * sizeof *x), *want = malloc(BN * sizeof *want), *y = malloc(BN * sizeof *y);
+    for (size_t k = 0; k < sizeof ops / sizeof ops[0]; k++) {
+        const fn_check *c = &checks[ops[k].check];
+        inexact_inputs(c, x, BN, ops[k].lo, ops[k].hi);
+        if (ops[k].op == CF_OP_SOFTMAX) CHECK(op_forward(ops[k].op, 1, x, B, N, want));
+        else c->fn(want, x, BN);
+        for (int threads = 1; threads <= 3; threads++) {
+            CHECK(op_forward(ops[k].op, threads, x, B, N, y));
+            CHECK(memcmp(want, y, BN * sizeof *y) == 0);
+        }
+    }
+    free(x);
+    free(want);
+    free(y);
+}
+
 int main(void)
 {
     RUN(dense_sweeps);
@@ -232,5 +294,6 @@ int main(void)
     RUN(special_values);
     RUN(within_bounds);
     RUN(position_independent);
+    RUN(ops_same_bits_at_any_thread_count);
     return test_summary("vmath");
 }

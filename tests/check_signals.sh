@@ -15,7 +15,9 @@ bad() { fail=$((fail + 1)); echo "FAILED: $*"; }
 awk 'BEGIN { srand(11); for (i = 0; i < 40000; i++) { s = ""; m = 0; k = 0;
   for (j = 0; j < 16; j++) { v = rand(); s = s "," sprintf("%.3f", v); if (j < 3 && v > m) { m = v; k = j } }
   print k s } }' > "$t/d.csv"
-echo 'model = Chain(Input(16), Affine(128), tanh, Affine(3), softmax)' > "$t/m.flux"
+# 512 wide so that a run lasts over a second (about 1.6 s on a 2-core Zen 1): the
+# signals below come at 0.5 s, or 0.1 s after epoch 1, and must find it running
+echo 'model = Chain(Input(16), Affine(512), tanh, Affine(3), softmax)' > "$t/m.flux"
 run() { "$tool" train "$t/m.flux" --data "csv:$t/d.csv" --batch 16 --seed 1 --epochs 4 "$@"; }
 # start OUT ERR ARGS...: the same run in the background; $pid is cflux's own
 start() {

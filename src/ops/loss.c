@@ -12,6 +12,7 @@
 
 #include "core/error.h"
 #include "ops/op.h"
+#include "rt/vmath.h"
 
 static int xent_infer(cf_node *n)
 {
@@ -60,9 +61,9 @@ static int xent_forward(const cf_inst *k)
         const float *p = k->x[0] + r * C, *t = k->x[1] + r * C;
         if (fused) {
             const float *z = k->x[2] + r * C;
-            float mx = z[0], s = 0;
+            float mx = z[0];
             for (int c = 1; c < C; c++) mx = z[c] > mx ? z[c] : mx;
-            for (int c = 0; c < C; c++) s += expf(z[c] - mx);
+            float s = cf_vexp_sum(NULL, z, mx, (size_t)C);
             /* -log p_c = (max - z_c) + log s, in that order: max + log s first would
                drop log s against a large max (logits of 1e30 gave a loss of 0) */
             float ls = logf(s);

@@ -1,10 +1,12 @@
 /* softmax.c - softmax and logsoftmax over the last dimension.
  *   softmax:    y = exp(x - max) / sum exp(x - max);  dx = y .* (dy - sum(dy .* y))
- *   logsoftmax: y = x - logsumexp(x);                 dx = dy - exp(y) * sum(dy) */
+ *   logsoftmax: y = x - logsumexp(x);                 dx = dy - exp(y) * sum(dy)
+ * The forward's exponentials run four at a time (rt/vmath.h). */
 #include <math.h>
 
 #include "core/error.h"
 #include "ops/op.h"
+#include "rt/vmath.h"
 
 static int rows_infer(cf_node *n)
 {
@@ -34,14 +36,11 @@ static void forward_rows(void *p, size_t r0, size_t r1)
         float *y = j->k->y + r * n;
         float mx = x[0];
         for (size_t i = 1; i < n; i++) mx = x[i] > mx ? x[i] : mx;
-        float s = 0;
         if (log) {
-            for (size_t i = 0; i < n; i++) s += expf(x[i] - mx);
-            float lse = mx + logf(s);
+            float lse = mx + logf(cf_vexp_sum(NULL, x, mx, n));
             for (size_t i = 0; i < n; i++) y[i] = x[i] - lse;
         } else {
-            for (size_t i = 0; i < n; i++) s += (y[i] = expf(x[i] - mx));
-            float inv = 1.0f / s;
+            float inv = 1.0f / cf_vexp_sum(y, x, mx, n);
             for (size_t i = 0; i < n; i++) y[i] *= inv;
         }
     }

@@ -1,0 +1,190 @@
+/* vmath.h - exp, log, sigmoid and tanh of four floats at once, and loops that run
+ * them over arrays: the elementwise kernels' transcendental functions.
+ *
+ *   cf_vtanh(y, x, n);                          y[i] = tanh(x[i]), i < n
+ *   float s = cf_vexp_sum(y, x, mx, n);         y[i] = exp(x[i] - mx); s = sum of them
+ *
+ * GCC's generic vectors of 4 floats: SSE2 on the baseline x86-64 build, NEON on
+ * arm64, scalar code where there is neither; no intrinsics and no -m flags. Each
+ * lane is computed alone by the same operations, and an array's last n % 4 elements
+ * go through the same function in a padded vector, so an element's result depends on
+ * its value only, never on where it sits or which thread's chunk holds it.
+ *
+ * Accuracy, against double precision over 6.8 million inputs from every exponent
+ * (tests/test_vmath.c), subnormal results included: exp 0.98 ulp, log 0.85, tanh
+ * 1.3, sigmoid 2.1; the test fails above 4 ulp. Special values: exp(+inf) = +inf,
+ * exp(-inf) = 0, exp overflows to +inf above 88.72 and underflows through the
+ * subnormals to 0 below -103.97; log(0) = -inf, log(x < 0) = NaN, log(+inf) = +inf;
+ * sigmoid and tanh saturate to 0/1 and -1/+1, tanh(-0) = -0; NaN in, NaN out. */
+#ifndef CF_RT_VMATH_H
+#define CF_RT_VMATH_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+typedef float cf_v4 __attribute__((vector_size(16)));
+typedef int32_t cf_v4i __attribute__((vector_size(16)));
+typedef uint32_t cf_v4u __attribute__((vector_size(16)));
+
+static inline cf_v4 cf_v4_set1(float a) { return (cf_v4){a, a, a, a}; }
+
+/* m ? a : b lane by lane, m a comparison's result (all ones or all zeros). */
+static inline cf_v4 cf_v4_select(cf_v4i m, cf_v4 a, cf_v4 b)
+{
+    return (cf_v4)(((cf_v4i)a & m) | ((cf_v4i)b & ~m));
+}
+
+/* The lanes' bits as integers, and back. */
+static inline cf_v4u cf_v4_bits(cf_v4 a) { return (cf_v4u)a; }
+static inline cf_v4 cf_v4_from_bits(cf_v4u a) { return (cf_v4)a; }
+
+/* 2^n for integer n in [-126, 127], built in the exponent bits. */
+static inline cf_v4 cf_v4_pow2i(cf_v4u n)
+{
+    return cf_v4_from_bits((n + 127u) << 23);
+}
+
+/* exp(x). x = n ln2 + r with |r| <= ln2/2 (ln2 in two parts, so that n ln2 is exact
+ * and r keeps its low bits), exp(r) = 1 + r + r^2 Q(r) with Cephes' degree-5 Q,
+ * evaluated as three pairs (Estrin) so that the chain of dependent operations stays
+ * short, times 2^n. 2^n is applied as 2^(n/2) 2^(n - n/2): both halves are normal
+ * floats for every n from -151 to 128, so results near the overflow edge (n = 128)
+ * come out right and subnormal results are rounded once, from the exact product.
+ * Outside [-104, 88.8] the answer is 0 or +inf, chosen at the end, off the chain;
+ * NaN compares false there and goes through the arithmetic as NaN. */
+static inline cf_v4 cf_v4_exp(cf_v4 x)
+{
+    /* n = round(x / ln2): adding 1.5 * 2^23 leaves the integer in the low bits */
+    const cf_v4 magic = cf_v4_set1(0x1.8p23f);
+    cf_v4 t = x * cf_v4_set1(1.44269504088896341f) + magic;
+    cf_v4u n = cf_v4_bits(t) - cf_v4_bits(magic);
+    cf_v4 nf = t - magic;
+    cf_v4 r = x - nf * cf_v4_set1(0.693359375f);      /* exact: nf * 0.693359375 has 17 bits */
+    r = r - nf * cf_v4_set1(-2.12194440e-4f);
+    cf_v4 r2 = r * r, r4 = r2 * r2;
+    cf_v4 q01 = cf_v4_set1(1.6666665459e-1f) * r + cf_v4_set1(5.0000001201e-1f);
+    cf_v4 q23 = cf_v4_set1(8.3334519073e-3f) * r + cf_v4_set1(4.1665795894e-2f);
+    cf_v4 q45 = cf_v4_set1(1.9875691500e-4f) * r + cf_v4_set1(1.3981999507e-3f);
+    cf_v4 q = (q01 + q23 * r2) + q45 * r4;
+    cf_v4 p = (q * r2 + r) + cf_v4_set1(1.0f);
+    cf_v4u n1 = (cf_v4u)((cf_v4i)n >> 1);             /* floor(n / 2) */
+    cf_v4 y = p * cf_v4_pow2i(n1) * cf_v4_pow2i(n - n1);
+    y = cf_v4_select(x > cf_v4_set1(88.8f), cf_v4_set1(__builtin_inff()), y);
+    return cf_v4_select(x < cf_v4_set1(-104.0f), cf_v4_set1(0.0f), y);
+}
+
+/* log(x). x = m 2^e with m in [sqrt(1/2), sqrt(2)) (subnormals scaled up first);
+ * log(m) = f - f^2/2 + f^3 P(f), f = m - 1 exact, by Cephes' degree-8 P evaluated
+ * by Estrin's scheme; e ln2 added in two parts, the small one first. */
+static inline cf_v4 cf_v4_log(cf_v4 x)
+{
+    cf_v4i tiny = x < cf_v4_set1(0x1p-126f);
+    cf_v4 xs = cf_v4_select(tiny, x * cf_v4_set1(0x1p23f), x);
+    cf_v4u k = cf_v4_bits(xs) - cf_v4_bits(cf_v4_set1(0.70710678f));
+    cf_v4u e = (cf_v4u)((cf_v4i)k >> 23);             /* the exponent, for m in [sqrt(1/2), sqrt(2)) */
+    cf_v4 m = cf_v4_from_bits(cf_v4_bits(xs) - (e << 23));
+    cf_v4 ef = __builtin_convertvector((cf_v4i)e, cf_v4) - cf_v4_select(tiny, cf_v4_set1(23.0f), cf_v4_set1(0.0f));
+    cf_v4 f = m - cf_v4_set1(1.0f);
+    cf_v4 z = f * f, z2 = z * z, z4 = z2 * z2;
+    cf_v4 p01 = cf_v4_set1(-2.4999993993e-1f) * f + cf_v4_set1(3.3333331174e-1f);
+    cf_v4 p23 = cf_v4_set1(-1.6668057665e-1f) * f + cf_v4_set1(2.0000714765e-1f);
+    cf_v4 p45 = cf_v4_set1(-1.2420140846e-1f) * f + cf_v4_set1(1.4249322787e-1f);
+    cf_v4 p67 = cf_v4_set1(-1.1514610310e-1f) * f + cf_v4_set1(1.1676998740e-1f);
+    cf_v4 p = ((p01 + p23 * z) + (p45 + p67 * z) * z2) + cf_v4_set1(7.0376836292e-2f) * z4;
+    cf_v4 y = p * (f * z);
+    y = y + ef * cf_v4_set1(-2.12194440e-4f);
+    y = y - cf_v4_set1(0.5f) * z;
+    y = f + y;
+    y = y + ef * cf_v4_set1(0.693359375f);
+    const cf_v4 inf = cf_v4_set1(__builtin_inff());
+    y = cf_v4_select(x == inf, inf, y);
+    y = cf_v4_select(x == cf_v4_set1(0.0f), -inf, y);
+    return cf_v4_select(~(x >= cf_v4_set1(0.0f)), cf_v4_set1(__builtin_nanf("")), y);   /* x < 0, NaN */
+}
+
+/* 1 / (1 + exp(-x)), as e / (1 + e) with e = exp(-|x|) <= 1: exp never overflows,
+ * and for x < 0 the result keeps its relative accuracy down to the subnormals. */
+static inline cf_v4 cf_v4_sigmoid(cf_v4 x)
+{
+    const cf_v4 one = cf_v4_set1(1.0f);
+    cf_v4 e = cf_v4_exp(cf_v4_from_bits(cf_v4_bits(x) | 0x80000000u));   /* exp(-|x|) */
+    return cf_v4_select(x < cf_v4_set1(0.0f), e, one) / (one + e);
+}
+
+/* tanh(x) on a = |x|, sign restored at the end: for a < 0.625 Cephes' odd polynomial
+ * a + a^3 P(a^2) (exact near 0), else 1 - 2 / (exp(2a) + 1), which is 1 from
+ * a = 9.01 and stays 1 where exp(2a) is +inf. The polynomial sees a clamped
+ * argument, so that the branch not taken does not overflow. */
+static inline cf_v4 cf_v4_tanh(cf_v4 x)
+{
+    const cf_v4 one = cf_v4_set1(1.0f), cut = cf_v4_set1(0.625f);
+    cf_v4u sign = cf_v4_bits(x) & 0x80000000u;
+    cf_v4 a = cf_v4_from_bits(cf_v4_bits(x) & 0x7fffffffu);
+    cf_v4 s = cf_v4_select(a < cut, a, cut);
+    cf_v4 z = s * s;
+    cf_v4 p = cf_v4_set1(-5.70498872745e-3f);
+    p = p * z + cf_v4_set1(2.06390887954e-2f);
+    p = p * z + cf_v4_set1(-5.37397155531e-2f);
+    p = p * z + cf_v4_set1(1.33314422036e-1f);
+    p = p * z + cf_v4_set1(-3.33332819422e-1f);
+    cf_v4 small = s + s * z * p;
+    cf_v4 big = one - cf_v4_set1(2.0f) / (cf_v4_exp(a + a) + one);   /* exp(inf): 1 - 0 */
+    cf_v4 t = cf_v4_select(a < cut, small, big);   /* NaN takes big, and stays NaN */
+    return cf_v4_from_bits(cf_v4_bits(t) | sign);
+}
+
+/* y[i] = F(x[i]) for i < n; y may be x. The last n % 4 through a vector padded with
+ * zeros, by the same F. */
+#define CF_V4_MAP(F, y, x, n)                                                   \
+    do {                                                                       \
+        float *y_ = (y);                                                       \
+        const float *x_ = (x);                                                 \
+        size_t n_ = (n), i_ = 0;                                               \
+        for (; i_ + 4 <= n_; i_ += 4) {                                        \
+            cf_v4 v_;                                                          \
+            memcpy(&v_, x_ + i_, sizeof v_);                                   \
+            v_ = F(v_);                                                        \
+            memcpy(y_ + i_, &v_, sizeof v_);                                   \
+        }                                                                      \
+        if (i_ < n_) {                                                         \
+            cf_v4 v_ = {0, 0, 0, 0};                                           \
+            memcpy(&v_, x_ + i_, (n_ - i_) * sizeof(float));                   \
+            v_ = F(v_);                                                        \
+            memcpy(y_ + i_, &v_, (n_ - i_) * sizeof(float));                   \
+        }                                                                      \
+    } while (0)
+
+static inline void cf_vexp(float *y, const float *x, size_t n) { CF_V4_MAP(cf_v4_exp, y, x, n); }
+static inline void cf_vlog(float *y, const float *x, size_t n) { CF_V4_MAP(cf_v4_log, y, x, n); }
+static inline void cf_vsigmoid(float *y, const float *x, size_t n) { CF_V4_MAP(cf_v4_sigmoid, y, x, n); }
+static inline void cf_vtanh(float *y, const float *x, size_t n) { CF_V4_MAP(cf_v4_tanh, y, x, n); }
+
+/* The sum of exp(x[i] - c), i < n, also stored to y[i] unless y is NULL: a softmax's
+ * numerators and denominator. Summed in four lanes, (l0 + l1) + (l2 + l3) at the
+ * end: the same order for the same n, whatever the threads. */
+static inline float cf_vexp_sum(float *y, const float *x, float c, size_t n)
+{
+    const cf_v4 cv = cf_v4_set1(c);
+    cf_v4 acc = {0, 0, 0, 0};
+    size_t i = 0;
+    for (; i + 4 <= n; i += 4) {
+        cf_v4 v;
+        memcpy(&v, x + i, sizeof v);
+        v = cf_v4_exp(v - cv);
+        if (y) memcpy(y + i, &v, sizeof v);
+        acc += v;
+    }
+    if (i < n) {
+        size_t m = n - i;
+        cf_v4 v = cv;   /* pads exp(0), masked off below */
+        memcpy(&v, x + i, m * sizeof(float));
+        v = cf_v4_exp(v - cv);
+        if (y) memcpy(y + i, &v, m * sizeof(float));
+        cf_v4i lane = {0, 1, 2, 3};
+        acc += cf_v4_select(lane < (cf_v4i){(int32_t)m, (int32_t)m, (int32_t)m, (int32_t)m}, v, cf_v4_set1(0.0f));
+    }
+    return (acc[0] + acc[1]) + (acc[2] + acc[3]);
+}
+
+#endif

@@ -1,0 +1,299 @@
+/* test_vmath.c - the vector exp, log, sigmoid and tanh (src/rt/vmath.h) against
+ * double precision: dense sweeps of the ranges that matter, a sweep of every float
+ * exponent (a fixed stride through all 2^32 bit patterns), the special values; an
+ * element's result the same wherever it sits in an array; and the ops that use them
+ * giving the same bits at any thread count.
+ *
+ * The error of a result is in ulps of the exact value (the spacing of floats there,
+ * the subnormals' spacing below FLT_MIN), and relative where the exact value is a
+ * normal float; each function prints its worst and fails above the bounds. */
+#include <float.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "cflux.h"
+#include "rt/vmath.h"
+#include "test.h"
+
+#define MAX_ULP 4.0        /* worst error allowed, in ulps */
+#define MAX_REL 5e-7       /* worst relative error allowed, normal results */
+#define MAX_ABS_NEAR0 1e-7 /* sigmoid and tanh: worst absolute error where |value| < 0.1 */
+
+static double ref_exp(double x) { return exp(x); }
+static double ref_log(double x) { return log(x); }
+static double ref_tanh(double x) { return tanh(x); }
+static double ref_sigmoid(double x)
+{
+    return x < 0 ? exp(x) / (1 + exp(x)) : 1 / (1 + exp(-x));
+}
+
+typedef struct {
+    const char *name;
+    void (*fn)(float *y, const float *x, size_t n);
+    double (*ref)(double);
+    double ulp, rel, abs0;   /* worst so far */
+    float ulp_at, rel_at;
+    long count;
+} fn_check;
+
+static void run_exp(float *y, const float *x, size_t n) { cf_vexp(y, x, n); }
+static void run_log(float *y, const float *x, size_t n) { cf_vlog(y, x, n); }
+static void run_sigmoid(float *y, const float *x, size_t n) { cf_vsigmoid(y, x, n); }
+static void run_tanh(float *y, const float *x, size_t n) { cf_vtanh(y, x, n); }
+
+static fn_check checks[] = {
+    {"exp", run_exp, ref_exp, 0, 0, 0, 0, 0, 0},
+    {"log", run_log, ref_log, 0, 0, 0, 0, 0, 0},
+    {"sigmoid", run_sigmoid, ref_sigmoid, 0, 0, 0, 0, 0, 0},
+    {"tanh", run_tanh, ref_tanh, 0, 0, 0, 0, 0, 0},
+};
+enum { NCHECKS = sizeof checks / sizeof checks[0] };
+
+/* The error of got in ulps of the exact value want; HUGE_VAL for a wrong NaN, a
+ * wrong infinity or a wrong sign of zero. */
+static double ulp_error(float got, double want)
+{
+    if (isnan(want)) return isnan(got) ? 0 : HUGE_VAL;
+    if (isnan(got)) return HUGE_VAL;
+    const double edge = ldexp(1.0, 128) * (1 - ldexp(1.0, -25));   /* rounds to inf from here */
+    if (isinf(got) && fabs(want) >= edge && (got > 0) == (want > 0)) return 0;
+    if (isinf(want)) return HUGE_VAL;   /* a finite result for an infinite value */
+    if (want == 0 && got == 0 && signbit(got) != signbit(want)) return HUGE_VAL;
+    double g = isinf(got) ? copysign(ldexp(1.0, 128), got) : got;
+    double w = fabs(want), ulp;
+    if (w < FLT_MIN) ulp = ldexp(1.0, -149);
+    else {
+        int e;
+        frexp(w, &e);   /* w = f 2^e, f in [0.5, 1) */
+        ulp = ldexp(1.0, e - 24);
+    }
+    return fabs(g - want) / ulp;
+}
+
+/* Compare c's function with its reference on x[0..n). */
+static void check_block(fn_check *c, const float *x, size_t n)
+{
+    static float y[4096];
+    for (size_t i0 = 0; i0 < n; i0 += 4096) {
+        size_t m = n - i0 < 4096 ? n - i0 : 4096;
+        c->fn(y, x + i0, m);
+        for (size_t i = 0; i < m; i++) {
+            float xi = x[i0 + i];
+            double want = c->ref((double)xi);
+            double u = ulp_error(y[i], want);
+            if (u > c->ulp) c->ulp = u, c->ulp_at = xi;
+            if (fabs(want) >= FLT_MIN && fabs(want) <= FLT_MAX && !isinf(y[i])) {
+                double r = fabs(y[i] - want) / fabs(want);
+                if (r > c->rel) c->rel = r, c->rel_at = xi;
+            }
+            if (fabs(want) < 0.1 && fabs(y[i] - want) > c->abs0) c->abs0 = fabs(y[i] - want);
+        }
+        c->count += (long)m;
+    }
+}
+
+/* n evenly spaced points in [a, b] through every function. */
+static void sweep(double a, double b, size_t n)
+{
+    float *x = malloc(n * sizeof *x);
+    for (size_t i = 0; i < n; i++) x[i] = (float)(a + (b - a) * (double)i / (double)(n - 1));
+    for (int k = 0; k < NCHECKS; k++) check_block(&checks[k], x, n);
+    free(x);
+}
+
+TEST(dense_sweeps)
+{
+    sweep(-100, 100, 2000000);
+    sweep(-1e-3, 1e-3, 200001);
+    sweep(-0.7, -0.55, 200000);        /* tanh's change of method at 0.625 */
+    sweep(0.55, 0.7, 200000);
+    sweep(-88.8, -86.5, 200000);       /* exp: normal results end at -87.34 */
+    sweep(86.5, 88.8, 200000);         /* exp: overflow from 88.72 */
+    sweep(-104.5, -102.5, 200000);     /* exp: underflow to 0 from -103.97 */
+    sweep(8.5, 9.5, 100000);           /* tanh rounds to 1 */
+    sweep(-9.5, -8.5, 100000);
+    sweep(0.5, 2, 1000000);            /* log: around 1 and m's range */
+    sweep(0.999, 1.001, 200001);
+    sweep(1e-30, 1e-20, 100000);
+}
+
+/* Every 2039th bit pattern: every exponent, both signs, infinities and NaNs. */
+TEST(all_floats)
+{
+    enum { STRIDE = 2039, BLOCK = 1 << 16 };
+    float *x = malloc(BLOCK * sizeof *x);
+    size_t n = 0;
+    for (uint64_t b = 0; b <= UINT32_MAX; b += STRIDE) {
+        uint32_t u = (uint32_t)b;
+        memcpy(&x[n++], &u, sizeof u);
+        if (n == BLOCK || b + STRIDE > UINT32_MAX) {
+            for (int k = 0; k < NCHECKS; k++) check_block(&checks[k], x, n);
+            n = 0;
+        }
+    }
+    free(x);
+}
+
+static float f1(void (*fn)(float *, const float *, size_t), float x)
+{
+    float y;
+    fn(&y, &x, 1);
+    return y;
+}
+
+static int same_bits(float a, float b) { return memcmp(&a, &b, sizeof a) == 0; }
+
+TEST(special_values)
+{
+    const float inf = INFINITY, nan = NAN, dmin = 0x1p-149f;
+    CHECK(f1(run_exp, 0.0f) == 1 && f1(run_exp, -0.0f) == 1);
+    CHECK(f1(run_exp, inf) == inf && same_bits(f1(run_exp, -inf), 0.0f));
+    CHECK(isnan(f1(run_exp, nan)) && isnan(f1(run_exp, -nan)));
+    CHECK(f1(run_exp, FLT_MAX) == inf && same_bits(f1(run_exp, -FLT_MAX), 0.0f));
+    CHECK(f1(run_exp, dmin) == 1 && f1(run_exp, FLT_MIN) == 1);
+    CHECK(f1(run_exp, 88.72283f) < inf && f1(run_exp, 88.72284f) == inf);
+    CHECK(f1(run_exp, -103.9f) == dmin && f1(run_exp, -104.0f) == 0);
+
+    CHECK(f1(run_log, 1.0f) == 0);
+    CHECK(f1(run_log, 0.0f) == -inf && f1(run_log, -0.0f) == -inf);
+    CHECK(f1(run_log, inf) == inf && isnan(f1(run_log, -inf)));
+    CHECK(isnan(f1(run_log, nan)) && isnan(f1(run_log, -1.0f)) && isnan(f1(run_log, -dmin)));
+    CHECK_NEAR(f1(run_log, dmin), log(0x1p-149), 1e-5);
+    CHECK_NEAR(f1(run_log, FLT_MAX), log(FLT_MAX), 1e-5);
+
+    CHECK(f1(run_sigmoid, 0.0f) == 0.5f && f1(run_sigmoid, -0.0f) == 0.5f);
+    CHECK(f1(run_sigmoid, inf) == 1 && same_bits(f1(run_sigmoid, -inf), 0.0f));
+    CHECK(f1(run_sigmoid, FLT_MAX) == 1 && same_bits(f1(run_sigmoid, -FLT_MAX), 0.0f));
+    CHECK(isnan(f1(run_sigmoid, nan)));
+
+    CHECK(same_bits(f1(run_tanh, 0.0f), 0.0f) && same_bits(f1(run_tanh, -0.0f), -0.0f));
+    CHECK(f1(run_tanh, inf) == 1 && f1(run_tanh, -inf) == -1);
+    CHECK(f1(run_tanh, FLT_MAX) == 1 && f1(run_tanh, -FLT_MAX) == -1);
+    CHECK(f1(run_tanh, dmin) == dmin && f1(run_tanh, -FLT_MIN) == -FLT_MIN);
+    CHECK(isnan(f1(run_tanh, nan)) && isnan(f1(run_tanh, -nan)));
+}
+
+/* The worst errors, printed; fail above the bounds. Runs after the sweeps. */
+TEST(within_bounds)
+{
+    for (int k = 0; k < NCHECKS; k++) {
+        fn_check *c = &checks[k];
+        int near0 = c->ref == ref_sigmoid || c->ref == ref_tanh;
+        printf("vmath: %-7s %ld points: max %.3f ulp (x = %.9g), max rel %.3g (x = %.9g)", c->name, c->count,
+               c->ulp, (double)c->ulp_at, c->rel, (double)c->rel_at);
+        if (near0) printf(", max abs %.3g where |y| < 0.1", c->abs0);
+        printf("\n");
+        CHECK(c->count > 6000000);   /* the sweeps all ran */
+        CHECK(c->ulp <= MAX_ULP);
+        CHECK(c->rel <= MAX_REL);
+        if (near0) CHECK(c->abs0 <= MAX_ABS_NEAR0);
+    }
+}
+
+/* An element gets the same bits at any offset in any length of array: the tail's
+ * padded vector computes what the full vectors do. */
+TEST(position_independent)
+{
+    enum { N = 41 };
+    float x[N + 4], whole[N], part[N];
+    uint64_t s = 0x9e3779b97f4a7c15u;
+    for (int i = 0; i < N + 4; i++) {
+        s = s * 6364136223846793005u + 1442695040888963407u;
+        x[i] = (float)((double)(s >> 40) / (double)(1u << 24) * 40 - 20);
+    }
+    for (int k = 0; k < NCHECKS; k++) {
+        void (*fn)(float *, const float *, size_t) = checks[k].fn;
+        for (int o = 0; o < 4; o++) {
+            fn(whole, x + o, N);
+            for (int len = 1; len <= N; len++)
+                for (int b = 0; b + len <= N; b += 3) {
+                    fn(part, x + o + b, (size_t)len);
+                    CHECK(memcmp(part, whole + b, (size_t)len * sizeof(float)) == 0);
+                }
+        }
+    }
+    /* the softmax helper: exp(x - c) as cf_vexp computes it, and their sum */
+    float c = 3.25f, d[N], e[N], y[N];
+    for (int len = 1; len <= N; len++) {
+        for (int i = 0; i < len; i++) d[i] = x[i] - c;
+        cf_vexp(e, d, (size_t)len);
+        float sum = cf_vexp_sum(y, x, c, (size_t)len), sum2 = cf_vexp_sum(NULL, x, c, (size_t)len);
+        double want = 0;
+        for (int i = 0; i < len; i++) want += e[i];
+        CHECK(memcmp(y, e, (size_t)len * sizeof(float)) == 0);
+        CHECK(same_bits(sum, sum2));
+        CHECK_NEAR(sum, want, 1e-6 * want);
+    }
+}
+
+/* Values x in [lo, hi] where c's function is not correctly rounded: where any other
+ * implementation (libm, a scalar loop for the tail) would likely differ from it. */
+static void inexact_inputs(const fn_check *c, float *x, size_t n, double lo, double hi)
+{
+    uint64_t s = 12345;
+    for (size_t i = 0; i < n;) {
+        float v[64], y[64];
+        for (int j = 0; j < 64; j++) {
+            s = s * 6364136223846793005u + 1442695040888963407u;
+            v[j] = (float)(lo + (hi - lo) * (double)(s >> 40) / (double)(1u << 24));
+        }
+        c->fn(y, v, 64);
+        for (int j = 0; j < 64 && i < n; j++)
+            if (y[j] != (float)c->ref((double)v[j])) x[i++] = v[j];
+    }
+}
+
+/* The output of op on x (B x N) through the engine with `threads` threads. */
+static int op_forward(int op, int threads, const float *x, int B, int N, float *y)
+{
+    cf_set_threads(threads);
+    cf_model *m = cf_model_new();
+    cf_output(m, cf_unary_at(m, op, cf_input(m, "x", CF_SHAPE(N)), 0, __FILE__, __LINE__, 0));
+    cf_exec *e = cf_bind(m, B, 0);
+    int ok = e && (memcpy(cf_exec_input(e, 0, NULL), x, (size_t)B * N * sizeof *x), cf_forward(e, 0) == 0);
+    size_t n = 0;
+    if (ok) memcpy(y, cf_exec_output(e, 0, &n), (size_t)B * N * sizeof *y);
+    cf_exec_free(e);
+    cf_model_free(m);
+    cf_set_threads(0);
+    return ok && n == (size_t)B * N;
+}
+
+/* sigmoid, tanh, exp and log through the engine, on 3 x 10007 values (the threads'
+ * chunks end off multiples of 4), all of them where vmath is not correctly rounded:
+ * with 1, 2 and 3 threads the same bits as vmath.h's loop over the whole array.
+ * softmax: the same bits at any thread count. */
+TEST(ops_same_bits_at_any_thread_count)
+{
+    enum { B = 3, N = 10007, BN = B * N };
+    const struct { int op, check; double lo, hi; } ops[] = {
+        {CF_OP_EXP, 0, -20, 20}, {CF_OP_LOG, 1, 0, 100}, {CF_OP_SIGMOID, 2, -20, 20},
+        {CF_OP_TANH, 3, -5, 5}, {CF_OP_SOFTMAX, 3, -5, 5},
+    };
+    float *x = malloc(BN * sizeof *x), *want = malloc(BN * sizeof *want), *y = malloc(BN * sizeof *y);
+    for (size_t k = 0; k < sizeof ops / sizeof ops[0]; k++) {
+        const fn_check *c = &checks[ops[k].check];
+        inexact_inputs(c, x, BN, ops[k].lo, ops[k].hi);
+        if (ops[k].op == CF_OP_SOFTMAX) CHECK(op_forward(ops[k].op, 1, x, B, N, want));
+        else c->fn(want, x, BN);
+        for (int threads = 1; threads <= 3; threads++) {
+            CHECK(op_forward(ops[k].op, threads, x, B, N, y));
+            CHECK(memcmp(want, y, BN * sizeof *y) == 0);
+        }
+    }
+    free(x);
+    free(want);
+    free(y);
+}
+
+int main(void)
+{
+    RUN(dense_sweeps);
+    RUN(all_floats);
+    RUN(special_values);
+    RUN(within_bounds);
+    RUN(position_independent);
+    RUN(ops_same_bits_at_any_thread_count);
+    return test_summary("vmath");
+}

@@ -109,6 +109,13 @@ int main(int argc, char **argv)
         usage(stdout);
         return 0;
     }
+    /* a misspelt engine is an error, not a silent fallback to the default */
+    const char *gemm = getenv("CFLUX_GEMM");
+    if (gemm && *gemm && strncmp(cf_gemm_why(), "chosen by CFLUX_GEMM", 20) != 0 && cf_set_gemm(gemm)) {
+        const char *msg = cf_last_error();
+        fprintf(stderr, "error: CFLUX_GEMM=%s: %s\n", gemm, strncmp(msg, "error: ", 7) ? msg : msg + 7);
+        return 1;
+    }
     if (!strcmp(name, "--version")) return cmd_version(NULL);
     const command *c = find_command(name);
     if (!c || !c->run) {

@@ -22,6 +22,34 @@ static int is_leaf(const cf_node *n)
     return n->op == CF_OP_INPUT || n->op == CF_OP_PARAM || n->op == CF_OP_CONST;
 }
 
+/* If node i is a product x * W (W a matrix) whose only reader is an addition of a
+ * bias row (N numbers, the same for every row), mark the chain for fusion, with the
+ * relu that may follow; see cf_bind. Node ids grow along the chain. */
+static void fuse_chain(cf_exec *e, int i, const unsigned char *live, const int *uses, int batch)
+{
+    const cf_model *m = e->m;
+    const cf_node *mm = m->nodes[i];
+    if (!live[i] || mm->op != CF_OP_MATMUL || mm->in[1]->shape.rank != 2 || uses[i] != 1) return;
+    const cf_node *add = NULL, *relu = NULL;
+    for (int c = i + 1; c < m->nnodes && !add; c++)
+        if (live[c] && m->nodes[c]->op == CF_OP_ADD && m->nodes[c]->nin == 2 &&
+            (m->nodes[c]->in[0] == mm || m->nodes[c]->in[1] == mm))
+            add = m->nodes[c];
+    if (!add || add->in[0] == add->in[1]) return;
+    const cf_node *bias = add->in[0] == mm ? add->in[1] : add->in[0];
+    cf_shape ys = mm->shape, bs = bias->shape;
+    int n = ys.d[ys.rank - 1];
+    if (bias->batched || cf_shape_count(bs) != (size_t)n || bs.d[bs.rank - 1] != n) return;
+    if (cf_shape_count_b(add->shape, batch) != cf_shape_count_b(ys, batch)) return;
+    if (uses[add->id] == 1)
+        for (int c = add->id + 1; c < m->nnodes && !relu; c++)
+            if (live[c] && m->nodes[c]->op == CF_OP_RELU && m->nodes[c]->in[0] == add) relu = m->nodes[c];
+    e->fuse_bias[i] = bias->id;
+    e->fuse_relu[i] = relu != NULL;
+    e->fuse_head[add->id] = i;
+    if (relu) e->fuse_head[relu->id] = i;
+}
+
 /* Does input slot i of node n (an effective slot) carry a gradient back? */
 static int slot_differentiable(const cf_exec *e, const cf_node *n, int i)
 {
@@ -92,7 +120,7 @@ cf_exec *cf_bind(cf_model *m, int batch, unsigned flags)
     SZ(nn, cf_inst); SZ(nsrc, int); SZ(nn + 1, int); SZ(nn, int); SZ(nn, int); SZ(m->noutputs, float *);
     SZ(nsrc, const float *); SZ(nsrc, cf_shape); SZ(nsrc, float *); SZ(nsrc, unsigned char);
     SZ(nn, unsigned char); SZ(nn, unsigned char); SZ(nn, unsigned char); SZ(nn, int); SZ(nn, int);
-    SZ(m->ninputs, float *);
+    SZ(m->ninputs, float *); SZ(nn, int); SZ(nn, int); SZ(nn, unsigned char); SZ(nn, int);
 #undef SZ
     unsigned char *block = calloc(1, bytes), *p = block;
     if (!block) return cf_oom(bytes), NULL;
@@ -122,6 +150,10 @@ cf_exec *cf_bind(cf_model *m, int batch, unsigned flags)
     unsigned char *live = carve(&p, nn), *hasgrad = carve(&p, nn), *bstep = carve(&p, nn);
     int *tf = carve(&p, nn * sizeof(int)), *tb = carve(&p, nn * sizeof(int));
     e->own_input = carve(&p, m->ninputs * sizeof *e->own_input);
+    e->fuse_bias = carve(&p, nn * sizeof *e->fuse_bias);
+    e->fuse_head = carve(&p, nn * sizeof *e->fuse_head);
+    e->fuse_relu = carve(&p, nn);
+    int *uses = carve(&p, nn * sizeof *uses);
 
     /* effective inputs: a fused loss also reads the softmax's input */
     int k = 0;
@@ -174,6 +206,21 @@ cf_exec *cf_bind(cf_model *m, int batch, unsigned flags)
                 if (hasgrad[SRC(i, j)] && slot_differentiable(e, m->nodes[i], j)) bstep[i] = 1;
         }
     }
+
+    /* fusion: a chain  x * W -> + b -> relu  runs as one product whose epilogue adds
+       the bias and applies relu to each tile of the result while it is in cache; the
+       three values share one buffer. Only where nothing else reads the product or the
+       sum, none is an output or the loss, and backward needs none of them but the last
+       (the product's backward reads x and W, the addition's nothing, relu's its own
+       output). Off under CFLUX_NANTRAP, which must name the op that made a NaN. */
+    for (int i = 0; i < nn; i++) e->fuse_bias[i] = e->fuse_head[i] = -1;
+    for (int c = 0; c < nn; c++)
+        if (live[c])
+            for (int j = 0; j < NSRC(c); j++) uses[SRC(c, j)]++;
+    for (int i = 0; i < m->noutputs; i++) uses[m->outputs[i]->id] += 2;
+    if (e->loss >= 0) uses[e->loss] += 2;
+    for (int i = 0; i < nn && !e->nantrap; i++)
+        fuse_chain(e, i, live, uses, batch);
 
     /* sizes: a big batch times a big value must stay addressable */
     for (int i = 0; i < nn; i++) {
@@ -253,9 +300,18 @@ cf_exec *cf_bind(cf_model *m, int batch, unsigned flags)
      * the backward's start */
     for (int o = 0; o < m->noutputs; o++) last[m->outputs[o]->id] = end, gfirst[m->outputs[o]->id] = e->nfwd;
     if (e->loss >= 0) last[e->loss] = end, gfirst[e->loss] = e->nfwd;
+    /* a fused chain's values share its head's buffer, for all their lifetimes */
+    for (int i = 0; i < nn; i++)
+        if (e->fuse_head[i] >= 0 && last[i] > last[e->fuse_head[i]]) last[e->fuse_head[i]] = last[i];
     for (int i = 0; i < nn; i++) {
         cf_node *n = m->nodes[i];
         if (!live[i] || n->op == CF_OP_PARAM || n->op == CF_OP_CONST) continue;
+        if (e->fuse_head[i] >= 0) {   /* its value is its chain head's; its gradient its own */
+            if (!hasgrad[i]) continue;
+            int gf = gfirst[i], gl = tb[i] < gf ? gf : tb[i];
+            bufs[nbuf++] = (cf_buf){cf_shape_count_b(n->shape, batch), 0, gf, gl, &e->grad[i]};
+            continue;
+        }
         int first = n->op == CF_OP_INPUT ? 0 : tf[i];
         if (n->op == CF_OP_INPUT) last[i] = end;
         bufs[nbuf++] = (cf_buf){cf_shape_count_b(n->shape, batch), 0, first, last[i], &e->val[i]};
@@ -290,6 +346,8 @@ cf_exec *cf_bind(cf_model *m, int batch, unsigned flags)
     e->arena_floats = floats;
     e->unplanned_floats = unplanned;
     for (int i = 0; i < nbuf; i++) *bufs[i].dest = e->arena + bufs[i].offset;
+    for (int i = 0; i < nn; i++)
+        if (e->fuse_head[i] >= 0) e->val[i] = e->val[e->fuse_head[i]];
     if (getenv("CFLUX_DEBUG_PLAN"))
         for (int i = 0; i < nbuf; i++)
             fprintf(stderr, "buf %d: size %zu at %zu, steps [%d, %d]\n", i, bufs[i].size, bufs[i].offset, bufs[i].first, bufs[i].last);
@@ -350,6 +408,11 @@ int cf_forward(cf_exec *e, int train)
         int i = e->fwd[s];
         const cf_inst *k = &e->inst[i];
         (void)train;
+        if (e->fuse_head[i] >= 0) continue;   /* computed by its chain's product */
+        if (e->fuse_bias[i] >= 0) {
+            cf_matmul_fused(k, e->val[e->fuse_bias[i]], e->fuse_relu[i]);
+            continue;
+        }
         if (cf_ops[k->node->op]->forward(k)) {
             cf_adderr_trace(k->node);
             return -1;

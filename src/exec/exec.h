@@ -49,6 +49,13 @@ struct cf_exec {
     float **dxp;
     unsigned char *accp;
 
+    /* fusion (see fuse_chain in exec.c): per node, the bias a matrix product adds in
+       its epilogue (-1: none) and whether it applies relu; for the addition and relu
+       it absorbed, the product at the head of their chain (-1: not fused), whose
+       forward computed their value into its buffer */
+    int *fuse_bias, *fuse_head;
+    unsigned char *fuse_relu;
+
     float **own_input;   /* per input: its buffer in the arena, once cf_exec_set_input
                             pointed it elsewhere (NULL before) */
 

@@ -88,6 +88,15 @@ static int matmul_forward(const cf_inst *k)
     return 0;
 }
 
+void cf_matmul_fused(const cf_inst *k, const float *bias, int relu)
+{
+    const cf_shape a = k->xs[0], b = k->xs[1];
+    int K = a.d[a.rank - 1], M = b.d[b.rank - 1];
+    int rows = (int)(cf_shape_count_b(a, 1) / (size_t)K);
+    cf_gemm_ep ep = {bias, relu};
+    cf_gemm_ep_run(0, 0, rows, M, K, 1.0f, k->x[0], K, k->x[1], M, 0.0f, k->y, M, &ep);
+}
+
 static void matmul_backward(const cf_inst *k)
 {
     const cf_shape a = k->xs[0], b = k->xs[1];

@@ -91,6 +91,11 @@ void cf_shape_split(cf_shape s, int dim, size_t *outer, size_t *inner);
 /* Normalise a dimension index (negative counts from the end); -1 if out of range. */
 int cf_norm_dim(int dim, int rank);
 
+/* The forward of a matrix product x * W (W a matrix) fused with the addition of a
+ * bias row (N floats) and, if relu, a relu after it (src/ops/matmul.c); the executor
+ * runs it for chains it found at bind. */
+void cf_matmul_fused(const cf_inst *k, const float *bias, int relu);
+
 /* dst = src (acc 0) or dst += src (acc 1). */
 void cf_put(float *dst, const float *src, size_t n, int acc);
 

@@ -188,21 +188,23 @@ const struct cf_gemm_impl *cf_gemm_builtin_impl(void)
 }
 
 static void gemm1(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
-                  const float *B, int ldb, float beta, float *C, int ldc)
+                  const float *B, int ldb, float beta, float *C, int ldc, const cf_gemm_ep *ep)
 {
     if (M <= 0 || N <= 0) return;
 #ifdef CFLUX_HAVE_BLAS
     if (!impl) {
         cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M, N, K,
                     alpha, A, lda, B, ldb, beta, C, ldc);
+        if (ep) cf_gemm_ep_apply(ep, M, N, C, ldc);
         return;
     }
 #endif
-    cf_gemm_builtin_with(impl, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+    cf_gemm_builtin_ep(impl, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, ep);
 }
 
 typedef struct {
     int ta, tb, M, N, K, lda, ldb, ldc, by_rows, per;   /* per: rows or columns a panel */
+    const cf_gemm_ep *ep;
     float alpha, beta;
     const float *A, *B;
     float *C;
@@ -217,10 +219,12 @@ static void panel(void *p, int i)
     if (j->by_rows) {
         const float *A = j->ta ? j->A + b : j->A + (size_t)b * j->lda;
         gemm1(j->ta, j->tb, e - b, j->N, j->K, j->alpha, A, j->lda, j->B, j->ldb, j->beta,
-              j->C + (size_t)b * j->ldc, j->ldc);
+              j->C + (size_t)b * j->ldc, j->ldc, j->ep);
     } else {
         const float *B = j->tb ? j->B + (size_t)b * j->ldb : j->B + b;
-        gemm1(j->ta, j->tb, j->M, e - b, j->K, j->alpha, j->A, j->lda, B, j->ldb, j->beta, j->C + b, j->ldc);
+        cf_gemm_ep ep = {j->ep && j->ep->bias ? j->ep->bias + b : NULL, j->ep ? j->ep->relu : 0};
+        gemm1(j->ta, j->tb, j->M, e - b, j->K, j->alpha, j->A, j->lda, B, j->ldb, j->beta, j->C + b, j->ldc,
+              j->ep ? &ep : NULL);
     }
 }
 
@@ -244,6 +248,12 @@ static double share_min(void)
 void cf_gemm(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
              const float *B, int ldb, float beta, float *C, int ldc)
 {
+    cf_gemm_ep_run(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, NULL);
+}
+
+void cf_gemm_ep_run(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
+                    const float *B, int ldb, float beta, float *C, int ldc, const cf_gemm_ep *ep)
+{
     pthread_once(&once, gemm_init);
     atomic_fetch_add_explicit(&flops, 2ull * (unsigned long long)M * (unsigned long long)N * (unsigned long long)K,
                               memory_order_relaxed);
@@ -260,11 +270,11 @@ void cf_gemm(int ta, int tb, int M, int N, int K, float alpha, const float *A, i
     int len = by_rows ? M : N, unit = by_rows ? mr : nr;
     if (tasks > len / unit) tasks = len / unit;
     if (tasks <= 1) {
-        gemm1(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+        gemm1(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, ep);
         return;
     }
     /* panels of whole register tiles, as equal as they can be */
     int per = ((len + tasks - 1) / tasks + unit - 1) / unit * unit;
-    job j = {ta, tb, M, N, K, lda, ldb, ldc, by_rows, per, alpha, beta, A, B, C};
+    job j = {ta, tb, M, N, K, lda, ldb, ldc, by_rows, per, ep, alpha, beta, A, B, C};
     cf_parallel_for((len + per - 1) / per, panel, &j);
 }

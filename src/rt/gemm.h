@@ -8,7 +8,23 @@
 #ifndef CF_RT_GEMM_H
 #define CF_RT_GEMM_H
 
+#include <stddef.h>
+
 void cf_gemm(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
              const float *B, int ldb, float beta, float *C, int ldc);
+
+/* What to do to C after the product, fused: C[i][j] = act(C[i][j] + bias[j]). */
+typedef struct cf_gemm_ep {
+    const float *bias;   /* N floats, one per column; NULL: none */
+    int relu;            /* non-zero: max(0, x) after the bias */
+} cf_gemm_ep;
+
+/* cf_gemm, then the epilogue ep over each tile of C as the product finishes it (the
+   built-in engines), or over C afterwards (OpenBLAS). ep NULL is cf_gemm. */
+void cf_gemm_ep_run(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
+                    const float *B, int ldb, float beta, float *C, int ldc, const cf_gemm_ep *ep);
+
+/* The epilogue alone, over an M x N block of C (leading dimension ldc). */
+void cf_gemm_ep_apply(const cf_gemm_ep *ep, int M, int N, float *C, ptrdiff_t ldc);
 
 #endif

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "rt/gemm.h"
 #include "rt/gemm_impl.h"
 
 /* MC is a multiple of every mr (6, 8), NC of every nr (16, 32). */
@@ -106,7 +107,7 @@ static void pack_b(const cf_gemm_impl *im, int tb, const float *B, ptrdiff_t ldb
    computed whole into a scratch tile and only their valid part is merged. */
 static void macro_kernel(const cf_gemm_impl *im, int mc, int nc, int kc, float alpha,
                          const float *pa, const float *pb, float beta, float *C,
-                         ptrdiff_t ldc)
+                         ptrdiff_t ldc, const cf_gemm_ep *ep)
 {
     _Alignas(64) float tile[CF_GEMM_MAX_TILE];
     int mr = im->mr, nr = im->nr;
@@ -118,13 +119,17 @@ static void macro_kernel(const cf_gemm_impl *im, int mc, int nc, int kc, float a
             float *c = C + ir * ldc + jr;
             if (m == mr && n == nr) {
                 im->kernel(kc, a, b, c, ldc, alpha, beta);
-                continue;
+            } else {
+                im->kernel(kc, a, b, tile, nr, 1.0f, 0.0f);
+                for (int i = 0; i < m; i++)
+                    for (int j = 0; j < n; j++)
+                        c[i * ldc + j] = beta == 0 ? alpha * tile[i * nr + j]
+                                                   : alpha * tile[i * nr + j] + beta * c[i * ldc + j];
             }
-            im->kernel(kc, a, b, tile, nr, 1.0f, 0.0f);
-            for (int i = 0; i < m; i++)
-                for (int j = 0; j < n; j++)
-                    c[i * ldc + j] = beta == 0 ? alpha * tile[i * nr + j]
-                                               : alpha * tile[i * nr + j] + beta * c[i * ldc + j];
+            if (ep) {   /* the tile is finished and in L1: its epilogue now */
+                cf_gemm_ep e = {ep->bias ? ep->bias + jr : NULL, ep->relu};
+                cf_gemm_ep_apply(&e, m, n, c, ldc);
+            }
         }
     }
 }
@@ -169,21 +174,36 @@ static void gemm_unpacked(int ta, int tb, int M, int N, int K, float alpha, cons
     }
 }
 
+void cf_gemm_ep_apply(const cf_gemm_ep *ep, int M, int N, float *C, ptrdiff_t ldc)
+{
+    const float *restrict bias = ep->bias;
+    for (int i = 0; i < M; i++) {
+        float *restrict c = C + i * ldc;
+        if (bias)
+            for (int j = 0; j < N; j++) c[j] += bias[j];
+        if (ep->relu)
+            for (int j = 0; j < N; j++) c[j] = c[j] > 0 ? c[j] : 0;
+    }
+}
+
 void cf_gemm_builtin_with(const cf_gemm_impl *im, int ta, int tb, int M, int N, int K,
                           float alpha, const float *A, int lda, const float *B, int ldb,
                           float beta, float *C, int ldc)
 {
+    cf_gemm_builtin_ep(im, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, NULL);
+}
+
+void cf_gemm_builtin_ep(const cf_gemm_impl *im, int ta, int tb, int M, int N, int K,
+                        float alpha, const float *A, int lda, const float *B, int ldb,
+                        float beta, float *C, int ldc, const cf_gemm_ep *ep)
+{
     if (M <= 0 || N <= 0) return;
-    if (K <= 0 || alpha == 0) {
-        scale_c(M, N, beta, C, ldc);
-        return;
-    }
-    if (M <= CF_GEMM_SMALL_M && !tb) {   /* a row or a few: packing would cost more */
-        im->small(M, N, K, alpha, A, ta ? 1 : lda, ta ? lda : 1, B, ldb, beta, C, ldc);
-        return;
-    }
-    if (cf_gemm_builtin_reserve()) {
-        gemm_unpacked(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+    if (K <= 0 || alpha == 0 || (M <= CF_GEMM_SMALL_M && !tb) || cf_gemm_builtin_reserve()) {
+        if (K <= 0 || alpha == 0) scale_c(M, N, beta, C, ldc);
+        else if (M <= CF_GEMM_SMALL_M && !tb)   /* a row or a few: packing would cost more */
+            im->small(M, N, K, alpha, A, ta ? 1 : lda, ta ? lda : 1, B, ldb, beta, C, ldc);
+        else gemm_unpacked(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+        if (ep) cf_gemm_ep_apply(ep, M, N, C, ldc);
         return;
     }
     float *pack_a_buf = pack_buf, *pack_b_buf = pack_buf + MC * KC;
@@ -197,8 +217,9 @@ void cf_gemm_builtin_with(const cf_gemm_impl *im, int ta, int tb, int M, int N, 
             for (int ic = 0; ic < M; ic += mcb) {
                 int mc = M - ic < mcb ? M - ic : mcb;
                 pack_a(im, ta, A, lda, ic, pc, mc, kc, pack_a_buf);
+                cf_gemm_ep e = {ep && ep->bias ? ep->bias + jc : NULL, ep ? ep->relu : 0};
                 macro_kernel(im, mc, nc, kc, alpha, pack_a_buf, pack_b_buf, b,
-                             C + (ptrdiff_t)ic * ldc + jc, ldc);
+                             C + (ptrdiff_t)ic * ldc + jc, ldc, ep && pc + kc >= K ? &e : NULL);
             }
         }
     }

@@ -46,9 +46,15 @@ extern const cf_gemm_impl cf_gemm_portable;
 extern const cf_gemm_impl cf_gemm_avx2, cf_gemm_avx512;
 #endif
 
-/* The product with one implementation (the public entry, cf_gemm_builtin, picks it). */
+/* The product with one implementation (the public entry, cf_gemm_builtin, picks it),
+   then the epilogue ep (NULL: none; see rt/gemm.h), applied to each tile of C while
+   it is still in cache. */
+struct cf_gemm_ep;
 void cf_gemm_builtin_with(const cf_gemm_impl *im, int ta, int tb, int M, int N, int K,
                           float alpha, const float *A, int lda, const float *B, int ldb,
                           float beta, float *C, int ldc);
+void cf_gemm_builtin_ep(const cf_gemm_impl *im, int ta, int tb, int M, int N, int K,
+                        float alpha, const float *A, int lda, const float *B, int ldb,
+                        float beta, float *C, int ldc, const struct cf_gemm_ep *ep);
 
 #endif

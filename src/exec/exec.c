@@ -40,6 +40,7 @@ static void fuse_chain(cf_exec *e, int i, const unsigned char *live, const int *
     cf_shape ys = mm->shape, bs = bias->shape;
     int n = ys.d[ys.rank - 1];
     if (bias->batched || cf_shape_count(bs) != (size_t)n || bs.d[bs.rank - 1] != n) return;
+    if (bias->id > i) return;   /* computed after the product: not ready at its step */
     if (cf_shape_count_b(add->shape, batch) != cf_shape_count_b(ys, batch)) return;
     if (uses[add->id] == 1)
         for (int c = add->id + 1; c < m->nnodes && !relu; c++)

@@ -119,6 +119,35 @@ __attribute__((unused)) static void TILE(pack_b_t)(const float *restrict src, pt
         for (int j = 0; j < TILE_NR; j++) dst[k * TILE_NR + j] = src[j * ld + k];
 }
 
+/* One row of C from column *j0 on, in blocks of `strips` strips of TILE_NR columns
+   while whole blocks fit; *j0 moves past them. Inlined with a constant `strips`, so
+   the accumulators stay in registers. */
+static inline __attribute__((always_inline)) void TILE(row_strips)(int strips, int *j0, int n, int kk, float alpha,
+                                                                   const float *restrict A, ptrdiff_t sak,
+                                                                   const float *restrict B, ptrdiff_t ldb,
+                                                                   float beta, float *restrict C)
+{
+    for (; *j0 + strips * TILE_NR <= n; *j0 += strips * TILE_NR) {
+        TILE(vec) acc[8 * TILE_NV];
+        int w = strips * TILE_NV;
+#pragma GCC unroll 16
+        for (int j = 0; j < w; j++) acc[j] = (TILE(vec)){0};
+        const float *bk = B + *j0;
+        for (int k = 0; k < kk; k++, bk += ldb) {
+            float ak = A[k * sak];
+#pragma GCC unroll 16
+            for (int j = 0; j < w; j++) acc[j] += ak * *(const TILE(uvec) *)(bk + j * TILE_VW);
+        }
+        TILE(uvec) *c = (TILE(uvec) *)(C + *j0);
+        if (beta == 0)
+#pragma GCC unroll 16
+            for (int j = 0; j < w; j++) c[j] = alpha * acc[j];
+        else
+#pragma GCC unroll 16
+            for (int j = 0; j < w; j++) c[j] = alpha * acc[j] + beta * c[j];
+    }
+}
+
 /* C (m x n) = alpha A B + beta C for m <= CF_GEMM_SMALL_M (see gemm_impl.h): columns
    in strips of TILE_NR held in registers for all m rows while B's rows stream by.
    A's element (i, k) is A[i*sai + k*sak]. */
@@ -128,27 +157,14 @@ static void TILE(small)(int m, int n, int kk, float alpha, const float *restrict
 {
     int j0 = 0;
     if (m == 1) {
-        /* one row: four strips at once, so that enough independent accumulators
-           cover the multiply-add latency */
-        enum { W = 4 * TILE_NV };
-        for (; j0 + 4 * TILE_NR <= n; j0 += 4 * TILE_NR) {
-            TILE(vec) acc[W];
-#pragma GCC unroll 16
-            for (int j = 0; j < W; j++) acc[j] = (TILE(vec)){0};
-            const float *bk = B + j0;
-            for (int k = 0; k < kk; k++, bk += ldb) {
-                float ak = A[k * sak];
-#pragma GCC unroll 16
-                for (int j = 0; j < W; j++) acc[j] += ak * *(const TILE(uvec) *)(bk + j * TILE_VW);
-            }
-            TILE(uvec) *c = (TILE(uvec) *)(C + j0);
-            if (beta == 0)
-#pragma GCC unroll 16
-                for (int j = 0; j < W; j++) c[j] = alpha * acc[j];
-            else
-#pragma GCC unroll 16
-                for (int j = 0; j < W; j++) c[j] = alpha * acc[j] + beta * c[j];
-        }
+        /* one row: several strips at once, so that enough independent accumulators
+           cover the multiply-add latency and each row of B is read in one pass; eight
+           strips where registers are wide (16 accumulators: 9.4 against 13.2 us for
+           the MLP's batch-1 forward with AVX2 on a Zen 1), then four */
+#if TILE_VW >= 8
+        TILE(row_strips)(8, &j0, n, kk, alpha, A, sak, B, ldb, beta, C);
+#endif
+        TILE(row_strips)(4, &j0, n, kk, alpha, A, sak, B, ldb, beta, C);
     }
     for (; j0 + TILE_NR <= n; j0 += TILE_NR) {
         TILE(vec) acc[CF_GEMM_SMALL_M][TILE_NV];

@@ -340,6 +340,7 @@ CF_API void cf_scope_end(cf_model *m);
 #define cf_sigmoid(m, x) cf_unary_at(m, CF_OP_SIGMOID, x, 0, __FILE__, __LINE__, 0)
 #define cf_tanh(m, x)    cf_unary_at(m, CF_OP_TANH, x, 0, __FILE__, __LINE__, 0)
 #define cf_relu(m, x)    cf_unary_at(m, CF_OP_RELU, x, 0, __FILE__, __LINE__, 0)
+#define cf_softplus(m, x) cf_unary_at(m, CF_OP_SOFTPLUS, x, 0, __FILE__, __LINE__, 0)
 #define cf_leakyrelu(m, x, a) cf_unary_at(m, CF_OP_LEAKYRELU, x, a, __FILE__, __LINE__, 0)
 #define cf_exp(m, x)     cf_unary_at(m, CF_OP_EXP, x, 0, __FILE__, __LINE__, 0)
 #define cf_log(m, x)     cf_unary_at(m, CF_OP_LOG, x, 0, __FILE__, __LINE__, 0)
@@ -391,6 +392,7 @@ typedef enum cf_opcode {
     CF_OP_SOFTMAX, CF_OP_LOGSOFTMAX, CF_OP_SUM, CF_OP_MEAN,
     CF_OP_RESHAPE, CF_OP_FLATTEN, CF_OP_CONCAT, CF_OP_SLICE,
     CF_OP_XENT, CF_OP_MSE,
+    CF_OP_SOFTPLUS,
     CF_OP_COUNT_
 } cf_opcode;
 

@@ -4,9 +4,22 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/graph.h"
 #include "gradcheck.h"
 #include "ops/op.h"
 #include "test.h"
+
+/* The ops whose gradients a check below passed, for every_op_has_a_check. */
+static unsigned char checked[CF_OP_COUNT_];
+
+/* gradcheck_exec, recording the model's ops when their gradients all agree. */
+static int gradcheck_ops(cf_exec *e, cf_model *m, unsigned seed)
+{
+    int bad = gradcheck_exec(e, m, seed, NULL);
+    if (bad == 0)
+        for (int i = 0; i < m->nnodes; i++) checked[m->nodes[i]->op] = 1;
+    return bad;
+}
 
 /* Fill every input with uniform values in [lo, hi], away from 0 by `gap`. */
 static void fill_inputs(cf_exec *e, float lo, float hi, float gap, unsigned seed)
@@ -35,7 +48,7 @@ static int check_model(cf_model *m, float lo, float hi, float gap)
     }
     fill_inputs(e, lo, hi, gap, 7);
     /* parameters too: glorot values are fine, but keep them off the kinks */
-    int bad = gradcheck_exec(e, m, 11, NULL);
+    int bad = gradcheck_ops(e, m, 11);
     cf_exec_free(e);
     cf_model_free(m);
     return bad;
@@ -65,6 +78,7 @@ TEST(unary_ops)
     CHECK(check_unary(CF_OP_SUM, 0, -2, 2, 0) == 0);
     CHECK(check_unary(CF_OP_MEAN, 0, -2, 2, 0) == 0);
     CHECK(check_unary(CF_OP_FLATTEN, 0, -2, 2, 0) == 0);
+    CHECK(check_unary(CF_OP_SOFTPLUS, 0, -3, 3, 0) == 0);
 }
 
 /* a OP b for inputs of the given per-sample shapes and a parameter of shape ps. */
@@ -155,7 +169,7 @@ TEST(losses)
     float *lab = cf_exec_input(e, 1, NULL);
     lab[0] = 0, lab[1] = 4, lab[2] = 2;
     CHECK(cf_exec_input_grad(e, 1, NULL) == NULL);   /* labels have no gradient */
-    CHECK(gradcheck_exec(e, m, 5, NULL) == 0);
+    CHECK(gradcheck_ops(e, m, 5) == 0);
     cf_exec_free(e);
     cf_model_free(m);
 
@@ -247,6 +261,31 @@ TEST(checker_catches_wrong_backward)
     CHECK(check_unary(CF_OP_SIGMOID, 0, -2, 2, 0) == 0);
 }
 
+/* The op contract: every opcode has its row in the table, a name and a description,
+ * an input count, and, when it has a backward, a gradient check above that passed.
+ * Adding an op without its check fails here. Runs last. */
+TEST(every_op_has_a_row_a_name_and_a_check)
+{
+    for (int op = 0; op < CF_OP_COUNT_; op++) {
+        const cf_opdef *d = cf_ops[op];
+        CHECK(d != NULL);
+        if (!d) {
+            fprintf(stderr, "  opcode %d has no row in src/ops/table.c\n", op);
+            continue;
+        }
+        CHECK(d->name && d->name[0] && d->what && d->what[0]);
+        CHECK(d->nin == CF_NIN_ANY || (d->nin >= 0 && d->nin <= 2));
+        int leaf = op == CF_OP_INPUT || op == CF_OP_PARAM || op == CF_OP_CONST;
+        CHECK(leaf == (d->nin == 0) && leaf == (d->forward == NULL));
+        if (!leaf && d->backward && !checked[op]) {
+            fprintf(stderr, "  op %s (%d) has a backward but no passing gradient check in test_grad.c\n", d->name, op);
+            CHECK(checked[op]);
+        }
+        if (d->flags & CF_CALL) CHECK(d->nin == 1);
+        if (d->flags & CF_CALL_NUM) CHECK((d->flags & CF_CALL) && d->a_name);
+    }
+}
+
 int main(void)
 {
     RUN(unary_ops);
@@ -257,5 +296,6 @@ int main(void)
     RUN(reduce_over_batch);
     RUN(kinks_at_zero);
     RUN(checker_catches_wrong_backward);
+    RUN(every_op_has_a_row_a_name_and_a_check);
     return test_summary("grad");
 }

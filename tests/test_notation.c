@@ -167,6 +167,39 @@ TEST(lambdas_functions_and_reshape_in_chains)
     cf_model_free(m);
 }
 
+/* An op with CF_CALL in its table row is a function of the notation with no change to
+ * the compiler: softplus, as a Chain element and as a call, gives log(1 + e^x); a
+ * misspelling suggests it. */
+TEST(ops_are_functions_of_the_notation_by_their_table_rows)
+{
+    cf_model *m = cf_model_parse("model = Chain(Input(3), softplus, x -> softplus(x) .* 1)\n", "s.flux");
+    CHECK(m != NULL);
+    if (!m) {
+        fprintf(stderr, "%s\n", cf_last_error());
+        return;
+    }
+    CHECK(cf_model_init_params(m) == 0);
+    cf_exec *e = cf_bind(m, 1, 0);
+    CHECK(e != NULL);
+    if (!e) {
+        cf_model_free(m);
+        return;
+    }
+    float *x = cf_exec_input(e, 0, NULL);
+    x[0] = -30, x[1] = 0, x[2] = 30;
+    CHECK(cf_forward(e, 0) == 0);
+    const float *y = cf_exec_output(e, 0, NULL);
+    for (int i = 0; i < 3; i++) {
+        double once = log1p(exp((double)x[i])), want = log1p(exp(once));
+        CHECK(fabs(y[i] - want) <= 1e-6 * (1 + want));
+    }
+    cf_exec_free(e);
+    cf_model_free(m);
+    m = cf_model_parse("model = Chain(Input(3), softplux)\n", "t.flux");
+    CHECK(m == NULL && strstr(cf_last_error(), "softplus"));
+    cf_model_free(m);
+}
+
 /* Inside a Chain, `in` is the channels C of an image (B, C, H, W) and the last
  * dimension of anything else (docs/notation.md, "How a Chain fills in the input
  * size"). Size's W is (in, 5) whatever flows in, so its rows show what the Chain
@@ -294,6 +327,7 @@ int main(void)
     RUN(templates_arguments_and_arithmetic);
     RUN(several_inputs_and_outputs);
     RUN(lambdas_functions_and_reshape_in_chains);
+    RUN(ops_are_functions_of_the_notation_by_their_table_rows);
     RUN(chain_fills_in_channels_of_images_and_features_otherwise);
     RUN(notation_mlp_equals_c_mlp);
     RUN(shapes_listing);

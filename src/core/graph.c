@@ -305,7 +305,7 @@ cf_node *cf_scalar_at(cf_model *m, float v, const char *file, int line, int col)
 
 cf_node *cf_unary_at(cf_model *m, cf_opcode op, cf_node *x, float a, const char *file, int line, int col)
 {
-    if (op < CF_OP_NEG || op > CF_OP_FLATTEN || op == CF_OP_RESHAPE)
+    if (op < 0 || op >= CF_OP_COUNT_ || !cf_ops[op] || cf_ops[op]->nin != 1 || (cf_ops[op]->flags & CF_OWN_BUILDER))
         return cf_build_fail(m, (cf_srcloc){file, line, col}, "op %d is not a one-input op", (int)op);
     cf_node *n = node_new(m, op, 1, &x, file, line, col);
     if (n) n->fa = a;
@@ -314,7 +314,7 @@ cf_node *cf_unary_at(cf_model *m, cf_opcode op, cf_node *x, float a, const char 
 
 cf_node *cf_binary_at(cf_model *m, cf_opcode op, cf_node *a, cf_node *b, const char *file, int line, int col)
 {
-    int ok = (op >= CF_OP_MATMUL && op <= CF_OP_DIV) || op == CF_OP_XENT || op == CF_OP_MSE;
+    int ok = op >= 0 && op < CF_OP_COUNT_ && cf_ops[op] && cf_ops[op]->nin == 2 && !(cf_ops[op]->flags & CF_OWN_BUILDER);
     if (!ok) return cf_build_fail(m, (cf_srcloc){file, line, col}, "op %d is not a two-input op", (int)op);
     cf_node *in[2] = {a, b};
     return node_new(m, op, 2, in, file, line, col);

@@ -125,9 +125,10 @@ typedef struct cc {
 
 /* ---- built-ins ---- */
 
+/* The functions of one value that ops define (relu, softmax, ...: CF_CALL in the op
+ * table) are found there, by their names; this table holds the rest, and aliases. */
 enum {
-    B_SIGMOID, B_TANH, B_RELU, B_LEAKYRELU, B_EXP, B_LOG, B_SOFTMAX, B_LOGSOFTMAX, B_SUM, B_MEAN,
-    B_FLATTEN, B_RESHAPE, B_HCAT, B_PARAM, B_STATE, B_NORMAL, B_UNIFORM, B_INPUT, B_CHAIN, B_UNROLL,
+    B_OP, B_RESHAPE, B_HCAT, B_PARAM, B_STATE, B_NORMAL, B_UNIFORM, B_INPUT, B_CHAIN, B_UNROLL,
     B_CONV2D, B_MAXPOOL, B_AVGPOOL, B_DROPOUT, B_BATCHNORM
 };
 
@@ -137,12 +138,7 @@ static const struct builtin {
     cf_opcode op;     /* for functions of one tensor */
     int unary;        /* usable as a Chain element / a model of one input */
 } builtins[] = {
-    {"σ", B_SIGMOID, CF_OP_SIGMOID, 1},       {"sigmoid", B_SIGMOID, CF_OP_SIGMOID, 1},
-    {"tanh", B_TANH, CF_OP_TANH, 1},          {"relu", B_RELU, CF_OP_RELU, 1},
-    {"leakyrelu", B_LEAKYRELU, CF_OP_LEAKYRELU, 1}, {"exp", B_EXP, CF_OP_EXP, 1},
-    {"log", B_LOG, CF_OP_LOG, 1},             {"softmax", B_SOFTMAX, CF_OP_SOFTMAX, 1},
-    {"logsoftmax", B_LOGSOFTMAX, CF_OP_LOGSOFTMAX, 1}, {"sum", B_SUM, CF_OP_SUM, 1},
-    {"mean", B_MEAN, CF_OP_MEAN, 1},          {"flatten", B_FLATTEN, CF_OP_FLATTEN, 1},
+    {"σ", B_OP, CF_OP_SIGMOID, 1},
     {"reshape", B_RESHAPE, CF_OP_RESHAPE, 0}, {"hcat", B_HCAT, CF_OP_CONCAT, 0},
     {"param", B_PARAM, 0, 0},                 {"state", B_STATE, 0, 0},
     {"normal", B_NORMAL, 0, 0},               {"uniform", B_UNIFORM, 0, 0},
@@ -152,6 +148,24 @@ static const struct builtin {
     {"dropout", B_DROPOUT, 0, 0},             {"batchnorm", B_BATCHNORM, 0, 0},
 };
 #define NBUILTINS ((int)(sizeof builtins / sizeof builtins[0]))
+
+/* A built-in function by number: those of the table above, then from NBUILTINS on
+ * the ops that the notation calls by name (NBUILTINS + opcode). */
+static struct builtin builtin_at(int fn)
+{
+    if (fn < NBUILTINS) return builtins[fn];
+    return (struct builtin){cf_ops[fn - NBUILTINS]->name, B_OP, (cf_opcode)(fn - NBUILTINS), 1};
+}
+
+/* The number of the built-in function `name`, or -1. */
+static int builtin_find(const char *name)
+{
+    for (int i = 0; i < NBUILTINS; i++)
+        if (strcmp(builtins[i].name, name) == 0) return i;
+    for (int op = 0; op < CF_OP_COUNT_; op++)
+        if (cf_ops[op] && (cf_ops[op]->flags & CF_CALL) && strcmp(cf_ops[op]->name, name) == 0) return NBUILTINS + op;
+    return -1;
+}
 
 static const struct { const char *name; cf_init init; } inits[] = {
     {"glorot", {CF_INIT_GLOROT, 0}}, {"zeros", {CF_INIT_ZEROS, 0}}, {"ones", {CF_INIT_ONES, 0}},
@@ -246,6 +260,8 @@ static const char *suggest(const env *en, const char *name)
     for (; en; en = en->parent)
         for (int i = 0; i < en->n; i++) consider(name, en->names[i], &best, &bestd);
     for (int i = 0; i < NBUILTINS; i++) consider(name, builtins[i].name, &best, &bestd);
+    for (int op = 0; op < CF_OP_COUNT_; op++)
+        if (cf_ops[op] && (cf_ops[op]->flags & CF_CALL)) consider(name, cf_ops[op]->name, &best, &bestd);
     for (int i = 0; i < 3; i++) consider(name, inits[i].name, &best, &bestd);
     int len = (int)strlen(name);
     return best && bestd <= (len < 4 ? 1 : len / 3 + 1) ? best : NULL;
@@ -493,11 +509,11 @@ static int eval_name(cc *c, env *en, const ast *e, value *out)
         *out = *v;
         return 0;
     }
-    for (int i = 0; i < NBUILTINS; i++)
-        if (strcmp(builtins[i].name, e->name) == 0) {
-            *out = (value){.kind = V_BUILTIN, .fn = i};
-            return 0;
-        }
+    int fn = builtin_find(e->name);
+    if (fn >= 0) {
+        *out = (value){.kind = V_BUILTIN, .fn = fn};
+        return 0;
+    }
     for (int i = 0; i < 3; i++)
         if (strcmp(inits[i].name, e->name) == 0) {
             *out = (value){.kind = V_INIT, .init = inits[i].init};
@@ -703,7 +719,7 @@ static int not_yet(cc *c, env *en, const ast *e, const char *what)
 static int call_builtin(cc *c, env *en, const ast *e, int fi, value *args, int nargs, const char **kwn, value *kwv,
                         int nkw, value *out)
 {
-    const struct builtin *b = &builtins[fi];
+    const struct builtin bf = builtin_at(fi), *b = &bf;
     switch (b->id) {
     case B_PARAM: {
         if (!c->building || c->in_forward)
@@ -763,7 +779,7 @@ static int call_builtin(cc *c, env *en, const ast *e, int fi, value *args, int n
         for (int k = 0; k < nargs; k++) {
             value *v = &args[k];
             const ast *a = e->items[k];
-            int ok = v->kind == V_MODEL || v->kind == V_PARTIAL || (v->kind == V_BUILTIN && builtins[v->fn].unary);
+            int ok = v->kind == V_MODEL || v->kind == V_PARTIAL || (v->kind == V_BUILTIN && builtin_at(v->fn).unary);
             if (!ok)
                 return ERR(c, en, a, "a Chain element must be a model or a function like relu, not %s%s%s%s",
                            kind_name(v), v->kind == V_TEMPLATE ? " (give its arguments: " : "",
@@ -833,12 +849,13 @@ static int call_builtin(cc *c, env *en, const ast *e, int fi, value *args, int n
         *out = tensor_value(n);
         return 0;
     }
-    float a = 0;
-    if (b->id == B_LEAKYRELU) {
-        a = 0.01f;
-        if (nargs > 2) return ERR(c, en, e, "leakyrelu takes a value and a slope: leakyrelu(x, 0.01)");
+    const cf_opdef *od = cf_ops[b->op];
+    float a = od->a0;
+    if (od->flags & CF_CALL_NUM) {
+        if (nargs > 2)
+            return ERR(c, en, e, "%s takes a value and a %s: %s(x, %g)", b->name, od->a_name, b->name, (double)od->a0);
         if (nargs == 2) {
-            if (args[1].kind != V_NUM) return ERR(c, en, e, "the slope of leakyrelu must be a number");
+            if (args[1].kind != V_NUM) return ERR(c, en, e, "the %s of %s must be a number", od->a_name, b->name);
             a = (float)args[1].num;
         }
     } else if (nargs != 1) {
@@ -868,7 +885,7 @@ static int eval_call_with(cc *c, env *en, const ast *e, const value *callee_v, v
 {
     value callee = *callee_v;
     int nargs, nkw;
-    int chain = callee.kind == V_BUILTIN && builtins[callee.fn].id == B_CHAIN;
+    int chain = callee.kind == V_BUILTIN && builtin_at(callee.fn).id == B_CHAIN;
     if (eval_args(c, en, e, args, &nargs, kwn, kwv, &nkw, chain)) return -1;
     switch (callee.kind) {
     case V_BUILTIN: return call_builtin(c, en, e, callee.fn, args, nargs, kwn, kwv, nkw, out);
@@ -1069,9 +1086,9 @@ static int apply(cc *c, const value *f, value *x, int nx, const char *file, cons
     if (f->kind == V_MODEL) return call_model(c, f->model, x, nx, file, where->line, where->col, out);
     if (f->kind == V_BUILTIN) {
         env tmp = {.file = file};
-        if (nx != 1) return cerr(c, file, where->line, where->col, "%s takes one value", builtins[f->fn].name);
-        float a = builtins[f->fn].id == B_LEAKYRELU ? 0.01f : 0;
-        return unary_node(c, &tmp, where, builtins[f->fn].op, &x[0], a, out);
+        struct builtin b = builtin_at(f->fn);
+        if (nx != 1) return cerr(c, file, where->line, where->col, "%s takes one value", b.name);
+        return unary_node(c, &tmp, where, b.op, &x[0], cf_ops[b.op]->a0, out);
     }
     /* a partial: give it the size of what flows in, once */
     partial *p = f->partial;

@@ -79,10 +79,10 @@ static void act_backward(const cf_inst *k)
     cf_parallel_range(cf_shape_count_b(k->ys, 1), 2, backward_range, &j);
 }
 
-const cf_opdef cf_op_neg = {"-", "negation", same_shape, NULL, NULL, act_forward, act_backward, 0, 0};
-const cf_opdef cf_op_sigmoid = {"sigmoid", "sigmoid", same_shape, NULL, NULL, act_forward, act_backward, CF_BWD_Y, 0};
-const cf_opdef cf_op_tanh = {"tanh", "tanh", same_shape, NULL, NULL, act_forward, act_backward, CF_BWD_Y, 0};
-const cf_opdef cf_op_relu = {"relu", "relu", same_shape, NULL, NULL, act_forward, act_backward, CF_BWD_Y, 0};
-const cf_opdef cf_op_leakyrelu = {"leakyrelu", "leakyrelu", same_shape, NULL, NULL, act_forward, act_backward, CF_BWD_X, 0};
-const cf_opdef cf_op_exp = {"exp", "exp", same_shape, NULL, NULL, act_forward, act_backward, CF_BWD_Y, 0};
-const cf_opdef cf_op_log = {"log", "log", same_shape, NULL, NULL, act_forward, act_backward, CF_BWD_X, 0};
+const cf_opdef cf_op_neg = {"-", "negation", same_shape, NULL, NULL, act_forward, act_backward, 0, 0, 1, 0, NULL};
+const cf_opdef cf_op_sigmoid = {"sigmoid", "sigmoid", same_shape, NULL, NULL, act_forward, act_backward, CF_BWD_Y | CF_CALL, 0, 1, 0, NULL};
+const cf_opdef cf_op_tanh = {"tanh", "tanh", same_shape, NULL, NULL, act_forward, act_backward, CF_BWD_Y | CF_CALL, 0, 1, 0, NULL};
+const cf_opdef cf_op_relu = {"relu", "relu", same_shape, NULL, NULL, act_forward, act_backward, CF_BWD_Y | CF_CALL, 0, 1, 0, NULL};
+const cf_opdef cf_op_leakyrelu = {"leakyrelu", "leakyrelu", same_shape, NULL, NULL, act_forward, act_backward, CF_BWD_X | CF_CALL | CF_CALL_NUM, 0, 1, 0.01f, "slope"};
+const cf_opdef cf_op_exp = {"exp", "exp", same_shape, NULL, NULL, act_forward, act_backward, CF_BWD_Y | CF_CALL, 0, 1, 0, NULL};
+const cf_opdef cf_op_log = {"log", "log", same_shape, NULL, NULL, act_forward, act_backward, CF_BWD_X | CF_CALL, 0, 1, 0, NULL};

@@ -187,7 +187,7 @@ static int arith_infer(cf_node *n)
                                n->in[1]->batched, &n->shape, &n->batched);
 }
 
-const cf_opdef cf_op_add = {"+", "addition", arith_infer, NULL, NULL, arith_forward, arith_backward, 0, 0};
-const cf_opdef cf_op_sub = {"-", "subtraction", arith_infer, NULL, NULL, arith_forward, arith_backward, 0, 0};
-const cf_opdef cf_op_mul = {".*", "elementwise product", arith_infer, NULL, NULL, arith_forward, arith_backward, CF_BWD_X, 0};
-const cf_opdef cf_op_div = {"./", "elementwise division", arith_infer, NULL, NULL, arith_forward, arith_backward, CF_BWD_X, 0};
+const cf_opdef cf_op_add = {"+", "addition", arith_infer, NULL, NULL, arith_forward, arith_backward, 0, 0, 2, 0, NULL};
+const cf_opdef cf_op_sub = {"-", "subtraction", arith_infer, NULL, NULL, arith_forward, arith_backward, 0, 0, 2, 0, NULL};
+const cf_opdef cf_op_mul = {".*", "elementwise product", arith_infer, NULL, NULL, arith_forward, arith_backward, CF_BWD_X, 0, 2, 0, NULL};
+const cf_opdef cf_op_div = {"./", "elementwise division", arith_infer, NULL, NULL, arith_forward, arith_backward, CF_BWD_X, 0, 2, 0, NULL};

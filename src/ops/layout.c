@@ -59,8 +59,8 @@ static void copy_backward(const cf_inst *k)
     cf_put(k->dx[0], k->dy, cf_shape_count_b(k->ys, 1), k->acc[0]);
 }
 
-const cf_opdef cf_op_reshape = {"reshape", "reshape", reshape_infer, NULL, NULL, copy_forward, copy_backward, 0, 0};
-const cf_opdef cf_op_flatten = {"flatten", "flatten", reshape_infer, NULL, NULL, copy_forward, copy_backward, 0, 0};
+const cf_opdef cf_op_reshape = {"reshape", "reshape", reshape_infer, NULL, NULL, copy_forward, copy_backward, CF_OWN_BUILDER, 0, 1, 0, NULL};
+const cf_opdef cf_op_flatten = {"flatten", "flatten", reshape_infer, NULL, NULL, copy_forward, copy_backward, CF_CALL, 0, 1, 0, NULL};
 
 /* ---- concat (dim in ia[0]) ---- */
 
@@ -121,7 +121,7 @@ static void concat_backward(const cf_inst *k)
     }
 }
 
-const cf_opdef cf_op_concat = {"concat", "concat", concat_infer, NULL, NULL, concat_forward, concat_backward, 0, 0};
+const cf_opdef cf_op_concat = {"concat", "concat", concat_infer, NULL, NULL, concat_forward, concat_backward, CF_OWN_BUILDER, 0, CF_NIN_ANY, 0, NULL};
 
 /* ---- slice (dim, start, len in ia[0..2]) ---- */
 
@@ -169,4 +169,4 @@ static void slice_backward(const cf_inst *k)
     for (size_t o = 0; o < outer; o++) cf_put(dx + o * row + off, k->dy + o * len, len, 1);
 }
 
-const cf_opdef cf_op_slice = {"slice", "slice", slice_infer, NULL, NULL, slice_forward, slice_backward, 0, 0};
+const cf_opdef cf_op_slice = {"slice", "slice", slice_infer, NULL, NULL, slice_forward, slice_backward, CF_OWN_BUILDER, 0, 1, 0, NULL};

@@ -112,8 +112,7 @@ static void xent_backward(const cf_inst *k)
     }
 }
 
-const cf_opdef cf_op_xent = {"crossentropy", "cross-entropy", xent_infer, NULL, NULL, xent_forward, xent_backward,
-                             CF_BWD_X | CF_FUSE_SOFTMAX, 2u};
+const cf_opdef cf_op_xent = {"crossentropy", "cross-entropy", xent_infer, NULL, NULL, xent_forward, xent_backward, CF_BWD_X | CF_FUSE_SOFTMAX, 2u, 2, 0, NULL};
 
 static int mse_infer(cf_node *n)
 {
@@ -156,4 +155,4 @@ static void mse_backward(const cf_inst *k)
     }
 }
 
-const cf_opdef cf_op_mse = {"mse", "mean squared error", mse_infer, NULL, NULL, mse_forward, mse_backward, CF_BWD_X, 0};
+const cf_opdef cf_op_mse = {"mse", "mean squared error", mse_infer, NULL, NULL, mse_forward, mse_backward, CF_BWD_X, 0, 2, 0, NULL};

@@ -122,4 +122,4 @@ static void matmul_backward(const cf_inst *k)
     }
 }
 
-const cf_opdef cf_op_matmul = {"*", "matrix product", matmul_infer, NULL, NULL, matmul_forward, matmul_backward, CF_BWD_X, 0};
+const cf_opdef cf_op_matmul = {"*", "matrix product", matmul_infer, NULL, NULL, matmul_forward, matmul_backward, CF_BWD_X, 0, 2, 0, NULL};

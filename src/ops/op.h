@@ -1,7 +1,9 @@
 /* op.h - what an op is: a shape rule, a forward and a backward, one row of a table.
  *
- * Adding an op: write src/ops/NAME.c with its cf_opdef, add the row to the table in
- * src/ops/table.c, add a gradient check to tests/test_grad.c. Nothing else changes.
+ * Adding an op: append its code to cf_opcode (cflux.h), write src/ops/NAME.c with its
+ * cf_opdef (its notation name, input count and CF_CALL make it a function of the
+ * notation: nothing in src/lang changes), add the row to the table in src/ops/table.c,
+ * and a gradient check to tests/test_grad.c (which fails for an op without one).
  *
  * Kernels see a cf_inst: the concrete shapes and buffers of one node in one executor.
  * A backward kernel writes the gradient of input i into dx[i] (NULL: not wanted),
@@ -37,6 +39,17 @@ typedef struct cf_inst {
  * that feeds its input 0: the executor passes that softmax's input as an extra,
  * hidden last input, whose gradient is the only one computed (d logits = p - onehot). */
 #define CF_FUSE_SOFTMAX 4u
+/* In the notation, a function of one value, called by its name: relu(x), and usable
+ * as a Chain element. With CF_CALL_NUM it also takes a number after the value, the
+ * attribute `fa` (leakyrelu(x, 0.2)), a0 when it is not given. */
+#define CF_CALL 8u
+#define CF_CALL_NUM 16u
+/* Made by a constructor of its own (cf_reshape, cf_slice, cf_concat), which sets its
+ * attributes; cf_unary_at and cf_binary_at refuse it. */
+#define CF_OWN_BUILDER 32u
+
+/* cf_opdef.nin for an op of any number of inputs (concat). */
+#define CF_NIN_ANY (-1)
 
 typedef struct cf_opdef {
     const char *name;          /* as in the notation: "matmul" */
@@ -53,6 +66,9 @@ typedef struct cf_opdef {
     void (*backward)(const cf_inst *k);   /* NULL: no gradient flows through */
     unsigned flags;
     unsigned nograd;                      /* bit i: input i is not differentiable */
+    int nin;                              /* inputs: 0 (a leaf), 1, 2 or CF_NIN_ANY */
+    float a0;                             /* CF_CALL_NUM: the number's default */
+    const char *a_name;                   /* CF_CALL_NUM: what the number is, in messages */
 } cf_opdef;
 
 /* Mutable only so that tests can plant a broken op and see the gradient check fail. */

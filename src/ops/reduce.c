@@ -38,5 +38,5 @@ static void reduce_backward(const cf_inst *k)
     }
 }
 
-const cf_opdef cf_op_sum = {"sum", "sum", reduce_infer, NULL, NULL, reduce_forward, reduce_backward, 0, 0};
-const cf_opdef cf_op_mean = {"mean", "mean", reduce_infer, NULL, NULL, reduce_forward, reduce_backward, 0, 0};
+const cf_opdef cf_op_sum = {"sum", "sum", reduce_infer, NULL, NULL, reduce_forward, reduce_backward, CF_CALL, 0, 1, 0, NULL};
+const cf_opdef cf_op_mean = {"mean", "mean", reduce_infer, NULL, NULL, reduce_forward, reduce_backward, CF_CALL, 0, 1, 0, NULL};

@@ -31,7 +31,7 @@ int cf_model_dump_dot(cf_model *m, const char *path)
         char shape[96] = "";
         if (shaped) cf_shape_str(n->shape, shape, sizeof shape);
         fprintf(f, "  n%d [label=\"", i);
-        if (n->op == CF_OP_CONST) fprintf(f, "%g", (double)n->fa);
+        if (n->op == CF_OP_CONST) fprintf(f, "%g", (double)n->attr.f[0]);
         else dot_str(f, cf_ops[n->op]->name);
         if (n->name) {
             fputc(' ', f);

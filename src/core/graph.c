@@ -296,7 +296,7 @@ cf_node *cf_scalar_at(cf_model *m, float v, const char *file, int line, int col)
 {
     cf_node *n = node_new(m, CF_OP_CONST, 0, NULL, file, line, col);
     if (!n) return NULL;
-    n->fa = v;
+    n->attr.f[0] = v;
     n->shape.rank = 0;
     return n;
 }
@@ -308,7 +308,7 @@ cf_node *cf_unary_at(cf_model *m, cf_opcode op, cf_node *x, float a, const char 
     if (op < 0 || op >= CF_OP_COUNT_ || !cf_ops[op] || cf_ops[op]->nin != 1 || (cf_ops[op]->flags & CF_OWN_BUILDER))
         return cf_build_fail(m, (cf_srcloc){file, line, col}, "op %d is not a one-input op", (int)op);
     cf_node *n = node_new(m, op, 1, &x, file, line, col);
-    if (n) n->fa = a;
+    if (n) n->attr.f[0] = a;
     return n;
 }
 
@@ -333,7 +333,7 @@ cf_node *cf_reshape_at(cf_model *m, cf_node *x, cf_shape s, const char *file, in
                                  i + 1, s.d[i]);
     }
     cf_node *n = node_new(m, CF_OP_RESHAPE, 1, &x, file, line, col);
-    if (n) n->as = s;
+    if (n) n->attr.shape = s;
     return n;
 }
 
@@ -343,7 +343,7 @@ cf_node *cf_concat_at(cf_model *m, int dim, int n, cf_node *const *xs, const cha
     if (n < 1 || n > CF_MAX_INPUTS || !xs)
         return cf_build_fail(m, loc, "concat: %d values given; 1 to %d can be joined", n, CF_MAX_INPUTS);
     cf_node *c = node_new(m, CF_OP_CONCAT, n, xs, file, line, col);
-    if (c) c->ia[0] = dim;
+    if (c) c->attr.i[0] = dim;
     return c;
 }
 
@@ -351,9 +351,9 @@ cf_node *cf_slice_at(cf_model *m, cf_node *x, int dim, int start, int len, const
 {
     cf_node *n = node_new(m, CF_OP_SLICE, 1, &x, file, line, col);
     if (!n) return NULL;
-    n->ia[0] = dim;
-    n->ia[1] = start;
-    n->ia[2] = len;
+    n->attr.i[0] = dim;
+    n->attr.i[1] = start;
+    n->attr.i[2] = len;
     return n;
 }
 

@@ -33,6 +33,17 @@ typedef struct cf_frame {
 /* Elements of s with the batch dimension taken as 1, or 0 if past CF_MAX_ELEMENTS. */
 size_t cf_shape_count_checked(cf_shape s);
 
+/* An op's attributes, enough for a 2-D convolution (kernel, stride, padding on each
+ * side, dilation, groups: 11 integers) or pooling, plus numbers (a slope, a dropout
+ * rate, batch normalisation's epsilon and momentum) and a target shape (reshape). */
+#define CF_ATTR_INTS 16
+#define CF_ATTR_FLOATS 4
+typedef struct cf_attrs {
+    int i[CF_ATTR_INTS];
+    float f[CF_ATTR_FLOATS];
+    cf_shape shape;
+} cf_attrs;
+
 struct cf_node {
     int id;                  /* position in the model */
     cf_opcode op;
@@ -45,10 +56,7 @@ struct cf_node {
     cf_shape shape;
     int batched;
 
-    /* Attributes: what each op reads is documented in its file. */
-    int ia[4];
-    float fa;
-    cf_shape as;             /* reshape's target */
+    cf_attrs attr;           /* what each op reads is documented in its file */
 
     const char *name;        /* inputs and parameters */
     int index;               /* input or parameter number */

@@ -39,11 +39,21 @@ uint64_t cf_model_graph_hash(const cf_model *m)
         h = mix_int(h, n->op);
         h = mix_int(h, n->nin);
         for (int k = 0; k < n->nin; k++) h = mix_int(h, n->in[k]->id);
-        for (int k = 0; k < 4; k++) h = mix_int(h, n->ia[k]);
+        for (int k = 0; k < 4; k++) h = mix_int(h, n->attr.i[k]);
         uint32_t fa;
-        memcpy(&fa, &n->fa, 4);
+        memcpy(&fa, &n->attr.f[0], 4);
         h = mix_int(h, fa);
-        h = mix_shape(h, n->as);
+        h = mix_shape(h, n->attr.shape);
+        /* the attributes past the first four integers and first number, only where an
+           op sets them: a graph without them hashes as before they existed */
+        for (int k = 4; k < CF_ATTR_INTS; k++)
+            if (n->attr.i[k]) h = mix_int(h, (uint32_t)(k << 24) ^ (uint32_t)n->attr.i[k]);
+        for (int k = 1; k < CF_ATTR_FLOATS; k++)
+            if (n->attr.f[k] != 0) {
+                memcpy(&fa, &n->attr.f[k], 4);
+                h = mix_int(h, (uint32_t)k << 24);
+                h = mix_int(h, fa);
+            }
         h = mix_shape(h, n->shape);
         h = mix(h, n->name ? n->name : "", n->name ? strlen(n->name) + 1 : 1);
     }

@@ -262,7 +262,7 @@ cf_exec *cf_bind(cf_model *m, int batch, unsigned flags)
             e->val[i] = m->pdata + m->poff[n->index];
             if (hasgrad[i]) e->grad[i] = m->pgrad + m->poff[n->index];
         } else if (n->op == CF_OP_CONST) {
-            e->val[i] = &n->fa;
+            e->val[i] = &n->attr.f[0];
         }
     }
 

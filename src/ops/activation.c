@@ -20,7 +20,7 @@ static void forward_range(void *p, size_t b, size_t e)
     const cf_inst *k = ((job *)p)->k;
     const float *restrict x = k->x[0];
     float *restrict y = k->y;
-    float a = k->node->fa;
+    float a = k->node->attr.f[0];
     switch (k->node->op) {
     case CF_OP_NEG:     for (size_t i = b; i < e; i++) y[i] = -x[i]; break;
     case CF_OP_SIGMOID: cf_vsigmoid(y + b, x + b, e - b); break;
@@ -46,7 +46,7 @@ static void backward_range(void *p, size_t b, size_t e)
     const cf_inst *k = ((job *)p)->k;
     const float *restrict x = k->x[0], *restrict y = k->y, *restrict dy = k->dy;
     float *restrict dx = k->dx[0];
-    float a = k->node->fa;
+    float a = k->node->attr.f[0];
     int acc = k->acc[0];
     switch (k->node->op) {
     case CF_OP_NEG:     GRAD_LOOP(-g); break;

@@ -6,14 +6,14 @@
 #include "core/error.h"
 #include "ops/op.h"
 
-/* ---- reshape (target in n->as, per sample) and flatten ---- */
+/* ---- reshape (target in n->attr.shape, per sample) and flatten ---- */
 
 static int reshape_infer(cf_node *n)
 {
     const cf_node *x = n->in[0];
     int b = x->batched;
     size_t have = cf_shape_count_b(x->shape, 1), want = 1;
-    cf_shape t = n->as;
+    cf_shape t = n->attr.shape;
     if (n->op == CF_OP_FLATTEN) {
         t.rank = 1;
         t.d[0] = (int)have;
@@ -30,11 +30,11 @@ static int reshape_infer(cf_node *n)
     }
     if (want != have || t.rank + b > CF_MAX_DIMS) {
         char s1[96], s2[96];
-        cf_shape shown = n->as;
+        cf_shape shown = n->attr.shape;
         if (b) {   /* show the target the way the input is shown: with B in front */
-            shown.rank = n->as.rank + 1 <= CF_MAX_DIMS ? n->as.rank + 1 : CF_MAX_DIMS;
+            shown.rank = n->attr.shape.rank + 1 <= CF_MAX_DIMS ? n->attr.shape.rank + 1 : CF_MAX_DIMS;
             shown.d[0] = CF_BATCH;
-            for (int i = 1; i < shown.rank; i++) shown.d[i] = n->as.d[i - 1];
+            for (int i = 1; i < shown.rank; i++) shown.d[i] = n->attr.shape.d[i - 1];
         }
         if (t.rank + b > CF_MAX_DIMS)
             return cf_seterr("error: reshape to %s: more than %d dimensions", cf_shape_str(shown, s2, sizeof s2), CF_MAX_DIMS);
@@ -68,9 +68,9 @@ static int concat_infer(cf_node *n)
 {
     const cf_node *a = n->in[0];
     char s1[96], s2[96];
-    int dim = cf_norm_dim(n->ia[0], a->shape.rank);
+    int dim = cf_norm_dim(n->attr.i[0], a->shape.rank);
     if (dim < 0)
-        return cf_seterr("error: concat along dimension %d of %s: no such dimension", n->ia[0],
+        return cf_seterr("error: concat along dimension %d of %s: no such dimension", n->attr.i[0],
                          cf_shape_str(a->shape, s1, sizeof s1));
     cf_shape o = a->shape;
     for (int i = 0; i < n->nin; i++) {
@@ -83,19 +83,19 @@ static int concat_infer(cf_node *n)
             if (d != dim && x->shape.d[d] != a->shape.d[d]) fits = 0;
         if (!fits)
             return cf_seterr("error: concat along dimension %d needs the other dimensions equal: %s and %s",
-                             n->ia[0], cf_shape_str(a->shape, s1, sizeof s1), cf_shape_str(x->shape, s2, sizeof s2));
+                             n->attr.i[0], cf_shape_str(a->shape, s1, sizeof s1), cf_shape_str(x->shape, s2, sizeof s2));
         if (i > 0) o.d[dim] += x->shape.d[dim];
     }
     n->shape = o;
     n->batched = a->batched;
-    n->ia[1] = dim;   /* normalised, for the kernels */
+    n->attr.i[1] = dim;   /* normalised, for the kernels */
     return 0;
 }
 
 static int concat_forward(const cf_inst *k)
 {
     size_t outer, inner, off = 0, row = 0;
-    int dim = k->node->ia[1];
+    int dim = k->node->attr.i[1];
     cf_shape_split(k->ys, dim, &outer, &inner);
     row = (size_t)k->ys.d[dim] * inner;
     for (int i = 0; i < k->nin; i++) {
@@ -110,7 +110,7 @@ static int concat_forward(const cf_inst *k)
 static void concat_backward(const cf_inst *k)
 {
     size_t outer, inner, off = 0, row;
-    int dim = k->node->ia[1];
+    int dim = k->node->attr.i[1];
     cf_shape_split(k->ys, dim, &outer, &inner);
     row = (size_t)k->ys.d[dim] * inner;
     for (int i = 0; i < k->nin; i++) {
@@ -129,30 +129,30 @@ static int slice_infer(cf_node *n)
 {
     const cf_node *x = n->in[0];
     char s[96];
-    int dim = cf_norm_dim(n->ia[0], x->shape.rank);
+    int dim = cf_norm_dim(n->attr.i[0], x->shape.rank);
     if (dim < 0)
-        return cf_seterr("error: slice along dimension %d of %s: no such dimension", n->ia[0],
+        return cf_seterr("error: slice along dimension %d of %s: no such dimension", n->attr.i[0],
                          cf_shape_str(x->shape, s, sizeof s));
     if (x->batched && dim == 0)
         return cf_seterr("error: slice cannot cut the batch dimension: %s", cf_shape_str(x->shape, s, sizeof s));
-    int start = n->ia[1], len = n->ia[2], size = x->shape.d[dim];
+    int start = n->attr.i[1], len = n->attr.i[2], size = x->shape.d[dim];
     if (start < 0 || len < 1 || start > size - len)
-        return cf_seterr("error: slice [%d, %d) of dimension %d is outside %s", start, start + len, n->ia[0],
+        return cf_seterr("error: slice [%d, %d) of dimension %d is outside %s", start, start + len, n->attr.i[0],
                          cf_shape_str(x->shape, s, sizeof s));
     n->shape = x->shape;
     n->shape.d[dim] = len;
     n->batched = x->batched;
-    n->ia[3] = dim;
+    n->attr.i[3] = dim;
     return 0;
 }
 
 static int slice_forward(const cf_inst *k)
 {
     size_t outer, inner;
-    int dim = k->node->ia[3];
+    int dim = k->node->attr.i[3];
     cf_shape_split(k->xs[0], dim, &outer, &inner);
-    size_t len = (size_t)k->node->ia[2] * inner, row = (size_t)k->xs[0].d[dim] * inner;
-    size_t off = (size_t)k->node->ia[1] * inner;
+    size_t len = (size_t)k->node->attr.i[2] * inner, row = (size_t)k->xs[0].d[dim] * inner;
+    size_t off = (size_t)k->node->attr.i[1] * inner;
     for (size_t o = 0; o < outer; o++) memcpy(k->y + o * len, k->x[0] + o * row + off, len * sizeof *k->y);
     return 0;
 }
@@ -160,10 +160,10 @@ static int slice_forward(const cf_inst *k)
 static void slice_backward(const cf_inst *k)
 {
     size_t outer, inner;
-    int dim = k->node->ia[3];
+    int dim = k->node->attr.i[3];
     cf_shape_split(k->xs[0], dim, &outer, &inner);
-    size_t len = (size_t)k->node->ia[2] * inner, row = (size_t)k->xs[0].d[dim] * inner;
-    size_t off = (size_t)k->node->ia[1] * inner;
+    size_t len = (size_t)k->node->attr.i[2] * inner, row = (size_t)k->xs[0].d[dim] * inner;
+    size_t off = (size_t)k->node->attr.i[1] * inner;
     float *dx = k->dx[0];
     if (!k->acc[0]) memset(dx, 0, outer * row * sizeof *dx);
     for (size_t o = 0; o < outer; o++) cf_put(dx + o * row + off, k->dy + o * len, len, 1);

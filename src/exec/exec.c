@@ -122,6 +122,7 @@ cf_exec *cf_bind(cf_model *m, int batch, unsigned flags)
     SZ(nsrc, const float *); SZ(nsrc, cf_shape); SZ(nsrc, float *); SZ(nsrc, unsigned char);
     SZ(nn, unsigned char); SZ(nn, unsigned char); SZ(nn, unsigned char); SZ(nn, int); SZ(nn, int);
     SZ(m->ninputs, float *); SZ(nn, int); SZ(nn, int); SZ(nn, unsigned char); SZ(nn, int);
+    SZ(nn, float *); SZ(nn, float *); SZ(nn, float *);
 #undef SZ
     unsigned char *block = calloc(1, bytes), *p = block;
     if (!block) return cf_oom(bytes), NULL;
@@ -155,6 +156,9 @@ cf_exec *cf_bind(cf_model *m, int batch, unsigned flags)
     e->fuse_head = carve(&p, nn * sizeof *e->fuse_head);
     e->fuse_relu = carve(&p, nn);
     int *uses = carve(&p, nn * sizeof *uses);
+    e->aux = carve(&p, nn * sizeof *e->aux);
+    e->fws = carve(&p, nn * sizeof *e->fws);
+    e->bws = carve(&p, nn * sizeof *e->bws);
 
     /* effective inputs: a fused loss also reads the softmax's input */
     int k = 0;
@@ -267,7 +271,7 @@ cf_exec *cf_bind(cf_model *m, int batch, unsigned flags)
     }
 
     /* buffers and lifetimes */
-    int nbuf = 0, maxbuf = 2 * nn + m->noutputs + 1;
+    int nbuf = 0, maxbuf = 5 * nn + m->noutputs + 1;
     cf_buf *bufs = calloc((size_t)maxbuf, sizeof *bufs);
     if (!bufs) {
         free(block);
@@ -326,6 +330,24 @@ cf_exec *cf_bind(cf_model *m, int batch, unsigned flags)
     if (train)
         for (int o = 0; o < m->noutputs; o++)
             bufs[nbuf++] = (cf_buf){cf_shape_count_b(m->outputs[o]->shape, batch), 0, 0, end, &e->head[o]};
+    /* what ops save for backward (from their forward to their backward) and their
+       scratch (each step its own), sized from the node and its concrete shapes */
+    k = 0;
+    for (int i = 0; i < nn; i++) {
+        cf_inst *in = &e->inst[i];
+        in->node = m->nodes[i];
+        in->nin = NSRC(i);
+        in->xs = e->xsp + k;
+        for (int j = 0; j < in->nin; j++) e->xsp[k + j] = e->shape[SRC(i, j)];
+        k += in->nin;
+        in->ys = e->shape[i];
+        const cf_opdef *d = cf_ops[m->nodes[i]->op];
+        if (!live[i] || tf[i] < 0) continue;
+        size_t na = d->aux ? d->aux(in) : 0, nw = d->workspace ? d->workspace(in) : 0;
+        if (na) bufs[nbuf++] = (cf_buf){na, 0, tf[i], bstep[i] ? tb[i] : tf[i], &e->aux[i]};
+        if (nw) bufs[nbuf++] = (cf_buf){nw, 0, tf[i], tf[i], &e->fws[i]};
+        if (nw && bstep[i]) bufs[nbuf++] = (cf_buf){nw, 0, tb[i], tb[i], &e->bws[i]};
+    }
 
     size_t unplanned = 0;
     for (int i = 0; i < nbuf; i++) unplanned += (bufs[i].size + 15) / 16 * 16;
@@ -379,6 +401,8 @@ cf_exec *cf_bind(cf_model *m, int batch, unsigned flags)
         in->y = e->val[i];
         in->ys = e->shape[i];
         in->dy = e->grad[i];
+        in->aux = e->aux[i];
+        in->ctx = &e->ctx;
     }
 #undef NSRC
 #undef SRC
@@ -405,6 +429,9 @@ static int check_finite(cf_exec *e, int i)
 int cf_forward(cf_exec *e, int train)
 {
     if (!e) return cf_seterr("error: cf_forward: no executor");
+    e->ctx.train = train != 0;
+    e->ctx.step++;
+    e->ctx.key = (e->m->seed ^ 0x243f6a8885a308d3ull) * 0x9e3779b97f4a7c15ull + (uint64_t)e->ctx.step;
     for (int s = 0; s < e->nfwd; s++) {
         int i = e->fwd[s];
         const cf_inst *k = &e->inst[i];
@@ -414,6 +441,7 @@ int cf_forward(cf_exec *e, int train)
             cf_matmul_fused(k, e->val[e->fuse_bias[i]], e->fuse_relu[i]);
             continue;
         }
+        e->inst[i].ws = e->fws[i];
         if (cf_ops[k->node->op]->forward(k)) {
             cf_adderr_trace(k->node);
             return -1;
@@ -456,6 +484,7 @@ int cf_backward(cf_exec *e)
             k->acc[j] = !e->gz[src];
             e->gz[src] = 0;
         }
+        k->ws = e->bws[i];
         cf_ops[k->node->op]->backward(k);
     }
     /* a gradient that nothing reached this time is zero */

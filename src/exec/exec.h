@@ -56,6 +56,10 @@ struct cf_exec {
     int *fuse_bias, *fuse_head;
     unsigned char *fuse_relu;
 
+    float **aux;         /* per node: what its forward saves for its backward (aux()) */
+    float **fws, **bws;  /* per node: its forward's and its backward's scratch */
+    cf_runctx ctx;       /* what kernels see of the run (cf_forward sets it) */
+
     float **own_input;   /* per input: its buffer in the arena, once cf_exec_set_input
                             pointed it elsewhere (NULL before) */
 

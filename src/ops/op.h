@@ -12,10 +12,21 @@
 #define CF_OPS_OP_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "core/graph.h"
 #include "rt/gemm.h"
 #include "rt/pool.h"
+
+/* What a kernel may know of the run: training or evaluation (dropout, batch
+ * statistics), the step (forwards since the bind, from 1), and the key of this
+ * forward's random numbers, for cf_rng_at(key ^ node id, element index): the same
+ * numbers at any thread count. */
+typedef struct cf_runctx {
+    int train;
+    long step;
+    uint64_t key;
+} cf_runctx;
 
 typedef struct cf_inst {
     const cf_node *node;
@@ -24,12 +35,14 @@ typedef struct cf_inst {
     const cf_shape *xs;       /* their concrete shapes */
     float *y;                 /* output value */
     cf_shape ys;
-    float *aux;               /* saved state, aux() floats; NULL when aux is 0 */
+    float *aux;               /* saved by forward for backward, aux() floats; NULL when 0 */
+    const cf_runctx *ctx;     /* the run: mode, step, random key */
     /* backward only */
     const float *dy;
     float **dx;
     unsigned char *acc;
-    float *ws;                /* workspace of workspace() floats */
+    float *ws;                /* scratch of workspace() floats, in forward and in backward
+                                 (not kept between them); NULL when 0 */
 } cf_inst;
 
 /* What backward reads, beyond dy. */
@@ -57,9 +70,11 @@ typedef struct cf_opdef {
     /* Set n->shape (symbolic: CF_BATCH at d[0] of batched values) and n->batched from
      * the inputs' shapes, or cf_seterr("error: ...") without a trace and return -1. */
     int (*infer)(cf_node *n);
-    /* Floats of state that forward saves for backward (optional). */
+    /* Floats that forward saves for backward (optional): the executor plans them
+     * from the forward step to the backward one. Sees k's node, shapes (xs, ys) only. */
     size_t (*aux)(const cf_inst *k);
-    /* Floats of scratch that backward needs (optional). */
+    /* Floats of scratch that forward and backward need (optional); each step gets
+     * them fresh. Sees k's node and shapes only. */
     size_t (*workspace)(const cf_inst *k);
     /* 0, or -1 with cf_seterr (bad data, such as a label out of range). */
     int (*forward)(const cf_inst *k);

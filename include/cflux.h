@@ -400,6 +400,11 @@ CF_API cf_node *cf_input_at(cf_model *m, const char *name, cf_shape s, const cha
 CF_API cf_node *cf_param_at(cf_model *m, const char *name, cf_shape s, cf_init init, const char *file, int line, int col);
 CF_API cf_node *cf_scalar_at(cf_model *m, float v, const char *file, int line, int col);
 CF_API cf_node *cf_unary_at(cf_model *m, cf_opcode op, cf_node *x, float a, const char *file, int line, int col);
+/* Any op by its code, with its inputs and attributes (integers ia, numbers fa, as
+ * the op's file documents them): what the helpers above and the ops' own calls
+ * (cf_conv2d, ...) are made of. NULL with the error for a wrong input count. */
+CF_API cf_node *cf_op_at(cf_model *m, cf_opcode op, int nin, cf_node *const *in, const int *ia, int nia,
+                         const float *fa, int nfa, const char *file, int line, int col);
 CF_API cf_node *cf_binary_at(cf_model *m, cf_opcode op, cf_node *a, cf_node *b, const char *file, int line, int col);
 CF_API cf_node *cf_reshape_at(cf_model *m, cf_node *x, cf_shape s, const char *file, int line, int col);
 CF_API cf_node *cf_concat_at(cf_model *m, int dim, int n, cf_node *const *xs, const char *file, int line, int col);

@@ -312,6 +312,26 @@ cf_node *cf_unary_at(cf_model *m, cf_opcode op, cf_node *x, float a, const char 
     return n;
 }
 
+cf_node *cf_op_at(cf_model *m, cf_opcode op, int nin, cf_node *const *in, const int *ia, int nia, const float *fa,
+                  int nfa, const char *file, int line, int col)
+{
+    cf_srcloc loc = {file, line, col};
+    if (op < 0 || op >= CF_OP_COUNT_ || !cf_ops[op] || (cf_ops[op]->flags & CF_OWN_BUILDER) || cf_ops[op]->nin == 0)
+        return cf_build_fail(m, loc, "op %d cannot be made by cf_op_at", (int)op);
+    if (cf_ops[op]->nin != CF_NIN_ANY && nin != cf_ops[op]->nin)
+        return cf_build_fail(m, loc, "%s takes %d input%s, not %d", cf_ops[op]->what, cf_ops[op]->nin,
+                             cf_ops[op]->nin == 1 ? "" : "s", nin);
+    if (nin < 1 || nin > CF_MAX_INPUTS || nia < 0 || nia > CF_ATTR_INTS || nfa < 0 || nfa > CF_ATTR_FLOATS ||
+        (nia && !ia) || (nfa && !fa))
+        return cf_build_fail(m, loc, "%s: bad arguments to cf_op_at (%d inputs, %d integers, %d numbers)",
+                             cf_ops[op]->what, nin, nia, nfa);
+    cf_node *n = node_new(m, op, nin, in, file, line, col);
+    if (!n) return NULL;
+    for (int k = 0; k < nia; k++) n->attr.i[k] = ia[k];
+    for (int k = 0; k < nfa; k++) n->attr.f[k] = fa[k];
+    return n;
+}
+
 cf_node *cf_binary_at(cf_model *m, cf_opcode op, cf_node *a, cf_node *b, const char *file, int line, int col)
 {
     int ok = op >= 0 && op < CF_OP_COUNT_ && cf_ops[op] && cf_ops[op]->nin == 2 && !(cf_ops[op]->flags & CF_OWN_BUILDER);

@@ -125,9 +125,34 @@ TEST(random_numbers_by_index)
     CHECK(fabs(mean - 0.5) < 0.05 && differ > 990);
 }
 
+/* cf_op_at makes any op from its code, checking the input count against the table
+ * and refusing leaves and ops with constructors of their own. */
+TEST(op_at_checks_against_the_table)
+{
+    cf_model *m = cf_model_new();
+    cf_node *x = cf_input(m, "x", CF_SHAPE(3)), *w = cf_param(m, "w", CF_SHAPE(3), CF_ZEROS);
+    cf_node *two[2] = {x, w};
+    float slope = 0.25f;
+    cf_node *n = cf_op_at(m, CF_OP_LEAKYRELU, 1, &x, NULL, 0, &slope, 1, "f.c", 7, 0);
+    CHECK(n != NULL && n->attr.f[0] == 0.25f);
+    CHECK(cf_op_at(m, CF_OP_ADD, 2, two, NULL, 0, NULL, 0, "f.c", 8, 0) != NULL);
+    cf_model_free(m);
+    m = cf_model_new();
+    x = cf_input(m, "x", CF_SHAPE(3));
+    cf_node *xs[2] = {x, x};
+    CHECK(cf_op_at(m, CF_OP_RELU, 2, xs, NULL, 0, NULL, 0, "f.c", 9, 0) == NULL);
+    CHECK(strstr(cf_last_error(), "relu takes 1 input, not 2") && strstr(cf_last_error(), "f.c:9"));
+    CHECK(cf_op_at(m, CF_OP_RESHAPE, 1, &x, NULL, 0, NULL, 0, "f.c", 10, 0) == NULL);
+    CHECK(cf_op_at(m, CF_OP_PARAM, 1, &x, NULL, 0, NULL, 0, "f.c", 11, 0) == NULL);
+    CHECK(cf_op_at(m, CF_OP_RELU, 1, &x, NULL, 17, NULL, 0, "f.c", 12, 0) == NULL);
+    CHECK(cf_op_at(m, (cf_opcode)999, 1, &x, NULL, 0, NULL, 0, "f.c", 13, 0) == NULL);
+    cf_model_free(m);
+}
+
 int main(void)
 {
     RUN(aux_workspace_and_context_reach_the_op);
     RUN(random_numbers_by_index);
+    RUN(op_at_checks_against_the_table);
     return test_summary("opcontract");
 }

@@ -76,8 +76,12 @@ static int conv_infer(cf_node *n)
                          "cannot be negative",
                          sx, g.sh, g.sw, g.ph, g.pw, g.dh, g.dw, g.G);
     long long C = x.d[1], H = x.d[2], W = x.d[3], O = w.d[0], Cg = w.d[1], KH = w.d[2], KW = w.d[3];
+    if (C != (long long)g.G * Cg && g.G == 1)
+        return cf_seterr("error: conv2d channels do not match: x %s has %lld channels, weights %s take %lld", sx, C,
+                         sw, Cg);
     if (C != (long long)g.G * Cg)
-        return cf_seterr("error: conv2d channels do not match: x %s has %lld, weights %s take %d groups x %lld = %lld",
+        return cf_seterr("error: conv2d channels do not match: x %s has %lld channels, weights %s take %d groups x "
+                         "%lld = %lld",
                          sx, C, sw, g.G, Cg, (long long)g.G * Cg);
     if (O % g.G)
         return cf_seterr("error: conv2d: the %lld output channels of weights %s do not split into %d groups", O, sw,

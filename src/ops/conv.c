@@ -16,6 +16,8 @@
  * chunks that depend on B alone, each with its own partial dw and dcol in the
  * workspace, and the partial dw are summed in chunk order: the same bits at any thread
  * count. */
+#include <limits.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "core/error.h"
@@ -92,6 +94,8 @@ static int conv_infer(cf_node *n)
         return cf_seterr("error: conv2d kernel %lldx%lld (%lldx%lld with dilation %dx%d) is larger than the input "
                          "%lldx%lld (%lldx%lld with padding %dx%d): x %s, weights %s",
                          KH, KW, eh, ew, g.dh, g.dw, H, W, hp, wp, g.ph, g.pw, sx, sw);
+    if (hp > INT_MAX || wp > INT_MAX)
+        return cf_seterr("error: conv2d padding %dx%d of x %s is too large", g.ph, g.pw, sx);
     long long OH = (hp - eh) / g.sh + 1, OW = (wp - ew) / g.sw + 1;
     /* a positive stride always leaves one output once the kernel fits; this guards the
        arithmetic all the same */
@@ -99,7 +103,9 @@ static int conv_infer(cf_node *n)
         return cf_seterr("error: conv2d stride %dx%d leaves no output from the input %lldx%lld (padded %lldx%lld) "
                          "and the kernel %lldx%lld",
                          g.sh, g.sw, H, W, hp, wp, eh, ew);
-    if ((unsigned long long)C * KH * KW * OH * OW > CF_MAX_ELEMENTS || O * OH * OW > CF_MAX_ELEMENTS)
+    /* the columns of a sample, C KH KW x OH OW, and their sides are matrix sizes (int) */
+    if ((double)C * KH * KW * OH * OW > (double)CF_MAX_ELEMENTS || (double)O * OH * OW > (double)CF_MAX_ELEMENTS ||
+        (double)Cg * KH * KW > INT_MAX || OH * OW > INT_MAX)
         return cf_seterr("error: conv2d of x %s by weights %s is too large (%lldx%lld outputs per channel)", sx, sw,
                          OH, OW);
     n->shape = x;
@@ -131,10 +137,10 @@ static size_t conv_workspace(const cf_inst *k)
 /* The output columns [*lo, *hi) whose input index i * s + off falls in [0, n). */
 static void valid_range(int n, int s, int off, int out, int *lo, int *hi)
 {
-    int l = off >= 0 ? 0 : (-off + s - 1) / s;
-    int h = n - off <= 0 ? 0 : (n - off + s - 1) / s;
-    *lo = l < out ? l : out;
-    *hi = h < out ? h : out;
+    long long l = off >= 0 ? 0 : (-(long long)off + s - 1) / s;
+    long long h = (long long)n - off <= 0 ? 0 : ((long long)n - off + s - 1) / s;
+    *lo = (int)(l < out ? l : out);
+    *hi = (int)(h < out ? h : out);
     if (*hi < *lo) *hi = *lo;
 }
 
@@ -152,12 +158,12 @@ static void im2col(const geom *g, const float *restrict x, float *restrict col)
                         memset(col, 0, (size_t)g->OW * sizeof *col);
                         continue;
                     }
-                    const float *row = x + ((size_t)c * g->H + ih) * g->W + offw;
+                    const float *row = x + ((size_t)c * g->H + ih) * g->W;   /* ow reads row[ow sw + offw] */
                     for (int ow = 0; ow < lo; ow++) col[ow] = 0;
                     if (g->sw == 1)
-                        memcpy(col + lo, row + lo, (size_t)(hi - lo) * sizeof *col);
+                        memcpy(col + lo, row + lo + offw, (size_t)(hi - lo) * sizeof *col);
                     else
-                        for (int ow = lo; ow < hi; ow++) col[ow] = row[(size_t)ow * g->sw];
+                        for (int ow = lo; ow < hi; ow++) col[ow] = row[(ptrdiff_t)ow * g->sw + offw];
                     for (int ow = hi; ow < g->OW; ow++) col[ow] = 0;
                 }
             }
@@ -174,8 +180,8 @@ static void col2im(const geom *g, const float *restrict dcol, float *restrict dx
                 for (int oh = 0; oh < g->OH; oh++, dcol += g->OW) {
                     int ih = oh * g->sh - g->ph + ki * g->dh;
                     if (ih < 0 || ih >= g->H) continue;
-                    float *row = dx + ((size_t)c * g->H + ih) * g->W + offw;
-                    for (int ow = lo; ow < hi; ow++) row[(size_t)ow * g->sw] += dcol[ow];
+                    float *row = dx + ((size_t)c * g->H + ih) * g->W;
+                    for (int ow = lo; ow < hi; ow++) row[(ptrdiff_t)ow * g->sw + offw] += dcol[ow];
                 }
             }
 }

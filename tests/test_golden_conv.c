@@ -40,7 +40,9 @@ static void fill_sym(float *p, size_t n)
     for (size_t i = 0; i < n; i++) p[i] = golden_sym();
 }
 
-static void run_config(const cf_st_file *gold, const config *c)
+/* Runs configuration c (the generator's next draws) and compares with gold; with keep,
+ * also returns copies of y, dx and dw (malloc'd) and their counts. */
+static void run_config(const cf_st_file *gold, const config *c, float **keep, size_t *kn)
 {
     cf_model *m = cf_model_new();
     cf_node *in[2];
@@ -71,6 +73,15 @@ static void run_config(const cf_st_file *gold, const config *c)
     CHECK(compare(name, cf_exec_input_grad(e, 0, NULL), cf_st_find(gold, name), nx) == 0);
     snprintf(name, sizeof name, "%s.dw", c->name);
     CHECK(compare(name, cf_model_param_grad(m, 0), cf_st_find(gold, name), nw) == 0);
+    if (keep) {
+        const float *src[3] = {y, cf_exec_input_grad(e, 0, NULL), cf_model_param_grad(m, 0)};
+        size_t n[3] = {ny, nx, nw};
+        for (int i = 0; i < 3; i++) {
+            keep[i] = malloc(n[i] * sizeof **keep);
+            memcpy(keep[i], src[i], n[i] * sizeof **keep);
+            kn[i] = n[i];
+        }
+    }
     cf_exec_free(e);
     cf_model_free(m);
 }
@@ -86,7 +97,7 @@ static void run_golden(const char *engine, int threads)
     CHECK(cf_set_gemm(engine) == 0);
     cf_set_threads(threads);
     golden_state = 20260307;   /* the configurations draw from it in turn, as the script does */
-    for (int i = 0; i < NCONFIGS; i++) run_config(gold, &configs[i]);
+    for (int i = 0; i < NCONFIGS; i++) run_config(gold, &configs[i], NULL, NULL);
     cf_st_free(gold);
     cf_set_threads(0);
 }
@@ -107,6 +118,45 @@ TEST(golden_every_engine)
         ran++;
     }
     CHECK(ran >= 1);
+}
+
+/* Each sample's output and dx, and dw's fixed order of sums: the same bits at 1, 2 and
+ * 3 threads, with each engine. */
+static void same_bits(const cf_st_file *gold, const char *engine)
+{
+    float *ref[NCONFIGS][3];
+    size_t n[NCONFIGS][3];
+    for (int threads = 1; threads <= 3; threads++) {
+        cf_set_threads(threads);
+        golden_state = 20260307;
+        for (int i = 0; i < NCONFIGS; i++) {
+            float *got[3];
+            size_t gn[3];
+            run_config(gold, &configs[i], threads == 1 ? ref[i] : got, threads == 1 ? n[i] : gn);
+            if (threads == 1) continue;
+            static const char *what[3] = {"y", "dx", "dw"};
+            for (int j = 0; j < 3; j++) {
+                int same = gn[j] == n[i][j] && memcmp(got[j], ref[i][j], n[i][j] * sizeof **got) == 0;
+                if (!same) fprintf(stderr, "  %s, %s: %s differs at %d threads\n", engine, configs[i].name, what[j], threads);
+                CHECK(same);
+                free(got[j]);
+            }
+        }
+    }
+    for (int i = 0; i < NCONFIGS; i++)
+        for (int j = 0; j < 3; j++) free(ref[i][j]);
+    cf_set_threads(0);
+}
+
+TEST(same_bits_at_any_thread_count)
+{
+    static const char *engines[] = {"builtin-portable", "builtin-avx2", "builtin-avx512", "openblas"};
+    cf_st_file *gold = cf_st_read(GOLDEN);
+    CHECK(gold != NULL);
+    if (!gold) return;
+    for (int i = 0; i < 4; i++)
+        if (cf_set_gemm(engines[i]) == 0) same_bits(gold, engines[i]);
+    cf_st_free(gold);
 }
 
 /* The comparison itself must be able to fail: a planted error in one element of a
@@ -132,6 +182,7 @@ out:
 int main(void)
 {
     RUN(golden_every_engine);
+    RUN(same_bits_at_any_thread_count);
     RUN(golden_compare_fails_on_a_wrong_value);
     return test_summary("golden_conv");
 }

@@ -341,6 +341,16 @@ CF_API void cf_scope_end(cf_model *m);
 #define cf_tanh(m, x)    cf_unary_at(m, CF_OP_TANH, x, 0, __FILE__, __LINE__, 0)
 #define cf_relu(m, x)    cf_unary_at(m, CF_OP_RELU, x, 0, __FILE__, __LINE__, 0)
 #define cf_softplus(m, x) cf_unary_at(m, CF_OP_SOFTPLUS, x, 0, __FILE__, __LINE__, 0)
+/* 2-D convolution (cross-correlation, as PyTorch's conv2d), NCHW:
+ * x (B, C, H, W) * w (O, C/groups, KH, KW) -> (B, O, OH, OW),
+ * OH = (H + 2 pad_h - dil_h (KH - 1) - 1) / stride_h + 1 (OW likewise); no bias (add
+ * one of shape (O, 1, 1)). cf_conv2d sets the same stride and zero padding on both
+ * axes. Through cf_op_at(m, CF_OP_CONV2D, 2, {x, w}, ia, nia, ...) the integers are
+ * stride_h, stride_w, pad_h, pad_w, dil_h, dil_w, groups; missing or 0 means 1 (0
+ * padding for the pads). */
+#define cf_conv2d(m, x, w, stride, pad)                                                                  \
+    cf_op_at(m, CF_OP_CONV2D, 2, (cf_node *const[]){x, w}, (const int[]){stride, stride, pad, pad}, 4, NULL, 0, \
+             __FILE__, __LINE__, 0)
 #define cf_leakyrelu(m, x, a) cf_unary_at(m, CF_OP_LEAKYRELU, x, a, __FILE__, __LINE__, 0)
 #define cf_exp(m, x)     cf_unary_at(m, CF_OP_EXP, x, 0, __FILE__, __LINE__, 0)
 #define cf_log(m, x)     cf_unary_at(m, CF_OP_LOG, x, 0, __FILE__, __LINE__, 0)
@@ -393,6 +403,7 @@ typedef enum cf_opcode {
     CF_OP_RESHAPE, CF_OP_FLATTEN, CF_OP_CONCAT, CF_OP_SLICE,
     CF_OP_XENT, CF_OP_MSE,
     CF_OP_SOFTPLUS,
+    CF_OP_CONV2D,
     CF_OP_COUNT_
 } cf_opcode;
 

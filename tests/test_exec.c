@@ -89,6 +89,64 @@ TEST(deep_traces_fold)
     cf_model_free(m);
 }
 
+/* A conv2d of x (B, C, H, W) by weights of shape ws with attributes ia (nia of them)
+ * fails at bind with a message holding want and the line that built the node. */
+static void conv_error(cf_shape xs, cf_shape ws, const int *ia, int nia, const char *want)
+{
+    cf_model *m = cf_model_new();
+    cf_node *in[2];
+    in[0] = cf_input(m, "x", xs);
+    in[1] = cf_param(m, "w", ws, CF_GLOROT);
+    int line = __LINE__ + 1;
+    cf_output(m, cf_op_at(m, CF_OP_CONV2D, 2, in, ia, nia, NULL, 0, __FILE__, line, 0));
+    CHECK(cf_bind(m, 2, CF_TRAIN) == NULL);
+    CHECK_HAS(cf_last_error(), want);
+    char at[128];
+    snprintf(at, sizeof at, "at %s:%d", __FILE__, line);
+    CHECK_HAS(cf_last_error(), at);
+    printf("%s\n", cf_last_error());
+    cf_model_free(m);
+}
+
+TEST(conv2d_shape_errors)
+{
+    static const int s1[1] = {1}, s2p1[4] = {2, 2, 1, 1}, g2[7] = {1, 1, 0, 0, 1, 1, 2};
+    static const int neg[4] = {-1, 1, 0, 0}, dil3[6] = {1, 1, 0, 0, 3, 3};
+    conv_error(CF_SHAPE(3, 8, 8), CF_SHAPE(4, 2, 3, 3), s1, 1,
+               "error: conv2d channels do not match: x (B, 3, 8, 8) has 3 channels, weights (4, 2, 3, 3) take 2");
+    conv_error(CF_SHAPE(4, 8, 8), CF_SHAPE(4, 3, 3, 3), g2, 7, "x (B, 4, 8, 8) has 4 channels, weights (4, 3, 3, 3) take 2 groups x 3 = 6");
+    conv_error(CF_SHAPE(4, 8, 8), CF_SHAPE(5, 2, 3, 3), g2, 7,
+               "error: conv2d: the 5 output channels of weights (5, 2, 3, 3) do not split into 2 groups");
+    conv_error(CF_SHAPE(1, 4, 4), CF_SHAPE(2, 1, 5, 5), s1, 1,
+               "error: conv2d kernel 5x5 (5x5 with dilation 1x1) is larger than the input 4x4 (4x4 with padding 0x0)");
+    /* padding makes room for it; dilation takes it away again */
+    conv_error(CF_SHAPE(1, 4, 4), CF_SHAPE(2, 1, 3, 3), dil3, 6,
+               "error: conv2d kernel 3x3 (7x7 with dilation 3x3) is larger than the input 4x4 (4x4 with padding 0x0)");
+    conv_error(CF_SHAPE(1, 3, 3), CF_SHAPE(2, 1, 6, 6), s2p1, 4,
+               "conv2d kernel 6x6 (6x6 with dilation 1x1) is larger than the input 3x3 (5x5 with padding 1x1)");
+    /* a positive stride always leaves an output once the kernel fits (the last window
+       starts at 0 at worst); a negative one is refused */
+    conv_error(CF_SHAPE(1, 8, 8), CF_SHAPE(2, 1, 3, 3), neg, 4,
+               "error: conv2d of x (B, 1, 8, 8): stride -1x1, padding 0x0, dilation 1x1 and groups 1 cannot be negative");
+    conv_error(CF_SHAPE(8, 8), CF_SHAPE(2, 1, 3, 3), s1, 1, "error: conv2d takes x as (B, C, H, W), not (B, 8, 8) (rank 3)");
+    conv_error(CF_SHAPE(1, 8, 8), CF_SHAPE(2, 3, 3), s1, 1,
+               "error: conv2d takes weights as (O, C/groups, KH, KW) without the batch dimension, not (2, 3, 3)");
+
+    /* and the shape it infers: stride 2, pad 1 on 9x8 with 3x3 gives 5x4 */
+    cf_model *m = cf_model_new();
+    cf_node *x = cf_input(m, "x", CF_SHAPE(2, 9, 8));
+    cf_node *w = cf_param(m, "w", CF_SHAPE(6, 2, 3, 3), CF_GLOROT);
+    cf_output(m, cf_conv2d(m, x, w, 2, 1));
+    cf_exec *e = cf_bind(m, 3, 0);
+    CHECK(e != NULL);
+    if (e) {
+        cf_shape s = cf_exec_output_shape(e, 0);
+        CHECK(s.rank == 4 && s.d[0] == 3 && s.d[1] == 6 && s.d[2] == 5 && s.d[3] == 4);
+        cf_exec_free(e);
+    }
+    cf_model_free(m);
+}
+
 TEST(broadcast_error_and_batch_rules)
 {
     cf_model *m = cf_model_new();
@@ -600,6 +658,7 @@ int main(void)
 {
     RUN(shape_error_names_op_shapes_and_line);
     RUN(deep_traces_fold);
+    RUN(conv2d_shape_errors);
     RUN(broadcast_error_and_batch_rules);
     RUN(build_errors_are_kept_for_bind);
     RUN(bad_label_is_an_error_not_a_crash);

@@ -204,6 +204,39 @@ TEST(reduce_over_batch)
     CHECK(check_model(m, -1, 1, 0) == 0);
 }
 
+/* conv2d of x (B, C, H, W) by a parameter w (O, C/groups, KH, KW) with attributes
+ * stride, padding, dilation (each h, w) and groups; tanh after it so that the head
+ * gradient is not all the backward sees. Both inputs get gradients. */
+static int check_conv(int C, int H, int W, int O, int KH, int KW, int sh, int sw, int ph, int pw, int dh, int dw,
+                      int groups)
+{
+    cf_model *m = cf_model_new();
+    cf_node *x = cf_input(m, "x", CF_SHAPE(C, H, W));
+    cf_node *w = cf_param(m, "w", CF_SHAPE(O, C / groups, KH, KW), CF_UNIFORM(0.5f));
+    int ia[7] = {sh, sw, ph, pw, dh, dw, groups};
+    cf_node *in[2] = {x, w};
+    cf_output(m, cf_tanh(m, cf_op_at(m, CF_OP_CONV2D, 2, in, ia, 7, NULL, 0, __FILE__, __LINE__, 0)));
+    return check_model(m, -1, 1, 0);
+}
+
+TEST(conv2d)
+{
+    CHECK(check_conv(2, 5, 5, 3, 3, 3, 1, 1, 0, 0, 1, 1, 1) == 0);   /* plain 3x3 */
+    CHECK(check_conv(2, 6, 5, 2, 3, 3, 2, 2, 1, 1, 1, 1, 1) == 0);   /* stride 2, pad 1 */
+    CHECK(check_conv(1, 7, 6, 2, 3, 2, 1, 1, 1, 0, 2, 2, 1) == 0);   /* dilation 2 */
+    CHECK(check_conv(4, 4, 4, 4, 3, 3, 1, 1, 1, 1, 1, 1, 2) == 0);   /* groups 2 */
+    CHECK(check_conv(3, 4, 5, 2, 1, 1, 1, 1, 0, 0, 1, 1, 1) == 0);   /* 1x1 kernel */
+    CHECK(check_conv(2, 5, 7, 3, 2, 4, 1, 2, 0, 1, 1, 1, 1) == 0);   /* non-square kernel and input */
+    CHECK(check_conv(3, 6, 6, 3, 2, 2, 3, 2, 2, 1, 2, 1, 3) == 0);   /* depthwise, mixed */
+    /* the convenience macro: stride 1, pad 1, and a (O, 1, 1) bias broadcast over it */
+    cf_model *m = cf_model_new();
+    cf_node *x = cf_input(m, "x", CF_SHAPE(2, 4, 4));
+    cf_node *w = cf_param(m, "w", CF_SHAPE(3, 2, 3, 3), CF_UNIFORM(0.5f));
+    cf_node *b = cf_param(m, "b", CF_SHAPE(3, 1, 1), CF_UNIFORM(0.5f));
+    cf_output(m, cf_add(m, cf_conv2d(m, x, w, 1, 1), b));
+    CHECK(check_model(m, -1, 1, 0) == 0);
+}
+
 /* At the kink, where central differences cannot tell: PyTorch's leaky_relu backward
  * is x > 0 ? g : g * slope (aten/src/ATen/native/cpu/Activation.cpp), so at 0 and -0
  * the gradient is the slope's; relu's is 0 there (threshold_backward). Exact values,
@@ -294,6 +327,7 @@ int main(void)
     RUN(layout_ops);
     RUN(losses);
     RUN(reduce_over_batch);
+    RUN(conv2d);
     RUN(kinks_at_zero);
     RUN(checker_catches_wrong_backward);
     RUN(every_op_has_a_row_a_name_and_a_check);

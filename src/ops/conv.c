@@ -1,0 +1,266 @@
+/* conv.c - 2-D convolution (cross-correlation, as PyTorch's conv2d), NCHW.
+ *
+ *   x (B, C, H, W) * w (O, C/G, KH, KW) -> y (B, O, OH, OW)
+ *   OH = (H + 2 pad_h - dil_h (KH - 1) - 1) / stride_h + 1, OW likewise.
+ *
+ * Attributes (node->attr.i): [0] stride_h, [1] stride_w, [2] pad_h, [3] pad_w (zeros
+ * on both sides), [4] dil_h, [5] dil_w, [6] groups G. 0 means 1 for strides, dilations
+ * and groups, so cf_op_at with fewer integers works.
+ *
+ * Forward, per sample b and group g: the columns col (K x P), K = C/G KH KW and
+ * P = OH OW, gather the input patch of each output position (im2col), and
+ * y[b, g] (O/G x P) = w[g] (O/G x K) col. The columns, laid out (B, G, K, P), are the
+ * op's aux: backward reads them back.
+ * Backward: dw[g] = sum over b of dy[b, g] col^T, in a fixed order; dcol = w[g]^T
+ * dy[b, g], scattered back into dx (col2im). Samples are split into at most NCHUNK
+ * chunks that depend on B alone, each with its own partial dw and dcol in the
+ * workspace, and the partial dw are summed in chunk order: the same bits at any thread
+ * count. */
+#include <limits.h>
+#include <stddef.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "ops/op.h"
+
+#define NCHUNK 16
+
+/* The geometry of one node's convolution, from its attributes and concrete shapes. */
+typedef struct {
+    int B, C, H, W;        /* input */
+    int O, KH, KW, G;      /* weights, groups */
+    int Cg, Og;            /* channels per group, in and out */
+    int sh, sw, ph, pw, dh, dw;
+    int OH, OW;
+    size_t K, P;           /* column rows (Cg KH KW) and columns (OH OW) */
+} geom;
+
+static int attr_or_1(int v) { return v == 0 ? 1 : v; }
+
+/* The attributes and the sizes of the output (-1: no output); for infer and kernels. */
+static void geom_attrs(geom *g, const cf_node *n)
+{
+    const int *a = n->attr.i;
+    g->sh = attr_or_1(a[0]), g->sw = attr_or_1(a[1]);
+    g->ph = a[2], g->pw = a[3];
+    g->dh = attr_or_1(a[4]), g->dw = attr_or_1(a[5]);
+    g->G = attr_or_1(a[6]);
+}
+
+static void geom_of(geom *g, const cf_inst *k)
+{
+    geom_attrs(g, k->node);
+    const cf_shape x = k->xs[0], w = k->xs[1];
+    g->B = x.d[0], g->C = x.d[1], g->H = x.d[2], g->W = x.d[3];
+    g->O = w.d[0], g->KH = w.d[2], g->KW = w.d[3];
+    g->Cg = g->C / g->G, g->Og = g->O / g->G;
+    g->OH = k->ys.d[2], g->OW = k->ys.d[3];
+    g->K = (size_t)g->Cg * g->KH * g->KW;
+    g->P = (size_t)g->OH * g->OW;
+}
+
+static int conv_infer(cf_node *n)
+{
+    cf_shape x = n->in[0]->shape, w = n->in[1]->shape;
+    char sx[96], sw[96];
+    if (x.rank != 4)
+        return cf_seterr("error: conv2d takes x as (B, C, H, W), not %s (rank %d)", cf_shape_str(x, sx, sizeof sx),
+                         x.rank);
+    if (w.rank != 4 || n->in[1]->batched)
+        return cf_seterr("error: conv2d takes weights as (O, C/groups, KH, KW) without the batch dimension, not %s",
+                         cf_shape_str(w, sw, sizeof sw));
+    cf_shape_str(x, sx, sizeof sx);
+    cf_shape_str(w, sw, sizeof sw);
+    geom g;
+    geom_attrs(&g, n);
+    if (g.sh < 0 || g.sw < 0 || g.dh < 0 || g.dw < 0 || g.ph < 0 || g.pw < 0 || g.G < 0)
+        return cf_seterr("error: conv2d of x %s: stride %dx%d, padding %dx%d, dilation %dx%d and groups %d "
+                         "cannot be negative",
+                         sx, g.sh, g.sw, g.ph, g.pw, g.dh, g.dw, g.G);
+    long long C = x.d[1], H = x.d[2], W = x.d[3], O = w.d[0], Cg = w.d[1], KH = w.d[2], KW = w.d[3];
+    if (C != (long long)g.G * Cg && g.G == 1)
+        return cf_seterr("error: conv2d channels do not match: x %s has %lld channels, weights %s take %lld", sx, C,
+                         sw, Cg);
+    if (C != (long long)g.G * Cg)
+        return cf_seterr("error: conv2d channels do not match: x %s has %lld channels, weights %s take %d groups x "
+                         "%lld = %lld",
+                         sx, C, sw, g.G, Cg, (long long)g.G * Cg);
+    if (O % g.G)
+        return cf_seterr("error: conv2d: the %lld output channels of weights %s do not split into %d groups", O, sw,
+                         g.G);
+    long long eh = (long long)g.dh * (KH - 1) + 1, ew = (long long)g.dw * (KW - 1) + 1;   /* dilated kernel */
+    long long hp = H + 2LL * g.ph, wp = W + 2LL * g.pw;                                    /* padded input */
+    if (eh > hp || ew > wp)
+        return cf_seterr("error: conv2d kernel %lldx%lld (%lldx%lld with dilation %dx%d) is larger than the input "
+                         "%lldx%lld (%lldx%lld with padding %dx%d): x %s, weights %s",
+                         KH, KW, eh, ew, g.dh, g.dw, H, W, hp, wp, g.ph, g.pw, sx, sw);
+    if (hp > INT_MAX || wp > INT_MAX)
+        return cf_seterr("error: conv2d padding %dx%d of x %s is too large", g.ph, g.pw, sx);
+    long long OH = (hp - eh) / g.sh + 1, OW = (wp - ew) / g.sw + 1;
+    /* a positive stride always leaves one output once the kernel fits; this guards the
+       arithmetic all the same */
+    if (OH < 1 || OW < 1)
+        return cf_seterr("error: conv2d stride %dx%d leaves no output from the input %lldx%lld (padded %lldx%lld) "
+                         "and the kernel %lldx%lld",
+                         g.sh, g.sw, H, W, hp, wp, eh, ew);
+    /* the columns of a sample, C KH KW x OH OW, and their sides are matrix sizes (int) */
+    if ((double)C * KH * KW * OH * OW > (double)CF_MAX_ELEMENTS || (double)O * OH * OW > (double)CF_MAX_ELEMENTS ||
+        (double)Cg * KH * KW > INT_MAX || OH * OW > INT_MAX)
+        return cf_seterr("error: conv2d of x %s by weights %s is too large (%lldx%lld outputs per channel)", sx, sw,
+                         OH, OW);
+    n->shape = x;
+    n->shape.d[1] = (int)O;
+    n->shape.d[2] = (int)OH;
+    n->shape.d[3] = (int)OW;
+    n->batched = n->in[0]->batched;
+    return 0;
+}
+
+/* Columns of every sample: B G K P floats. */
+static size_t conv_aux(const cf_inst *k)
+{
+    geom g;
+    geom_of(&g, k);
+    return (size_t)g.B * g.G * g.K * g.P;
+}
+
+static int nchunks(int B) { return B < NCHUNK ? B : NCHUNK; }
+
+/* Per chunk: a partial dw (O K floats) and the columns' gradient of one sample (G K P). */
+static size_t conv_workspace(const cf_inst *k)
+{
+    geom g;
+    geom_of(&g, k);
+    return (size_t)nchunks(g.B) * ((size_t)g.O * g.K + (size_t)g.G * g.K * g.P);
+}
+
+/* The output columns [*lo, *hi) whose input index i * s + off falls in [0, n). */
+static void valid_range(int n, int s, int off, int out, int *lo, int *hi)
+{
+    long long l = off >= 0 ? 0 : (-(long long)off + s - 1) / s;
+    long long h = (long long)n - off <= 0 ? 0 : ((long long)n - off + s - 1) / s;
+    *lo = (int)(l < out ? l : out);
+    *hi = (int)(h < out ? h : out);
+    if (*hi < *lo) *hi = *lo;
+}
+
+/* col (G K x P) = the patches of one sample's x (C, H, W). */
+static void im2col(const geom *g, const float *restrict x, float *restrict col)
+{
+    for (int c = 0; c < g->C; c++)
+        for (int ki = 0; ki < g->KH; ki++)
+            for (int kj = 0; kj < g->KW; kj++) {
+                int offw = kj * g->dw - g->pw, lo, hi;
+                valid_range(g->W, g->sw, offw, g->OW, &lo, &hi);
+                for (int oh = 0; oh < g->OH; oh++, col += g->OW) {
+                    int ih = oh * g->sh - g->ph + ki * g->dh;
+                    if (ih < 0 || ih >= g->H) {
+                        memset(col, 0, (size_t)g->OW * sizeof *col);
+                        continue;
+                    }
+                    const float *row = x + ((size_t)c * g->H + ih) * g->W;   /* ow reads row[ow sw + offw] */
+                    for (int ow = 0; ow < lo; ow++) col[ow] = 0;
+                    if (g->sw == 1)
+                        memcpy(col + lo, row + lo + offw, (size_t)(hi - lo) * sizeof *col);
+                    else
+                        for (int ow = lo; ow < hi; ow++) col[ow] = row[(ptrdiff_t)ow * g->sw + offw];
+                    for (int ow = hi; ow < g->OW; ow++) col[ow] = 0;
+                }
+            }
+}
+
+/* dx (C, H, W) += the columns' gradient dcol (G K x P), scattered back. */
+static void col2im(const geom *g, const float *restrict dcol, float *restrict dx)
+{
+    for (int c = 0; c < g->C; c++)
+        for (int ki = 0; ki < g->KH; ki++)
+            for (int kj = 0; kj < g->KW; kj++) {
+                int offw = kj * g->dw - g->pw, lo, hi;
+                valid_range(g->W, g->sw, offw, g->OW, &lo, &hi);
+                for (int oh = 0; oh < g->OH; oh++, dcol += g->OW) {
+                    int ih = oh * g->sh - g->ph + ki * g->dh;
+                    if (ih < 0 || ih >= g->H) continue;
+                    float *row = dx + ((size_t)c * g->H + ih) * g->W;
+                    for (int ow = lo; ow < hi; ow++) row[(ptrdiff_t)ow * g->sw + offw] += dcol[ow];
+                }
+            }
+}
+
+typedef struct {
+    const cf_inst *k;
+    geom g;
+} job;
+
+static void forward_range(void *p, size_t b, size_t e)
+{
+    const job *j = p;
+    const cf_inst *k = j->k;
+    const geom *g = &j->g;
+    size_t xsz = (size_t)g->C * g->H * g->W, ysz = (size_t)g->O * g->P, csz = (size_t)g->G * g->K * g->P;
+    for (size_t s = b; s < e; s++) {
+        float *col = k->aux + s * csz;
+        im2col(g, k->x[0] + s * xsz, col);
+        for (int gr = 0; gr < g->G; gr++)
+            cf_gemm(0, 0, g->Og, (int)g->P, (int)g->K, 1.0f, k->x[1] + (size_t)gr * g->Og * g->K, (int)g->K,
+                    col + gr * g->K * g->P, (int)g->P, 0.0f, k->y + s * ysz + (size_t)gr * g->Og * g->P, (int)g->P);
+    }
+}
+
+static int conv_forward(const cf_inst *k)
+{
+    job j = {k, {0}};
+    geom_of(&j.g, k);
+    cf_parallel_range((size_t)j.g.B, (size_t)j.g.O * j.g.K * j.g.P + 1, forward_range, &j);
+    return 0;
+}
+
+/* Chunk c of the samples: its partial dw, and dx of each of its samples. */
+static void backward_chunk(void *p, int c)
+{
+    const job *j = p;
+    const cf_inst *k = j->k;
+    const geom *g = &j->g;
+    int nc = nchunks(g->B);
+    size_t b0 = (size_t)g->B * c / nc, b1 = (size_t)g->B * (c + 1) / nc;
+    size_t xsz = (size_t)g->C * g->H * g->W, ysz = (size_t)g->O * g->P, csz = (size_t)g->G * g->K * g->P;
+    size_t wsz = (size_t)g->O * g->K;
+    float *dwp = k->ws + c * (wsz + csz), *dcol = dwp + wsz;
+    const float *w = k->x[1];
+    float *dx = k->dx[0];
+    for (size_t s = b0; s < b1; s++) {
+        const float *dy = k->dy + s * ysz, *col = k->aux + s * csz;
+        for (int gr = 0; gr < g->G; gr++) {
+            const float *dyg = dy + (size_t)gr * g->Og * g->P;
+            const float *wg = w + (size_t)gr * g->Og * g->K;
+            if (k->dx[1])
+                cf_gemm(0, 1, g->Og, (int)g->K, (int)g->P, 1.0f, dyg, (int)g->P, col + gr * g->K * g->P, (int)g->P,
+                        s == b0 ? 0.0f : 1.0f, dwp + (size_t)gr * g->Og * g->K, (int)g->K);
+            if (dx)
+                cf_gemm(1, 0, (int)g->K, (int)g->P, g->Og, 1.0f, wg, (int)g->K, dyg, (int)g->P, 0.0f,
+                        dcol + gr * g->K * g->P, (int)g->P);
+        }
+        if (dx) {
+            float *dxs = dx + s * xsz;
+            if (!k->acc[0]) memset(dxs, 0, xsz * sizeof *dxs);
+            col2im(g, dcol, dxs);
+        }
+    }
+}
+
+static void conv_backward(const cf_inst *k)
+{
+    job j = {k, {0}};
+    geom_of(&j.g, k);
+    const geom *g = &j.g;
+    int nc = nchunks(g->B);
+    cf_parallel_for(nc, backward_chunk, &j);
+    if (!k->dx[1]) return;
+    /* dw: the chunks' partial sums, in chunk order */
+    size_t wsz = (size_t)g->O * g->K, stride = wsz + (size_t)g->G * g->K * g->P;
+    float *dw = k->dx[1];
+    cf_put(dw, k->ws, wsz, k->acc[1]);
+    for (int c = 1; c < nc; c++) cf_put(dw, k->ws + c * stride, wsz, 1);
+}
+
+const cf_opdef cf_op_conv2d = {"conv2d", "2-D convolution", conv_infer, conv_aux, conv_workspace, conv_forward,
+                               conv_backward, CF_BWD_X, 0, 2, 0, NULL};

@@ -200,6 +200,38 @@ TEST(ops_are_functions_of_the_notation_by_their_table_rows)
     cf_model_free(m);
 }
 
+/* Conv2D from the standard library: `in` is the channels of what flows in; conv2d's
+ * keywords are checked; a kernel larger than the image and a channel mismatch are
+ * errors that name the line of the layer. */
+TEST(conv2d_in_the_notation)
+{
+    cf_model *m = cf_model_parse("model = Chain(Input(1, 28, 28), Conv2D(8, 5), relu,\n"
+                                 "              Conv2D(16, 3, stride = 2, pad = 1), flatten, Affine(10), softmax)\n",
+                                 "c.flux");
+    CHECK(m != NULL);
+    if (!m) {
+        fprintf(stderr, "%s\n", cf_last_error());
+        return;
+    }
+    char buf[64];
+    CHECK(strcmp(cf_shape_format(cf_model_output_shape(m, 0), buf, sizeof buf), "(B, 10)") == 0);
+    CHECK(cf_model_param_index(m, "1.K") >= 0 || cf_model_param_count(m) == 6);
+    CHECK(cf_model_weight_count(m) == 8 * 25 + 8 + 16 * 8 * 9 + 16 + 16 * 12 * 12 * 10 + 10);
+    cf_model_free(m);
+    m = cf_model_parse("model = Chain(Input(1, 4, 4),\n  Conv2D(8, 5))\n", "k.flux");
+    CHECK(m == NULL && strstr(cf_last_error(), "larger than the input") && strstr(cf_last_error(), "k.flux:2:3"));
+    cf_model_free(m);
+    m = cf_model_parse("model = Chain(Input(3, 8, 8), relu,\n  Conv2D(2, 4, 3))\n", "ch.flux");
+    CHECK(m == NULL && strstr(cf_last_error(), "channels do not match") && strstr(cf_last_error(), "ch.flux:2:3"));
+    cf_model_free(m);
+    m = cf_model_parse("model = Chain(Input(3, 8, 8), x -> conv2d(x, x, stride = 0))\n", "s.flux");
+    CHECK(m == NULL && strstr(cf_last_error(), "stride must be a whole number of at least 1"));
+    cf_model_free(m);
+    m = cf_model_parse("model = Chain(Input(3, 8, 8), x -> conv2d(x, x, strides = 2))\n", "w.flux");
+    CHECK(m == NULL && strstr(cf_last_error(), "no argument named 'strides'"));
+    cf_model_free(m);
+}
+
 /* Inside a Chain, `in` is the channels C of an image (B, C, H, W) and the last
  * dimension of anything else (docs/notation.md, "How a Chain fills in the input
  * size"). Size's W is (in, 5) whatever flows in, so its rows show what the Chain
@@ -328,6 +360,7 @@ int main(void)
     RUN(several_inputs_and_outputs);
     RUN(lambdas_functions_and_reshape_in_chains);
     RUN(ops_are_functions_of_the_notation_by_their_table_rows);
+    RUN(conv2d_in_the_notation);
     RUN(chain_fills_in_channels_of_images_and_features_otherwise);
     RUN(notation_mlp_equals_c_mlp);
     RUN(shapes_listing);

@@ -716,6 +716,43 @@ static int not_yet(cc *c, env *en, const ast *e, const char *what)
     return ERR(c, en, e, "%s is not supported yet by this version of cflux", what);
 }
 
+/* conv2d(x, K, b, stride = 1, pad = 0, dilation = 1, groups = 1): the convolution of
+ * x (B, C, H, W) with K (out, C / groups, k, k), plus b (out, 1, 1) when given. */
+static int conv2d_call(cc *c, env *en, const ast *e, value *args, int nargs, const char **kwn, value *kwv,
+                       int nkw, value *out)
+{
+    static const char *names[] = {"stride", "pad", "dilation", "groups"};
+    int v[4] = {1, 0, 1, 1};
+    if (nargs < 2 || nargs > 3)
+        return ERR(c, en, e, "conv2d takes a value, the kernels and a bias: conv2d(x, K, b, stride = 1, pad = 0)");
+    for (int k = 0; k < nargs; k++) {
+        if (args[k].kind != V_TENSOR)
+            return ERR(c, en, e->items[k], "conv2d's argument %d must be a value, not %s", k + 1, kind_name(&args[k]));
+        if (is_unresolved(c, args[k].node)) return unresolved_error(c, en, e, args[k].node, "conv2d");
+    }
+    for (int k = 0; k < nkw; k++) {
+        int w = -1;
+        for (int j = 0; j < 4; j++)
+            if (strcmp(kwn[k], names[j]) == 0) w = j;
+        if (w < 0) return ERR(c, en, e, "conv2d has no argument named '%s' (it takes stride, pad, dilation, groups)",
+                              kwn[k]);
+        if (kwv[k].kind != V_NUM || kwv[k].num != (double)(long)kwv[k].num || kwv[k].num < (w == 1 ? 0 : 1) ||
+            kwv[k].num > 1e6)
+            return ERR(c, en, e, "conv2d's %s must be a whole number of at least %d", names[w], w == 1 ? 0 : 1);
+        v[w] = (int)kwv[k].num;
+    }
+    int ia[7] = {v[0], v[0], v[1], v[1], v[2], v[2], v[3]};
+    cf_node *xk[2] = {args[0].node, args[1].node};
+    cf_node *n = cf_op_at(c->m, CF_OP_CONV2D, 2, xk, ia, 7, NULL, 0, en->file, e->line, e->col);
+    if (made(c, en, e, n)) return -1;
+    if (nargs == 3) {
+        n = cf_binary_at(c->m, CF_OP_ADD, n, args[2].node, en->file, e->line, e->col);
+        if (made(c, en, e, n)) return -1;
+    }
+    *out = tensor_value(n);
+    return 0;
+}
+
 static int call_builtin(cc *c, env *en, const ast *e, int fi, value *args, int nargs, const char **kwn, value *kwv,
                         int nkw, value *out)
 {
@@ -800,7 +837,7 @@ static int call_builtin(cc *c, env *en, const ast *e, int fi, value *args, int n
     }
     case B_STATE: return not_yet(c, en, e, "state (recurrence)");
     case B_UNROLL: return not_yet(c, en, e, "unroll (recurrence)");
-    case B_CONV2D: return not_yet(c, en, e, "conv2d");
+    case B_CONV2D: return conv2d_call(c, en, e, args, nargs, kwn, kwv, nkw, out);
     case B_MAXPOOL: return not_yet(c, en, e, "maxpool");
     case B_AVGPOOL: return not_yet(c, en, e, "avgpool");
     case B_DROPOUT: return not_yet(c, en, e, "dropout");

@@ -1,0 +1,5 @@
+net Conv2D(in, out, k, stride = 1, pad = 0) {   # y = x ⊛ K + b: x (B, in, H, W)
+  K = param(out, in, k, k)                      # glorot uniform over in·k·k and out·k·k
+  b = param(out, 1, 1, init = zeros)
+  x -> conv2d(x, K, b, stride = stride, pad = pad)
+}

@@ -341,6 +341,18 @@ CF_API void cf_scope_end(cf_model *m);
 #define cf_tanh(m, x)    cf_unary_at(m, CF_OP_TANH, x, 0, __FILE__, __LINE__, 0)
 #define cf_relu(m, x)    cf_unary_at(m, CF_OP_RELU, x, 0, __FILE__, __LINE__, 0)
 #define cf_softplus(m, x) cf_unary_at(m, CF_OP_SOFTPLUS, x, 0, __FILE__, __LINE__, 0)
+/* Pooling over x (B, C, H, W), a k x k window moved by stride (0: k), no padding:
+ * (B, C, (H - k) / stride + 1, (W - k) / stride + 1), the maximum or the mean of each
+ * window. Through cf_op_at, the integers are kernel_h, kernel_w, stride_h, stride_w,
+ * pad_h, pad_w (padding at most half the kernel; maxpool never picks it, avgpool
+ * counts it as zeros in the mean, as PyTorch's defaults do). cf_globalavgpool: the
+ * mean over H and W, (B, C, H, W) -> (B, C). */
+#define cf_maxpool(m, x, k, stride) cf_op_at(m, CF_OP_MAXPOOL, 1, (cf_node *const[]){(x)}, \
+    (const int[]){(k), (k), (stride), (stride)}, 4, 0, 0, __FILE__, __LINE__, 0)
+#define cf_avgpool(m, x, k, stride) cf_op_at(m, CF_OP_AVGPOOL, 1, (cf_node *const[]){(x)}, \
+    (const int[]){(k), (k), (stride), (stride)}, 4, 0, 0, __FILE__, __LINE__, 0)
+#define cf_globalavgpool(m, x) cf_op_at(m, CF_OP_GLOBALAVGPOOL, 1, (cf_node *const[]){(x)}, 0, 0, 0, 0, \
+    __FILE__, __LINE__, 0)
 #define cf_leakyrelu(m, x, a) cf_unary_at(m, CF_OP_LEAKYRELU, x, a, __FILE__, __LINE__, 0)
 #define cf_exp(m, x)     cf_unary_at(m, CF_OP_EXP, x, 0, __FILE__, __LINE__, 0)
 #define cf_log(m, x)     cf_unary_at(m, CF_OP_LOG, x, 0, __FILE__, __LINE__, 0)
@@ -393,6 +405,7 @@ typedef enum cf_opcode {
     CF_OP_RESHAPE, CF_OP_FLATTEN, CF_OP_CONCAT, CF_OP_SLICE,
     CF_OP_XENT, CF_OP_MSE,
     CF_OP_SOFTPLUS,
+    CF_OP_MAXPOOL, CF_OP_AVGPOOL, CF_OP_GLOBALAVGPOOL,
     CF_OP_COUNT_
 } cf_opcode;
 

@@ -277,6 +277,59 @@ TEST(pooling)
     CHECK(check_model_distinct(m) == 0);
 }
 
+/* Dropout. The numerical check forwards in evaluation mode (gradcheck.h), where
+ * dropout is the identity; in training the mask changes with every forward, so the
+ * training gradient is checked exactly instead: dx = dy * factor, factor 0 where the
+ * output is 0 and 1 / (1 - p) where x was kept (y = x / (1 - p)). The op counts as
+ * checked when both pass. */
+TEST(dropout)
+{
+    cf_model *m = cf_model_new();
+    cf_node *x = cf_input(m, "x", CF_SHAPE(2, 4));
+    cf_node *p = cf_param(m, "p", CF_SHAPE(4), CF_UNIFORM(1.0f));
+    cf_output(m, cf_dropout(m, cf_mul(m, x, cf_add(m, p, cf_scalar(m, 1.5f))), 0.3f));
+    cf_exec *e = cf_bind(m, 3, CF_INPUT_GRADS);
+    CHECK(e != NULL);
+    if (!e) return;
+    fill_inputs(e, -2, 2, 0, 7);
+    int eval_bad = gradcheck_exec(e, m, 11, NULL);
+    CHECK(eval_bad == 0);
+    cf_exec_free(e);
+    cf_model_free(m);
+
+    const float rate = 0.3f, scale = 1.0f / (1.0f - rate);
+    m = cf_model_new();
+    x = cf_input(m, "x", CF_SHAPE(50));
+    cf_output(m, cf_dropout(m, x, rate));
+    e = cf_bind(m, 4, CF_INPUT_GRADS);
+    CHECK(e != NULL);
+    if (!e) return;
+    int train_bad = 0, kept = 0;
+    fill_inputs(e, -2, 2, 0.1f, 3);
+    size_t n;
+    const float *xv = cf_exec_input(e, 0, &n);
+    float *head = cf_exec_output_grad(e, 0, NULL);
+    for (size_t i = 0; i < n; i++) head[i] = (float)((i * 7) % 11) - 5.0f;
+    for (int round = 0; round < 3; round++) {   /* a new mask each time */
+        CHECK(cf_forward(e, 1) == 0 && cf_backward(e) == 0);
+        const float *y = cf_exec_output(e, 0, NULL), *dx = cf_exec_input_grad(e, 0, NULL);
+        for (size_t i = 0; i < n; i++) {
+            int keep = y[i] != 0;
+            kept += keep;
+            if (keep ? y[i] != xv[i] * scale || dx[i] != head[i] * scale : dx[i] != 0) {
+                if (train_bad++ < 5)
+                    fprintf(stderr, "  dropout x %g: y %g, dx %g (head %g)\n", (double)xv[i], (double)y[i],
+                            (double)dx[i], (double)head[i]);
+            }
+        }
+    }
+    CHECK(train_bad == 0);
+    CHECK(kept > 0 && kept < 3 * (int)n);   /* it dropped some and kept some */
+    cf_exec_free(e);
+    cf_model_free(m);
+    if (eval_bad == 0 && train_bad == 0) checked[CF_OP_DROPOUT] = 1;
+}
+
 /* At the kink, where central differences cannot tell: PyTorch's leaky_relu backward
  * is x > 0 ? g : g * slope (aten/src/ATen/native/cpu/Activation.cpp), so at 0 and -0
  * the gradient is the slope's; relu's is 0 there (threshold_backward). Exact values,
@@ -368,6 +421,7 @@ int main(void)
     RUN(losses);
     RUN(reduce_over_batch);
     RUN(pooling);
+    RUN(dropout);
     RUN(kinks_at_zero);
     RUN(checker_catches_wrong_backward);
     RUN(every_op_has_a_row_a_name_and_a_check);

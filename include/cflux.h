@@ -351,6 +351,23 @@ CF_API void cf_scope_end(cf_model *m);
 #define cf_conv2d(m, x, w, stride, pad)                                                                  \
     cf_op_at(m, CF_OP_CONV2D, 2, (cf_node *const[]){x, w}, (const int[]){stride, stride, pad, pad}, 4, NULL, 0, \
              __FILE__, __LINE__, 0)
+/* Pooling over x (B, C, H, W), a k x k window moved by stride (0: k), no padding:
+ * (B, C, (H - k) / stride + 1, (W - k) / stride + 1), the maximum or the mean of each
+ * window. Through cf_op_at, the integers are kernel_h, kernel_w, stride_h, stride_w,
+ * pad_h, pad_w (padding at most half the kernel; maxpool never picks it, avgpool
+ * counts it as zeros in the mean, as PyTorch's defaults do). cf_globalavgpool: the
+ * mean over H and W, (B, C, H, W) -> (B, C). cf_dropout: in training, each element
+ * is zeroed with probability p (0 <= p < 1) and the rest scaled by 1 / (1 - p), by a
+ * mask drawn anew at each forward from the model's seed and the step; in evaluation,
+ * y = x. */
+#define cf_maxpool(m, x, k, stride) cf_op_at(m, CF_OP_MAXPOOL, 1, (cf_node *const[]){(x)}, \
+    (const int[]){(k), (k), (stride), (stride)}, 4, 0, 0, __FILE__, __LINE__, 0)
+#define cf_avgpool(m, x, k, stride) cf_op_at(m, CF_OP_AVGPOOL, 1, (cf_node *const[]){(x)}, \
+    (const int[]){(k), (k), (stride), (stride)}, 4, 0, 0, __FILE__, __LINE__, 0)
+#define cf_globalavgpool(m, x) cf_op_at(m, CF_OP_GLOBALAVGPOOL, 1, (cf_node *const[]){(x)}, 0, 0, 0, 0, \
+    __FILE__, __LINE__, 0)
+#define cf_dropout(m, x, p) cf_op_at(m, CF_OP_DROPOUT, 1, (cf_node *const[]){(x)}, 0, 0, (const float[]){(p)}, 1, \
+    __FILE__, __LINE__, 0)
 #define cf_leakyrelu(m, x, a) cf_unary_at(m, CF_OP_LEAKYRELU, x, a, __FILE__, __LINE__, 0)
 #define cf_exp(m, x)     cf_unary_at(m, CF_OP_EXP, x, 0, __FILE__, __LINE__, 0)
 #define cf_log(m, x)     cf_unary_at(m, CF_OP_LOG, x, 0, __FILE__, __LINE__, 0)
@@ -404,6 +421,7 @@ typedef enum cf_opcode {
     CF_OP_XENT, CF_OP_MSE,
     CF_OP_SOFTPLUS,
     CF_OP_CONV2D,
+    CF_OP_MAXPOOL, CF_OP_AVGPOOL, CF_OP_GLOBALAVGPOOL, CF_OP_DROPOUT,
     CF_OP_COUNT_
 } cf_opcode;
 

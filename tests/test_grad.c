@@ -237,6 +237,132 @@ TEST(conv2d)
     CHECK(check_model(m, -1, 1, 0) == 0);
 }
 
+/* Pooling through cf_op_at: kernel kh x kw, stride sh x sw, padding ph x pw. */
+static cf_node *pool(cf_model *m, cf_opcode op, cf_node *x, int kh, int kw, int sh, int sw, int ph, int pw)
+{
+    const int a[6] = {kh, kw, sh, sw, ph, pw};
+    return cf_op_at(m, op, 1, &x, a, 6, NULL, 0, __FILE__, __LINE__, 0);
+}
+
+/* Bind for batch 3; fill every input with a shuffle of distinct values 0.05 apart
+ * (far more than twice the checker's h, so that no perturbation moves a window's
+ * maximum); check. Frees the model. */
+static int check_model_distinct(cf_model *m)
+{
+    cf_exec *e = cf_bind(m, 3, CF_INPUT_GRADS);
+    if (!e) {
+        fprintf(stderr, "bind: %s\n", cf_last_error());
+        cf_model_free(m);
+        return -1;
+    }
+    srand(17);
+    for (int i = 0; i < cf_exec_input_count(e); i++) {
+        size_t n;
+        float *x = cf_exec_input(e, i, &n);
+        for (size_t j = 0; j < n; j++) x[j] = 0.05f * (float)j - 0.025f * (float)n;
+        for (size_t j = n - 1; j > 0; j--) {
+            size_t r = (size_t)rand() % (j + 1);
+            float t = x[j];
+            x[j] = x[r], x[r] = t;
+        }
+    }
+    int bad = gradcheck_ops(e, m, 13);
+    cf_exec_free(e);
+    cf_model_free(m);
+    return bad;
+}
+
+TEST(pooling)
+{
+    /* maxpool: odd sizes, stride below the kernel (overlapping windows), an uneven
+     * kernel with padding; used twice and beside avgpool, so that its backward both
+     * overwrites and adds */
+    cf_model *m = cf_model_new();
+    cf_node *x = cf_input(m, "x", CF_SHAPE(2, 7, 5));
+    cf_output(m, cf_maxpool(m, x, 3, 2));                               /* (B, 2, 3, 2) */
+    cf_output(m, pool(m, CF_OP_AVGPOOL, x, 2, 2, 1, 1, 1, 0));          /* (B, 2, 8, 4) */
+    cf_output(m, pool(m, CF_OP_MAXPOOL, x, 3, 2, 2, 1, 1, 1));          /* (B, 2, 4, 6) */
+    CHECK(check_model_distinct(m) == 0);
+    /* maxpool alone, stride above the kernel (gaps between windows) */
+    m = cf_model_new();
+    x = cf_input(m, "x", CF_SHAPE(3, 9, 7));
+    cf_output(m, pool(m, CF_OP_MAXPOOL, x, 2, 3, 3, 2, 0, 1));          /* (B, 3, 3, 4) */
+    CHECK(check_model_distinct(m) == 0);
+
+    /* avgpool after a parameter, with padding; stride 0 is the kernel */
+    m = cf_model_new();
+    x = cf_input(m, "x", CF_SHAPE(2, 7, 5));
+    cf_node *p = cf_param(m, "p", CF_SHAPE(5), CF_UNIFORM(1.0f));
+    cf_node *h = cf_mul(m, x, p);
+    cf_output(m, pool(m, CF_OP_AVGPOOL, h, 3, 3, 2, 2, 1, 1));          /* (B, 2, 4, 3) */
+    cf_output(m, cf_avgpool(m, h, 2, 0));                               /* (B, 2, 3, 2) */
+    CHECK(check_model(m, -2, 2, 0) == 0);
+
+    /* globalavgpool of an odd plane, alone and beside a maxpool */
+    m = cf_model_new();
+    x = cf_input(m, "x", CF_SHAPE(3, 5, 3));
+    cf_output(m, cf_globalavgpool(m, cf_mul(m, x, cf_param(m, "p", CF_SHAPE(3), CF_UNIFORM(1.0f)))));
+    CHECK(check_model(m, -2, 2, 0) == 0);
+    m = cf_model_new();
+    x = cf_input(m, "x", CF_SHAPE(3, 5, 3));
+    cf_output(m, cf_globalavgpool(m, x));
+    cf_output(m, cf_maxpool(m, x, 2, 1));
+    CHECK(check_model_distinct(m) == 0);
+}
+
+/* Dropout. The numerical check forwards in evaluation mode (gradcheck.h), where
+ * dropout is the identity; in training the mask changes with every forward, so the
+ * training gradient is checked exactly instead: dx = dy * factor, factor 0 where the
+ * output is 0 and 1 / (1 - p) where x was kept (y = x / (1 - p)). The op counts as
+ * checked when both pass. */
+TEST(dropout)
+{
+    cf_model *m = cf_model_new();
+    cf_node *x = cf_input(m, "x", CF_SHAPE(2, 4));
+    cf_node *p = cf_param(m, "p", CF_SHAPE(4), CF_UNIFORM(1.0f));
+    cf_output(m, cf_dropout(m, cf_mul(m, x, cf_add(m, p, cf_scalar(m, 1.5f))), 0.3f));
+    cf_exec *e = cf_bind(m, 3, CF_INPUT_GRADS);
+    CHECK(e != NULL);
+    if (!e) return;
+    fill_inputs(e, -2, 2, 0, 7);
+    int eval_bad = gradcheck_exec(e, m, 11, NULL);
+    CHECK(eval_bad == 0);
+    cf_exec_free(e);
+    cf_model_free(m);
+
+    const float rate = 0.3f, scale = 1.0f / (1.0f - rate);
+    m = cf_model_new();
+    x = cf_input(m, "x", CF_SHAPE(50));
+    cf_output(m, cf_dropout(m, x, rate));
+    e = cf_bind(m, 4, CF_INPUT_GRADS);
+    CHECK(e != NULL);
+    if (!e) return;
+    int train_bad = 0, kept = 0;
+    fill_inputs(e, -2, 2, 0.1f, 3);
+    size_t n;
+    const float *xv = cf_exec_input(e, 0, &n);
+    float *head = cf_exec_output_grad(e, 0, NULL);
+    for (size_t i = 0; i < n; i++) head[i] = (float)((i * 7) % 11) - 5.0f;
+    for (int round = 0; round < 3; round++) {   /* a new mask each time */
+        CHECK(cf_forward(e, 1) == 0 && cf_backward(e) == 0);
+        const float *y = cf_exec_output(e, 0, NULL), *dx = cf_exec_input_grad(e, 0, NULL);
+        for (size_t i = 0; i < n; i++) {
+            int keep = y[i] != 0;
+            kept += keep;
+            if (keep ? y[i] != xv[i] * scale || dx[i] != head[i] * scale : dx[i] != 0) {
+                if (train_bad++ < 5)
+                    fprintf(stderr, "  dropout x %g: y %g, dx %g (head %g)\n", (double)xv[i], (double)y[i],
+                            (double)dx[i], (double)head[i]);
+            }
+        }
+    }
+    CHECK(train_bad == 0);
+    CHECK(kept > 0 && kept < 3 * (int)n);   /* it dropped some and kept some */
+    cf_exec_free(e);
+    cf_model_free(m);
+    if (eval_bad == 0 && train_bad == 0) checked[CF_OP_DROPOUT] = 1;
+}
+
 /* At the kink, where central differences cannot tell: PyTorch's leaky_relu backward
  * is x > 0 ? g : g * slope (aten/src/ATen/native/cpu/Activation.cpp), so at 0 and -0
  * the gradient is the slope's; relu's is 0 there (threshold_backward). Exact values,
@@ -328,6 +454,8 @@ int main(void)
     RUN(losses);
     RUN(reduce_over_batch);
     RUN(conv2d);
+    RUN(pooling);
+    RUN(dropout);
     RUN(kinks_at_zero);
     RUN(checker_catches_wrong_backward);
     RUN(every_op_has_a_row_a_name_and_a_check);

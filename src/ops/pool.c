@@ -1,0 +1,260 @@
+/* pool.c - pooling over images x (B, C, H, W): maxpool and avgpool slide a window
+ * over each (H, W) plane; globalavgpool takes each plane's mean, giving (B, C).
+ *
+ * maxpool and avgpool read node->attr.i: [0] kernel_h, [1] kernel_w, [2] stride_h,
+ * [3] stride_w (0: the kernel's), [4] pad_h, [5] pad_w. The output is (B, C, OH, OW),
+ * OH = (H + 2 pad_h - kernel_h) / stride_h + 1 rounded down (PyTorch's ceil_mode=False),
+ * OW likewise. maxpool never picks padding (it counts as -inf) and takes the first
+ * maximum of a window, scanning rows then columns, as PyTorch does; its forward saves
+ * that position (an index into the plane, as a float) in aux, where backward sends dy.
+ * avgpool divides by kernel_h * kernel_w, padding counted as zeros (PyTorch's
+ * count_include_pad=True). Each plane is one job for the thread pool and is written by
+ * it alone: results do not depend on the thread count. */
+#include <math.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "ops/op.h"
+
+/* Geometry of one pooling: a window kh x kw moved by sh, sw over a plane h x w padded
+ * by ph, pw, giving oh x ow. */
+typedef struct geom {
+    int kh, kw, sh, sw, ph, pw;
+    int h, w, oh, ow;
+} geom;
+
+static geom geom_of(const cf_node *n, int h, int w)
+{
+    geom g = {n->attr.i[0], n->attr.i[1], n->attr.i[2], n->attr.i[3], n->attr.i[4], n->attr.i[5], h, w, 0, 0};
+    if (g.sh == 0) g.sh = g.kh;
+    if (g.sw == 0) g.sw = g.kw;
+    g.oh = g.sh > 0 ? (h + 2 * g.ph - g.kh) / g.sh + 1 : 0;
+    g.ow = g.sw > 0 ? (w + 2 * g.pw - g.kw) / g.sw + 1 : 0;
+    return g;
+}
+
+static int need_rank4(const cf_node *n)
+{
+    const cf_node *x = n->in[0];
+    if (x->shape.rank == 4) return 0;
+    char s[96];
+    return cf_seterr("error: %s needs an image batch (B, C, H, W); got %s, of rank %d", cf_ops[n->op]->what,
+                     cf_shape_str(x->shape, s, sizeof s), x->shape.rank);
+}
+
+static int pool_infer(cf_node *n)
+{
+    if (need_rank4(n)) return -1;
+    const char *what = cf_ops[n->op]->what;
+    const cf_shape xs = n->in[0]->shape;
+    const int *a = n->attr.i;
+    char s[96];
+    if (a[0] < 1 || a[1] < 1 || a[2] < 0 || a[3] < 0 || a[4] < 0 || a[5] < 0)
+        return cf_seterr("error: %s: kernel %dx%d, stride %dx%d, padding %dx%d: the kernel must be positive, "
+                         "the stride and padding not negative", what, a[0], a[1], a[2], a[3], a[4], a[5]);
+    if (2 * a[4] > a[0] || 2 * a[5] > a[1])
+        return cf_seterr("error: %s: padding %dx%d is more than half the kernel %dx%d", what, a[4], a[5], a[0], a[1]);
+    geom g = geom_of(n, xs.d[2], xs.d[3]);
+    if (g.h + 2 * g.ph < g.kh || g.w + 2 * g.pw < g.kw || g.oh < 1 || g.ow < 1)
+        return cf_seterr("error: %s: the %dx%d window is larger than the input %s padded by %dx%d: no output",
+                         what, g.kh, g.kw, cf_shape_str(xs, s, sizeof s), g.ph, g.pw);
+    if ((long long)g.h * g.w > (1ll << 24))
+        return cf_seterr("error: %s: a plane of %dx%d is more than 2^24 elements, past what the saved positions "
+                         "can index", what, g.h, g.w);
+    n->shape = xs;
+    n->shape.d[2] = g.oh;
+    n->shape.d[3] = g.ow;
+    n->batched = n->in[0]->batched;
+    return 0;
+}
+
+typedef struct {
+    const cf_inst *k;
+    geom g;
+} job;
+
+static job job_of(const cf_inst *k)
+{
+    return (job){k, geom_of(k->node, k->xs[0].d[2], k->xs[0].d[3])};
+}
+
+static size_t planes(const cf_inst *k) { return cf_shape_count_b(k->ys, 1) / ((size_t)k->ys.d[2] * k->ys.d[3]); }
+
+static size_t window_cost(const geom *g) { return (size_t)g->oh * g->ow * g->kh * g->kw; }
+
+/* The window of output (oi, oj) clipped to the plane: rows [*r0, *r1), columns [*c0, *c1). */
+static void window(const geom *g, int oi, int oj, int *r0, int *r1, int *c0, int *c1)
+{
+    int r = oi * g->sh - g->ph, c = oj * g->sw - g->pw;
+    *r0 = r < 0 ? 0 : r;
+    *r1 = r + g->kh < g->h ? r + g->kh : g->h;
+    *c0 = c < 0 ? 0 : c;
+    *c1 = c + g->kw < g->w ? c + g->kw : g->w;
+}
+
+static void max_forward_range(void *p, size_t b, size_t e)
+{
+    const job *j = p;
+    const geom *g = &j->g;
+    size_t in = (size_t)g->h * g->w, out = (size_t)g->oh * g->ow;
+    for (size_t q = b; q < e; q++) {
+        const float *x = j->k->x[0] + q * in;
+        float *y = j->k->y + q * out, *arg = j->k->aux ? j->k->aux + q * out : NULL;
+        for (int oi = 0; oi < g->oh; oi++)
+            for (int oj = 0; oj < g->ow; oj++) {
+                int r0, r1, c0, c1;
+                window(g, oi, oj, &r0, &r1, &c0, &c1);
+                float best = -INFINITY;
+                int at = r0 * g->w + c0;
+                for (int r = r0; r < r1; r++)
+                    for (int c = c0; c < c1; c++) {
+                        float v = x[r * g->w + c];
+                        if (v > best || isnan(v)) best = v, at = r * g->w + c;   /* NaN wins, as in PyTorch */
+                    }
+                y[oi * g->ow + oj] = best;
+                if (arg) arg[oi * g->ow + oj] = (float)at;
+            }
+    }
+}
+
+static void max_backward_range(void *p, size_t b, size_t e)
+{
+    const job *j = p;
+    const geom *g = &j->g;
+    size_t in = (size_t)g->h * g->w, out = (size_t)g->oh * g->ow;
+    for (size_t q = b; q < e; q++) {
+        const float *dy = j->k->dy + q * out, *arg = j->k->aux + q * out;
+        float *dx = j->k->dx[0] + q * in;
+        if (!j->k->acc[0]) memset(dx, 0, in * sizeof *dx);
+        for (size_t o = 0; o < out; o++) dx[(size_t)arg[o]] += dy[o];
+    }
+}
+
+static void avg_forward_range(void *p, size_t b, size_t e)
+{
+    const job *j = p;
+    const geom *g = &j->g;
+    size_t in = (size_t)g->h * g->w, out = (size_t)g->oh * g->ow;
+    float div = (float)(g->kh * g->kw);
+    for (size_t q = b; q < e; q++) {
+        const float *x = j->k->x[0] + q * in;
+        float *y = j->k->y + q * out;
+        for (int oi = 0; oi < g->oh; oi++)
+            for (int oj = 0; oj < g->ow; oj++) {
+                int r0, r1, c0, c1;
+                window(g, oi, oj, &r0, &r1, &c0, &c1);
+                float s = 0;
+                for (int r = r0; r < r1; r++)
+                    for (int c = c0; c < c1; c++) s += x[r * g->w + c];
+                y[oi * g->ow + oj] = s / div;
+            }
+    }
+}
+
+static void avg_backward_range(void *p, size_t b, size_t e)
+{
+    const job *j = p;
+    const geom *g = &j->g;
+    size_t in = (size_t)g->h * g->w, out = (size_t)g->oh * g->ow;
+    float div = (float)(g->kh * g->kw);
+    for (size_t q = b; q < e; q++) {
+        const float *dy = j->k->dy + q * out;
+        float *dx = j->k->dx[0] + q * in;
+        if (!j->k->acc[0]) memset(dx, 0, in * sizeof *dx);
+        for (int oi = 0; oi < g->oh; oi++)
+            for (int oj = 0; oj < g->ow; oj++) {
+                int r0, r1, c0, c1;
+                window(g, oi, oj, &r0, &r1, &c0, &c1);
+                float d = dy[oi * g->ow + oj] / div;
+                for (int r = r0; r < r1; r++)
+                    for (int c = c0; c < c1; c++) dx[r * g->w + c] += d;
+            }
+    }
+}
+
+/* maxpool's aux: the position of each output's maximum. */
+static size_t max_aux(const cf_inst *k) { return cf_shape_count_b(k->ys, 1); }
+
+static int max_forward(const cf_inst *k)
+{
+    job j = job_of(k);
+    cf_parallel_range(planes(k), window_cost(&j.g), max_forward_range, &j);
+    return 0;
+}
+
+static void max_backward(const cf_inst *k)
+{
+    job j = job_of(k);
+    cf_parallel_range(planes(k), window_cost(&j.g) / 4 + 1, max_backward_range, &j);
+}
+
+static int avg_forward(const cf_inst *k)
+{
+    job j = job_of(k);
+    cf_parallel_range(planes(k), window_cost(&j.g), avg_forward_range, &j);
+    return 0;
+}
+
+static void avg_backward(const cf_inst *k)
+{
+    job j = job_of(k);
+    cf_parallel_range(planes(k), window_cost(&j.g), avg_backward_range, &j);
+}
+
+/* ---- globalavgpool: (B, C, H, W) -> (B, C), the mean of each plane ---- */
+
+static int global_infer(cf_node *n)
+{
+    if (need_rank4(n)) return -1;
+    n->shape = n->in[0]->shape;
+    n->shape.rank = 2;
+    n->batched = n->in[0]->batched;
+    return 0;
+}
+
+static size_t plane_size(const cf_inst *k) { return (size_t)k->xs[0].d[2] * k->xs[0].d[3]; }
+
+static void global_forward_range(void *p, size_t b, size_t e)
+{
+    const cf_inst *k = ((const job *)p)->k;
+    size_t n = plane_size(k);
+    for (size_t q = b; q < e; q++) {
+        const float *x = k->x[0] + q * n;
+        float s = 0;
+        for (size_t i = 0; i < n; i++) s += x[i];
+        k->y[q] = s / (float)n;
+    }
+}
+
+static void global_backward_range(void *p, size_t b, size_t e)
+{
+    const cf_inst *k = ((const job *)p)->k;
+    size_t n = plane_size(k);
+    for (size_t q = b; q < e; q++) {
+        float d = k->dy[q] / (float)n, *dx = k->dx[0] + q * n;
+        if (k->acc[0])
+            for (size_t i = 0; i < n; i++) dx[i] += d;
+        else
+            for (size_t i = 0; i < n; i++) dx[i] = d;
+    }
+}
+
+static int global_forward(const cf_inst *k)
+{
+    job j = {k, {0}};
+    cf_parallel_range(cf_shape_count_b(k->ys, 1), plane_size(k), global_forward_range, &j);
+    return 0;
+}
+
+static void global_backward(const cf_inst *k)
+{
+    job j = {k, {0}};
+    cf_parallel_range(cf_shape_count_b(k->ys, 1), plane_size(k), global_backward_range, &j);
+}
+
+const cf_opdef cf_op_maxpool = {"maxpool", "max pooling", pool_infer, max_aux, NULL, max_forward,
+                                max_backward, 0, 0, 1, 0, NULL};
+const cf_opdef cf_op_avgpool = {"avgpool", "average pooling", pool_infer, NULL, NULL, avg_forward,
+                                avg_backward, 0, 0, 1, 0, NULL};
+const cf_opdef cf_op_globalavgpool = {"globalavgpool", "global average pooling", global_infer, NULL, NULL,
+                                      global_forward, global_backward, 0, 0, 1, 0, NULL};

@@ -1,0 +1,127 @@
+/* test_pooling.c - what the golden and gradient tests do not show of pooling: the
+ * shape rule's refusals, with their messages, and results that do not depend on the
+ * thread count. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cflux.h"
+#include "test.h"
+
+/* Bind a model of one pooling of x (per-sample shape s) and return the error, or NULL
+ * when it binds. */
+static const char *bind_error(cf_shape s, cf_opcode op, const int *a)
+{
+    static char msg[512];
+    cf_model *m = cf_model_new();
+    cf_node *x = cf_input(m, "x", s);
+    cf_output(m, op == CF_OP_GLOBALAVGPOOL ? cf_globalavgpool(m, x)
+                                           : cf_op_at(m, op, 1, &x, a, 6, NULL, 0, __FILE__, __LINE__, 0));
+    cf_exec *e = cf_bind(m, 2, 0);
+    const char *r = NULL;
+    if (!e) {
+        snprintf(msg, sizeof msg, "%s", cf_last_error());
+        r = msg;
+    }
+    cf_exec_free(e);
+    cf_model_free(m);
+    return r;
+}
+
+TEST(shape_errors)
+{
+    static const int k3s2[6] = {3, 3, 2, 2, 0, 0};
+    CHECK(bind_error(CF_SHAPE(3, 7, 9), CF_OP_MAXPOOL, k3s2) == NULL);
+    CHECK_HAS(bind_error(CF_SHAPE(7, 9), CF_OP_MAXPOOL, k3s2), "got (B, 7, 9), of rank 3");
+    CHECK_HAS(bind_error(CF_SHAPE(2, 3, 7, 9), CF_OP_AVGPOOL, k3s2), "of rank 5");
+    CHECK_HAS(bind_error(CF_SHAPE(7, 9), CF_OP_GLOBALAVGPOOL, NULL), "global average pooling needs an image batch");
+    /* a window larger than the (padded) input */
+    static const int k8[6] = {8, 3, 1, 1, 0, 0}, k8p1[6] = {8, 3, 1, 1, 1, 0};
+    CHECK_HAS(bind_error(CF_SHAPE(3, 7, 9), CF_OP_MAXPOOL, k8), "window is larger than the input (B, 3, 7, 9)");
+    CHECK(bind_error(CF_SHAPE(3, 7, 9), CF_OP_MAXPOOL, k8p1) == NULL);
+    /* padding more than half the kernel, as PyTorch refuses */
+    static const int p2[6] = {3, 3, 1, 1, 2, 0}, p1w[6] = {3, 1, 1, 1, 0, 1}, p2k4[6] = {4, 4, 1, 1, 2, 2};
+    CHECK_HAS(bind_error(CF_SHAPE(3, 7, 9), CF_OP_AVGPOOL, p2), "padding 2x0 is more than half the kernel 3x3");
+    CHECK_HAS(bind_error(CF_SHAPE(3, 7, 9), CF_OP_MAXPOOL, p1w), "more than half the kernel");
+    CHECK(bind_error(CF_SHAPE(3, 7, 9), CF_OP_MAXPOOL, p2k4) == NULL);
+    /* a kernel of 0, a negative stride or padding */
+    static const int k0[6] = {0, 3, 1, 1, 0, 0}, sneg[6] = {3, 3, -1, 1, 0, 0}, pneg[6] = {3, 3, 1, 1, 0, -1};
+    CHECK_HAS(bind_error(CF_SHAPE(3, 7, 9), CF_OP_MAXPOOL, k0), "the kernel must be positive");
+    CHECK_HAS(bind_error(CF_SHAPE(3, 7, 9), CF_OP_AVGPOOL, sneg), "stride and padding not negative");
+    CHECK_HAS(bind_error(CF_SHAPE(3, 7, 9), CF_OP_AVGPOOL, pneg), "stride and padding not negative");
+    /* the error names where the node was made */
+    CHECK_HAS(bind_error(CF_SHAPE(7, 9), CF_OP_MAXPOOL, k3s2), "test_pooling.c");
+}
+
+TEST(output_shapes)
+{
+    cf_model *m = cf_model_new();
+    cf_node *x = cf_input(m, "x", CF_SHAPE(3, 7, 9));
+    static const int a[6] = {3, 2, 2, 1, 1, 1};
+    cf_node *y[4] = {cf_maxpool(m, x, 3, 2), cf_avgpool(m, x, 2, 0), cf_globalavgpool(m, x),
+                     cf_op_at(m, CF_OP_AVGPOOL, 1, &x, a, 6, NULL, 0, __FILE__, __LINE__, 0)};
+    for (int i = 0; i < 4; i++) cf_output(m, y[i]);
+    cf_exec *e = cf_bind(m, 2, 0);
+    CHECK(e != NULL);
+    char s[96];
+    CHECK_HAS(cf_shape_format(cf_node_shape(y[0]), s, sizeof s), "(B, 3, 3, 4)");
+    CHECK_HAS(cf_shape_format(cf_node_shape(y[1]), s, sizeof s), "(B, 3, 3, 4)");
+    CHECK_HAS(cf_shape_format(cf_node_shape(y[2]), s, sizeof s), "(B, 3)");
+    CHECK_HAS(cf_shape_format(cf_node_shape(y[3]), s, sizeof s), "(B, 3, 4, 10)");
+    cf_exec_free(e);
+    cf_model_free(m);
+}
+
+/* Outputs and input gradient of three poolings of a (16, 8, 33, 31) batch. */
+static void run(int threads, float *out, size_t nout, float *grad, size_t ngrad)
+{
+    cf_set_threads(threads);
+    cf_model *m = cf_model_new();
+    cf_node *x = cf_input(m, "x", CF_SHAPE(8, 33, 31));
+    static const int a[6] = {3, 2, 2, 1, 1, 1};
+    cf_output(m, cf_maxpool(m, x, 3, 2));
+    cf_output(m, cf_op_at(m, CF_OP_AVGPOOL, 1, &x, a, 6, NULL, 0, __FILE__, __LINE__, 0));
+    cf_output(m, cf_globalavgpool(m, x));
+    cf_exec *e = cf_bind(m, 16, CF_INPUT_GRADS);
+    CHECK(e != NULL);
+    if (!e) return;
+    size_t n, k = 0;
+    float *xv = cf_exec_input(e, 0, &n);
+    CHECK(n == ngrad);
+    for (size_t i = 0; i < n; i++) xv[i] = (float)((i * 7919) % 1009) / 500.0f - 1.0f;   /* with ties */
+    for (int o = 0; o < 3; o++) {
+        float *h = cf_exec_output_grad(e, o, &n);
+        for (size_t i = 0; i < n; i++) h[i] = (float)((i * 31 + (size_t)o) % 17) / 8.0f - 1.0f;
+    }
+    CHECK(cf_forward(e, 1) == 0 && cf_backward(e) == 0);
+    for (int o = 0; o < 3; o++) {
+        const float *y = cf_exec_output(e, o, &n);
+        CHECK(k + n <= nout);
+        if (k + n <= nout) memcpy(out + k, y, n * sizeof *y);
+        k += n;
+    }
+    CHECK(k == nout);
+    memcpy(grad, cf_exec_input_grad(e, 0, NULL), ngrad * sizeof *grad);
+    cf_exec_free(e);
+    cf_model_free(m);
+    cf_set_threads(0);
+}
+
+TEST(same_results_at_any_thread_count)
+{
+    size_t nout = 16 * 8 * (16 * 15 + 17 * 32 + 1), ngrad = 16 * 8 * 33 * 31;
+    float *o1 = malloc(nout * sizeof *o1), *o2 = malloc(nout * sizeof *o2);
+    float *g1 = malloc(ngrad * sizeof *g1), *g2 = malloc(ngrad * sizeof *g2);
+    run(1, o1, nout, g1, ngrad);
+    run(2, o2, nout, g2, ngrad);
+    CHECK(memcmp(o1, o2, nout * sizeof *o1) == 0);
+    CHECK(memcmp(g1, g2, ngrad * sizeof *g1) == 0);
+    free(o1), free(o2), free(g1), free(g2);
+}
+
+int main(void)
+{
+    RUN(shape_errors);
+    RUN(output_shapes);
+    RUN(same_results_at_any_thread_count);
+    return test_summary("pooling");
+}

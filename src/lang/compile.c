@@ -753,6 +753,47 @@ static int conv2d_call(cc *c, env *en, const ast *e, value *args, int nargs, con
     return 0;
 }
 
+/* maxpool(x, k, stride = k, pad = 0) and avgpool(...): a k x k window over images
+ * x (B, C, H, W); stride 0 means the window's size. */
+static int pool_call(cc *c, env *en, const ast *e, cf_opcode op, const char *fname, value *args, int nargs,
+                     const char **kwn, value *kwv, int nkw, value *out)
+{
+    if (nargs != 2 || args[0].kind != V_TENSOR)
+        return ERR(c, en, e, "%s takes a value and the window's size: %s(x, 2, stride = 2)", fname, fname);
+    if (is_unresolved(c, args[0].node)) return unresolved_error(c, en, e, args[0].node, fname);
+    int k = 0, v[2] = {0, 0};   /* stride (0: the window), pad */
+    if (dim_of(c, en, e->items[1], &args[1], "the window's size", &k)) return -1;
+    for (int j = 0; j < nkw; j++) {
+        int w = strcmp(kwn[j], "stride") == 0 ? 0 : strcmp(kwn[j], "pad") == 0 ? 1 : -1;
+        if (w < 0) return ERR(c, en, e, "%s has no argument named '%s' (it takes stride and pad)", fname, kwn[j]);
+        if (kwv[j].kind != V_NUM || kwv[j].num != (double)(long)kwv[j].num || kwv[j].num < 0 || kwv[j].num > 1e6)
+            return ERR(c, en, e, "%s's %s must be a whole number of at least 0%s", fname, kwn[j],
+                       w ? "" : " (0: the window's size)");
+        v[w] = (int)kwv[j].num;
+    }
+    int ia[6] = {k, k, v[0], v[0], v[1], v[1]};
+    cf_node *n = cf_op_at(c->m, op, 1, &args[0].node, ia, 6, NULL, 0, en->file, e->line, e->col);
+    if (made(c, en, e, n)) return -1;
+    *out = tensor_value(n);
+    return 0;
+}
+
+/* dropout(x, p): in training, zero each element with probability p. */
+static int dropout_call(cc *c, env *en, const ast *e, value *args, int nargs, int nkw, const char **kwn, value *out)
+{
+    if (no_keywords(c, en, e, "dropout", nkw, kwn)) return -1;
+    if (nargs != 2 || args[0].kind != V_TENSOR || args[1].kind != V_NUM)
+        return ERR(c, en, e, "dropout takes a value and a probability: dropout(x, 0.5)");
+    if (!(args[1].num >= 0 && args[1].num < 1))
+        return ERR(c, en, e->items[1], "dropout's probability must be at least 0 and below 1, not %g", args[1].num);
+    if (is_unresolved(c, args[0].node)) return unresolved_error(c, en, e, args[0].node, "dropout");
+    float p = (float)args[1].num;
+    cf_node *n = cf_op_at(c->m, CF_OP_DROPOUT, 1, &args[0].node, NULL, 0, &p, 1, en->file, e->line, e->col);
+    if (made(c, en, e, n)) return -1;
+    *out = tensor_value(n);
+    return 0;
+}
+
 static int call_builtin(cc *c, env *en, const ast *e, int fi, value *args, int nargs, const char **kwn, value *kwv,
                         int nkw, value *out)
 {
@@ -838,9 +879,9 @@ static int call_builtin(cc *c, env *en, const ast *e, int fi, value *args, int n
     case B_STATE: return not_yet(c, en, e, "state (recurrence)");
     case B_UNROLL: return not_yet(c, en, e, "unroll (recurrence)");
     case B_CONV2D: return conv2d_call(c, en, e, args, nargs, kwn, kwv, nkw, out);
-    case B_MAXPOOL: return not_yet(c, en, e, "maxpool");
-    case B_AVGPOOL: return not_yet(c, en, e, "avgpool");
-    case B_DROPOUT: return not_yet(c, en, e, "dropout");
+    case B_MAXPOOL: return pool_call(c, en, e, CF_OP_MAXPOOL, "maxpool", args, nargs, kwn, kwv, nkw, out);
+    case B_AVGPOOL: return pool_call(c, en, e, CF_OP_AVGPOOL, "avgpool", args, nargs, kwn, kwv, nkw, out);
+    case B_DROPOUT: return dropout_call(c, en, e, args, nargs, nkw, kwn, out);
     case B_BATCHNORM: return not_yet(c, en, e, "batchnorm");
     default: break;
     }

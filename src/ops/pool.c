@@ -257,4 +257,4 @@ const cf_opdef cf_op_maxpool = {"maxpool", "max pooling", pool_infer, max_aux, N
 const cf_opdef cf_op_avgpool = {"avgpool", "average pooling", pool_infer, NULL, NULL, avg_forward,
                                 avg_backward, 0, 0, 1, 0, NULL};
 const cf_opdef cf_op_globalavgpool = {"globalavgpool", "global average pooling", global_infer, NULL, NULL,
-                                      global_forward, global_backward, 0, 0, 1, 0, NULL};
+                                      global_forward, global_backward, CF_CALL, 0, 1, 0, NULL};

@@ -1,1 +1,0 @@
-model = Chain(Input(1, 8, 8), x -> maxpool(x, 2))

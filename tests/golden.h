@@ -43,4 +43,23 @@ static int golden_compare(const char *what, const float *got, const cf_st_tensor
     return bad;
 }
 
+/* Run run(engine, threads) with every matrix-product engine this build and CPU have,
+ * each forced in turn, at 1 and 2 threads; the number of engines that ran. */
+static inline int golden_each_engine(void (*run)(const char *engine, int threads))
+{
+    static const char *engines[] = {"builtin-portable", "builtin-avx2", "builtin-avx512", "openblas"};
+    int ran = 0;
+    for (int i = 0; i < 4; i++) {
+        if (cf_set_gemm(engines[i]) != 0) {
+            printf("  %s: not in this build or on this CPU\n", engines[i]);
+            continue;
+        }
+        printf("  %s (%s)\n", engines[i], cf_gemm_name());
+        run(engines[i], 1);
+        run(engines[i], 2);
+        ran++;
+    }
+    return ran;
+}
+
 #endif

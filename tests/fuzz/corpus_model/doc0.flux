@@ -1,6 +1,0 @@
-# An MLP for 28x28 images of 10 classes.
-model = Chain(
-  Input(784),
-  Affine(128), relu,
-  Affine(64), relu,
-  Affine(10), softmax)

@@ -1,1 +1,0 @@
-model = Chain(Input(4), Afine(3))

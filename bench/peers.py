@@ -1,10 +1,15 @@
-"""The peers of `make bench`: the MLP of models/mlp.flux (784-128-64-10, relu, relu,
-softmax; trained with softmax cross-entropy and SGD at lr 0.01, batch 64) in PyTorch 2
-or in MXNet 1.9.1, on random data (a pool of 64 random batches, cycled, as a data
-loader would hand them over). One case per process, one JSON line on standard output.
-A benchmark, not a test; bench/run.sh runs it with bench/pyenv.sh's python.
+"""The peers of `make bench`: a model of models/ in PyTorch 2 or in MXNet 1.9.1,
+trained with softmax cross-entropy and SGD at lr 0.01, batch 64, on random data (a
+pool of 64 random batches, cycled, as a data loader would hand them over). One case
+per process, one JSON line on standard output. A benchmark, not a test; bench/run.sh
+runs it with bench/pyenv.sh's python.
 
-  python3 bench/peers.py torch|mxnet train|latency|infer [--threads T] [--seconds S]
+  python3 bench/peers.py torch|mxnet train|latency|infer [--model M] [--threads T] [--seconds S]
+
+  mlp      models/mlp.flux (the default): 784-128-64-10, relu, relu, softmax
+  cnn      models/cnn.flux: inputs (B, 1, 28, 28); 5x5 convolution of 8 filters, relu,
+           2x2 max-pooling, 5x5 convolution of 16, relu, 2x2 max-pooling, flatten,
+           dense 256-10, softmax
 
   train    training samples/s over S seconds after a 0.5 s warm-up, and the peak
            resident memory of the process (ru_maxrss) right after: the training's,
@@ -18,7 +23,7 @@ Threads: OMP_NUM_THREADS, MKL_NUM_THREADS, OPENBLAS_NUM_THREADS and
 MXNET_CPU_WORKER_NTHREADS are set to T before the framework is imported, and
 PyTorch also gets torch.set_num_threads(T).
 
-  {"peer": "torch", "case": "train", "threads": 1, "samples_per_sec": 87000.0, ...}
+  {"peer": "torch", "model": "mlp", "case": "train", "threads": 1, "samples_per_sec": 87000.0, ...}
 """
 import argparse
 import json
@@ -28,7 +33,9 @@ import statistics
 import sys
 import time
 
-SIZES = (784, 128, 64, 10)
+SIZES = (784, 128, 64, 10)                 # the MLP's layers
+SHAPE = {"mlp": (784,), "cnn": (1, 28, 28)}  # one sample's input
+CLASSES = 10
 BATCH, INFER_BATCH, POOL, LR = 64, 1000, 64, 0.01
 WARMUP_S, LATENCY_CALLS = 0.5, 10000
 
@@ -70,22 +77,33 @@ def peak_rss_mb():
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0  # Linux: KiB
 
 
-def run_torch(case, threads, seconds):
+def torch_model(name):
+    import torch
+    nn = torch.nn
+    if name == "cnn":
+        return nn.Sequential(nn.Conv2d(1, 8, 5), nn.ReLU(), nn.MaxPool2d(2),
+                             nn.Conv2d(8, 16, 5), nn.ReLU(), nn.MaxPool2d(2),
+                             nn.Flatten(), nn.Linear(256, CLASSES))
+    layers = []
+    for i in range(3):
+        layers.append(nn.Linear(SIZES[i], SIZES[i + 1]))
+        if i < 2:
+            layers.append(nn.ReLU())
+    return nn.Sequential(*layers)
+
+
+def run_torch(name, case, threads, seconds):
     import torch
     torch.set_num_threads(threads)
     torch.manual_seed(1)
-    layers = []
-    for i in range(3):
-        layers.append(torch.nn.Linear(SIZES[i], SIZES[i + 1]))
-        if i < 2:
-            layers.append(torch.nn.ReLU())
-    model = torch.nn.Sequential(*layers)
+    model = torch_model(name)
+    shape = SHAPE[name]
     out = {"version": torch.__version__}
     if case == "train":
         opt = torch.optim.SGD(model.parameters(), lr=LR)
-        data = torch.rand(POOL, BATCH, SIZES[0])
-        labels = torch.randint(0, SIZES[-1], (POOL, BATCH))
-        x = torch.empty(BATCH, SIZES[0])
+        data = torch.rand(POOL, BATCH, *shape)
+        labels = torch.randint(0, CLASSES, (POOL, BATCH))
+        x = torch.empty(BATCH, *shape)
         y = torch.empty(BATCH, dtype=torch.long)
         last = {}
 
@@ -104,49 +122,68 @@ def run_torch(case, threads, seconds):
                    peak_rss_mb=peak_rss_mb(), loss=last["loss"].item())
     elif case == "latency":
         model.eval()
-        xs = torch.rand(POOL, 1, SIZES[0])
+        xs = torch.rand(POOL, 1, *shape)
         with torch.inference_mode():
             us, n = latency(lambda i: torch.softmax(model(xs[i % POOL]), dim=1), seconds)
         out.update(batch=1, latency_us=us, calls=n)
     else:
         model.eval()
-        xs = torch.rand(8, INFER_BATCH, SIZES[0])
+        xs = torch.rand(8, INFER_BATCH, *shape)
         with torch.inference_mode():
             per_s, n = rate(lambda i: torch.softmax(model(xs[i % 8]), dim=1), lambda: None, seconds, 10)
         out.update(batch=INFER_BATCH, samples_per_sec=per_s * INFER_BATCH, batches=n)
     return out
 
 
-def run_mxnet(case, threads, seconds):
-    """The classic symbolic API: FullyConnected/Activation/SoftmaxOutput, an executor
-    from simple_bind, forward/backward, and mx.nd.sgd_update on each parameter."""
+def mxnet_symbol(name):
+    """The model's symbol up to its logits, and its layers' names (each has a _weight
+    and a _bias)."""
     import mxnet as mx
-    import numpy as np
-    mx.random.seed(1)
-    rng = np.random.default_rng(1)
     h = mx.sym.Variable("data")
+    if name == "cnn":
+        for i, filters in enumerate((8, 16)):
+            h = mx.sym.Convolution(h, kernel=(5, 5), num_filter=filters, name="conv%d" % (i + 1))
+            h = mx.sym.Activation(h, act_type="relu")
+            h = mx.sym.Pooling(h, kernel=(2, 2), stride=(2, 2), pool_type="max")
+        h = mx.sym.FullyConnected(mx.sym.Flatten(h), num_hidden=CLASSES, name="fc1")
+        return h, ["conv1", "conv2", "fc1"]
     for i in range(3):
         h = mx.sym.FullyConnected(h, num_hidden=SIZES[i + 1], name="fc%d" % (i + 1))
         if i < 2:
             h = mx.sym.Activation(h, act_type="relu")
+    return h, ["fc1", "fc2", "fc3"]
+
+
+def run_mxnet(name, case, threads, seconds):
+    """The classic symbolic API: FullyConnected (and Convolution, Pooling)/Activation/
+    SoftmaxOutput, an executor from simple_bind, forward/backward, and
+    mx.nd.sgd_update on each parameter."""
+    import mxnet as mx
+    import numpy as np
+    mx.random.seed(1)
+    rng = np.random.default_rng(1)
+    h, layers = mxnet_symbol(name)
     # normalization='batch': the gradient of the mean loss over the batch, as PyTorch's
     sym = mx.sym.SoftmaxOutput(h, name="softmax", normalization="batch")
-    params = ["fc%d_%s" % (i + 1, k) for i in range(3) for k in ("weight", "bias")]
+    params = ["%s_%s" % (l, k) for l in layers for k in ("weight", "bias")]
     batch = {"train": BATCH, "latency": 1, "infer": INFER_BATCH}[case]
     train = case == "train"
-    exe = sym.simple_bind(mx.cpu(), data=(batch, SIZES[0]), softmax_label=(batch,),
+    shape = SHAPE[name]
+    exe = sym.simple_bind(mx.cpu(), data=(batch,) + shape, softmax_label=(batch,),
                           grad_req={p: "write" for p in params} if train else "null")
-    for i in range(3):  # PyTorch's Linear default: U(-1/sqrt(in), 1/sqrt(in))
-        a = SIZES[i] ** -0.5
+    # PyTorch's Linear and Conv2d default: U(-1/sqrt(fan_in), 1/sqrt(fan_in)), weight
+    # and bias alike, fan_in = inputs x kernel area
+    for l in layers:
+        a = float(np.prod(exe.arg_dict[l + "_weight"].shape[1:])) ** -0.5
         for k in ("weight", "bias"):
-            arr = exe.arg_dict["fc%d_%s" % (i + 1, k)]
+            arr = exe.arg_dict["%s_%s" % (l, k)]
             arr[:] = rng.uniform(-a, a, arr.shape)
     x, y = exe.arg_dict["data"], exe.arg_dict["softmax_label"]
     out = {"version": mx.__version__}
     pool = POOL if case != "infer" else 8
-    xs = [mx.nd.array(rng.random((batch, SIZES[0]), dtype=np.float32)) for _ in range(pool)]
+    xs = [mx.nd.array(rng.random((batch,) + shape, dtype=np.float32)) for _ in range(pool)]
     if train:
-        ys = [mx.nd.array(rng.integers(0, SIZES[-1], batch).astype(np.float32)) for _ in range(pool)]
+        ys = [mx.nd.array(rng.integers(0, CLASSES, batch).astype(np.float32)) for _ in range(pool)]
         pairs = [(exe.arg_dict[p], exe.grad_dict[p]) for p in params]
 
         def step(i):
@@ -184,13 +221,14 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("peer", choices=("torch", "mxnet"))
     ap.add_argument("case", choices=("train", "latency", "infer"))
+    ap.add_argument("--model", choices=("mlp", "cnn"), default="mlp")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--seconds", type=float, default=3.0)
     a = ap.parse_args()
     for v in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MXNET_CPU_WORKER_NTHREADS"):
         os.environ[v] = str(a.threads)
-    res = (run_torch if a.peer == "torch" else run_mxnet)(a.case, a.threads, a.seconds)
-    line = {"peer": a.peer, "case": a.case, "threads": a.threads, "seconds": a.seconds}
+    res = (run_torch if a.peer == "torch" else run_mxnet)(a.model, a.case, a.threads, a.seconds)
+    line = {"peer": a.peer, "model": a.model, "case": a.case, "threads": a.threads, "seconds": a.seconds}
     line.update(res)
     sys.stdout.write(json.dumps(line) + "\n")
 

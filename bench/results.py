@@ -3,11 +3,13 @@ comes, then reports the medians and writes the whole as one JSON file.
 
   python3 bench/results.py tag CONTENDER ROUND < JSON > LINE
       the JSON object on standard input (cflux's or bench/peers.py's) as one line,
-      with "contender" and "round" added
+      with "contender" and "round" added, and "model" as a name: mlp, cnn (cflux's
+      model file, e.g. models/cnn.flux, goes to "model_file")
   python3 bench/results.py report RAW OUT [--rounds R] [--seconds S] [--commit C] [--load L0 L1]
-      prints, for each contender and thread count, the median (min..max) of each
-      figure over the rounds, then a table of each contender at its best thread
-      count with the ratios to cflux; writes it all, raw lines included, to OUT
+      prints, for each model, for each contender and thread count, the median
+      (min..max) of each figure over the rounds, then a table of each contender at
+      its best thread count with the ratios to cflux; writes it all, raw lines
+      included, to OUT
 
 Figures: train (samples/s, batch 64), infer (samples/s, batch 1000), latency (µs,
 batch 1, median of calls) and memory (peak RSS of the training process, MB). Ratios
@@ -16,6 +18,7 @@ are > 1 where cflux is better: cflux/peer for samples/s, peer/cflux for latency.
 import argparse
 import datetime
 import json
+import os
 import statistics
 import sys
 
@@ -34,7 +37,17 @@ def tag(contender, rnd):
         sys.exit("results.py: no JSON object in %s's output: %r" % (contender, text[:200]))
     line = {"contender": contender, "round": int(rnd)}
     line.update(obj)
+    if str(line.get("model", "")).endswith(".flux"):
+        line["model_file"] = line["model"]
+    line["model"] = model_name(line)
     print(json.dumps(line))
+
+
+def model_name(line):
+    """mlp, cnn: the name of a raw line's model; its file's name for cflux's (which
+    gives the path), and mlp for the lines of runs from before the CNN, which name none."""
+    model = str(line.get("model", "mlp"))
+    return os.path.basename(model)[:-len(".flux")] if model.endswith(".flux") else model
 
 
 def figures(line):
@@ -75,20 +88,7 @@ def report(a):
     if not raw:
         sys.exit("results.py: %s holds no results" % a.raw)
     contenders = list(dict.fromkeys(line["contender"] for line in raw))
-    values = {}  # contender -> threads -> figure -> [values]
-    versions = {}
-    for line in raw:
-        c = line["contender"]
-        if "version" in line:
-            versions[c] = line["version"]
-        per = values.setdefault(c, {}).setdefault(int(line["threads"]), {})
-        for fig, v in figures(line):
-            per.setdefault(fig, []).append(v)
-    medians = {c: {t: {fig: {"median": statistics.median(vs), "min": min(vs), "max": max(vs), "n": len(vs)}
-                       for fig, vs in figs.items()}
-                   for t, figs in sorted(per.items())}
-               for c, per in values.items()}
-
+    versions = {line["contender"]: line["version"] for line in raw if "version" in line}
     model, flags = cpu_info()
     print("cpu: %s; %s" % (model, ", ".join("%s %s" % (f, "yes" if v else "no") for f, v in flags.items())))
     cf = next((line for line in raw if line["contender"] == "cflux"), {})
@@ -100,7 +100,40 @@ def report(a):
         if c != "cflux":
             print("%s %s" % (c, versions.get(c, "?")))
     print("\n" + LEGEND)
-    print("\nmedian (min..max) over the rounds, per contender and thread count:")
+
+    models = {}  # model -> its raw lines
+    for line in raw:
+        models.setdefault(model_name(line), []).append(line)
+    results = {}
+    for m, lines in models.items():
+        print("\n== %s (%s) ==" % (m, next((x["model_file"] for x in lines if "model_file" in x),
+                                            "models/%s.flux" % m)))
+        results[m] = report_model(lines)
+
+    doc = {"date": datetime.datetime.now().isoformat(timespec="seconds"), "cpu": model, "flags": flags,
+           "rounds": a.rounds, "seconds": a.seconds, "cflux_commit": a.commit, "load_average": a.load,
+           "versions": versions, "cflux_kernels": cf.get("kernels"), "cflux_cpu": cf.get("cpu"),
+           "models": results, "raw": raw}
+    with open(a.out, "w") as f:
+        json.dump(doc, f, indent=1, ensure_ascii=False)
+        f.write("\n")
+    print("\nresults: %s (raw lines: %s)" % (a.out, a.raw))
+
+
+def report_model(raw):
+    """Prints the tables of one model's raw lines; returns their medians and bests."""
+    contenders = list(dict.fromkeys(line["contender"] for line in raw))
+    values = {}  # contender -> threads -> figure -> [values]
+    for line in raw:
+        c = line["contender"]
+        per = values.setdefault(c, {}).setdefault(int(line["threads"]), {})
+        for fig, v in figures(line):
+            per.setdefault(fig, []).append(v)
+    medians = {c: {t: {fig: {"median": statistics.median(vs), "min": min(vs), "max": max(vs), "n": len(vs)}
+                       for fig, vs in figs.items()}
+                   for t, figs in sorted(per.items())}
+               for c, per in values.items()}
+    print("median (min..max) over the rounds, per contender and thread count:")
     head = "%-14s %-7s" % ("", "threads") + "".join(" %-26s" % label for _, label, _ in FIGURES)
     print(head.rstrip())
     for c in contenders:
@@ -151,16 +184,7 @@ def report(a):
     if at_t:
         print("cflux training at %d thread(s): median %.1f GFLOP/s of a measured peak of %.1f" % (
             t, statistics.median(x["train_gflops"] for x in at_t), statistics.median(x["peak_gflops"] for x in at_t)))
-
-    doc = {"date": datetime.datetime.now().isoformat(timespec="seconds"), "cpu": model, "flags": flags,
-           "rounds": a.rounds, "seconds": a.seconds, "cflux_commit": a.commit, "load_average": a.load,
-           "versions": versions, "cflux_kernels": cf.get("kernels"), "cflux_cpu": cf.get("cpu"),
-           "medians": {c: {str(t): m for t, m in per.items()} for c, per in medians.items()},
-           "best": best, "raw": raw}
-    with open(a.out, "w") as f:
-        json.dump(doc, f, indent=1, ensure_ascii=False)
-        f.write("\n")
-    print("\nresults: %s (raw lines: %s)" % (a.out, a.raw))
+    return {"medians": {c: {str(t): m for t, m in per.items()} for c, per in medians.items()}, "best": best}
 
 
 def main():

@@ -1,16 +1,18 @@
 #!/bin/sh
 # run.sh [ROUNDS] [SECONDS] - cflux side by side with PyTorch 2 and MXNet 1.9.1 (make
-# bench) on the MLP of models/mlp.flux: training samples/s (batch 64, SGD), batch-1
-# latency, batch-1000 inference samples/s and the training's peak memory. Each round
-# runs every contender once at every thread count from 1 to the CPU count (the order
-# of the contenders turns each round, so none always runs first); then bench/results.py
-# prints the medians of each contender at each thread count and a table of each at its
-# best. A benchmark, not a test: figures on a shared machine are noisy.
+# bench) on the MLP of models/mlp.flux, then on the CNN of models/cnn.flux: training
+# samples/s (batch 64, SGD), batch-1 latency, batch-1000 inference samples/s and the
+# training's peak memory. For each model, each round runs every contender once at
+# every thread count from 1 to the CPU count (the order of the contenders turns each
+# round, so none always runs first); then bench/results.py prints, for each model, the
+# medians of each contender at each thread count and a table of each at its best.
+# A benchmark, not a test: figures on a shared machine are noisy.
 #
 # Defaults: 5 rounds of 3 s per case. The results go to $CFLUX_BENCH_OUT, else
 # bench/results-DATE.json, with every raw line; the raw lines are also kept, as they
 # come, in the same name with .raw.jsonl. Other settings:
 #   CFLUX=path             the cflux binary (default build/cflux; needs `cflux bench`)
+#   CFLUX_BENCH_MODELS     the models to run, of mlp and cnn (default "mlp cnn")
 #   CFLUX_BENCH_PEERS      the peers to run (default "torch mxnet")
 #   CFLUX_BENCH_VENV       the peers' Python environment (bench/pyenv.sh makes it)
 #   CFLUX_BENCH_PRESCOTT   1 (the default): also run cflux as "cflux-prescott", with
@@ -21,12 +23,15 @@ rounds=${1:-5} secs=${2:-3}
 case $rounds in '' | *[!0-9]*) echo "usage: bench/run.sh [ROUNDS] [SECONDS]" >&2; exit 2 ;; esac
 here=$(cd "$(dirname "$0")/.." && pwd)
 cflux=${CFLUX:-$here/build/cflux}
-model=$here/models/mlp.flux
+models=${CFLUX_BENCH_MODELS:-mlp cnn}
 peers=${CFLUX_BENCH_PEERS-torch mxnet}
 out=${CFLUX_BENCH_OUT:-$here/bench/results-$(date +%Y-%m-%d-%H%M%S).json}
 raw=${out%.json}.raw.jsonl
 cpus=$(nproc)
 [ -x "$cflux" ] || { echo "run.sh: no $cflux: build first (make)" >&2; exit 1; }
+for m in $models; do
+  case $m in mlp | cnn) ;; *) echo "run.sh: CFLUX_BENCH_MODELS: no model '$m' (mlp, cnn)" >&2; exit 2 ;; esac
+done
 py=$(sh "$here/bench/pyenv.sh")
 
 flag() { grep -m 1 '^flags' /proc/cpuinfo | grep -qw "$1" && echo "$1 yes" || echo "$1 no"; }
@@ -35,7 +40,7 @@ echo "load average at the start: $(cut -d ' ' -f 1-3 /proc/loadavg)"
 load0=$(cut -d ' ' -f 1 /proc/loadavg)
 n=$((1 + 3 * $(echo "$peers" | wc -w)))
 [ "${CFLUX_BENCH_PRESCOTT:-1}" = 1 ] && n=$((n + 1))
-awk -v r="$rounds" -v c="$cpus" -v n="$n" -v s="$secs" 'BEGIN { printf "%d rounds x %d thread counts x %d runs of %s s (about %.0f min)\n", r, c, n, s, r * c * n * (s + 3) / 60 + 0.5 }'
+awk -v m="$(echo "$models" | wc -w)" -v r="$rounds" -v c="$cpus" -v n="$n" -v s="$secs" 'BEGIN { printf "%d models x %d rounds x %d thread counts x %d runs of %s s (about %.0f min)\n", m, r, c, n, s, m * r * c * n * (s + 3) / 60 + 0.5 }'
 
 : > "$raw"
 got=$(mktemp) err=$(mktemp)
@@ -55,35 +60,38 @@ record() {
 
 contenders="cflux $peers"
 [ "${CFLUX_BENCH_PRESCOTT:-1}" = 1 ] && contenders="cflux cflux-prescott $peers"
-for r in $(seq "$rounds"); do
-  # turn the order by one each round (split into words on purpose)
-  # shellcheck disable=SC2086
-  set -- $contenders
-  i=1
-  while [ "$i" -lt "$r" ]; do
-    first=$1
-    shift
-    set -- "$@" "$first"
-    i=$((i + 1))
-  done
-  order=$*
-  printf 'round %s/%s (%s):' "$r" "$rounds" "$order"
-  for t in $(seq "$cpus"); do
-    printf ' %s thread(s)' "$t"
-    for c in $order; do
-      if [ "$c" = cflux ]; then
-        record cflux "$r" "$cflux" bench "$model" --batch 64 --threads "$t" --seconds "$secs" --json
-      elif [ "$c" = cflux-prescott ]; then
-        record "$c" "$r" env OPENBLAS_CORETYPE=Prescott "$cflux" bench "$model" --batch 64 --threads "$t" \
-          --seconds "$secs" --json
-      else
-        for case in train latency infer; do
-          record "$c" "$r" "$py" "$here/bench/peers.py" "$c" "$case" --threads "$t" --seconds "$secs"
-        done
-      fi
+for m in $models; do
+  for r in $(seq "$rounds"); do
+    # turn the order by one each round (split into words on purpose)
+    # shellcheck disable=SC2086
+    set -- $contenders
+    i=1
+    while [ "$i" -lt "$r" ]; do
+      first=$1
+      shift
+      set -- "$@" "$first"
+      i=$((i + 1))
     done
+    order=$*
+    printf '%s round %s/%s (%s):' "$m" "$r" "$rounds" "$order"
+    for t in $(seq "$cpus"); do
+      printf ' %s thread(s)' "$t"
+      for c in $order; do
+        if [ "$c" = cflux ]; then
+          record cflux "$r" "$cflux" bench "$here/models/$m.flux" --batch 64 --threads "$t" --seconds "$secs" \
+            --json
+        elif [ "$c" = cflux-prescott ]; then
+          record "$c" "$r" env OPENBLAS_CORETYPE=Prescott "$cflux" bench "$here/models/$m.flux" --batch 64 \
+            --threads "$t" --seconds "$secs" --json
+        else
+          for case in train latency infer; do
+            record "$c" "$r" "$py" "$here/bench/peers.py" "$c" "$case" --model "$m" --threads "$t" --seconds "$secs"
+          done
+        fi
+      done
+    done
+    echo
   done
-  echo
 done
 echo "load average at the end: $(cut -d ' ' -f 1-3 /proc/loadavg)"
 echo

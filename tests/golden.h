@@ -7,6 +7,7 @@
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "core/safetensors.h"
 
@@ -60,6 +61,23 @@ static inline int golden_each_engine(void (*run)(const char *engine, int threads
         ran++;
     }
     return ran;
+}
+
+/* The comparison can fail: a copy of the fixture t compares equal, and the same copy
+ * with element `at` off by 0.1% is reported as exactly one mismatch. 1 if so. */
+static inline int golden_catches_a_planted_error(const cf_st_tensor *t, size_t at, double rtol, double atol)
+{
+    float *copy = malloc(t->count * sizeof *copy);
+    if (!copy || at >= t->count) {
+        free(copy);
+        return 0;
+    }
+    for (size_t i = 0; i < t->count; i++) copy[i] = t->data[i];
+    int unchanged = golden_compare("unchanged", copy, t, t->count, rtol, atol);
+    copy[at] *= 1.001f;
+    int planted = golden_compare("planted", copy, t, t->count, rtol, atol);
+    free(copy);
+    return unchanged == 0 && planted == 1;
 }
 
 #endif

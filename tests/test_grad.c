@@ -153,6 +153,14 @@ TEST(layout_ops)
     cf_output(m, cf_concat(m, 1, 2, two));                                 /* (B, 4, 3) */
     cf_output(m, cf_slice(m, x, -1, 1, 2));                                /* (B, 2, 2) */
     CHECK(check_model(m, -1, 1, 0) == 0);
+    /* images: concat along the channels, as a CNN joins feature maps, then flatten */
+    m = cf_model_new();
+    cf_node *img = cf_input(m, "img", CF_SHAPE(2, 3, 4));
+    cf_node *k = cf_param(m, "k", CF_SHAPE(1, 3, 4), CF_UNIFORM(1));
+    cf_node *maps[3] = {img, cf_mul(m, cf_slice(m, img, 1, 1, 1), k), cf_tanh(m, img)};
+    cf_node *joined = cf_concat(m, 1, 3, maps);                             /* (B, 5, 3, 4) */
+    cf_output(m, cf_flatten(m, joined));                                    /* (B, 60) */
+    CHECK(check_model(m, -1, 1, 0) == 0);
 }
 
 TEST(losses)

@@ -40,22 +40,32 @@ static float uniform(void)
    label input of a classifier gets class indices below `classes`. */
 typedef struct {
     int n;
-    float *pool[8];
-    size_t count[8];
+    float **pool;
+    size_t *count;
 } inputs;
+
+/* Set when a failure was already reported here, not through cf_last_error. */
+static int reported;
 
 static int inputs_make(inputs *in, cf_exec *e, int label, int classes)
 {
-    in->n = cf_exec_input_count(e);
-    if (in->n > 8) return cf_exec_input(e, 99, NULL) ? 0 : -1;
+    int n = cf_exec_input_count(e);
+    in->pool = calloc((size_t)n + 1, sizeof *in->pool);
+    in->count = calloc((size_t)n + 1, sizeof *in->count);
+    if (!in->pool || !in->count) goto no_memory;
+    in->n = n;
     for (int i = 0; i < in->n; i++) {
         cf_exec_input(e, i, &in->count[i]);
         in->pool[i] = malloc(POOL * in->count[i] * sizeof(float));
-        if (!in->pool[i]) return -1;
+        if (!in->pool[i]) goto no_memory;
         for (size_t j = 0; j < POOL * in->count[i]; j++)
             in->pool[i][j] = i == label ? (float)(int)(uniform() * (float)classes) : uniform();
     }
     return 0;
+no_memory:
+    fprintf(stderr, "error: cflux bench: no memory for %d batches of random inputs\n", POOL);
+    reported = 1;
+    return -1;
 }
 
 static void inputs_fill(const inputs *in, cf_exec *e, long step)
@@ -73,7 +83,9 @@ static void inputs_point(const inputs *in, cf_exec *e, long step)
 static void inputs_free(inputs *in)
 {
     for (int i = 0; i < in->n; i++) free(in->pool[i]);
-    in->n = 0;
+    free(in->pool);
+    free(in->count);
+    *in = (inputs){0};
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -242,7 +254,7 @@ int cmd_bench(const args *a)
     }
     rc = 0;
 out:
-    if (rc) fail();
+    if (rc && !reported) fail();
     cf_model_free(m);
     return rc;
 }

@@ -330,8 +330,8 @@ cf_exec *cf_bind(cf_model *m, int batch, unsigned flags)
     if (train)
         for (int o = 0; o < m->noutputs; o++)
             bufs[nbuf++] = (cf_buf){cf_shape_count_b(m->outputs[o]->shape, batch), 0, 0, end, &e->head[o]};
-    /* what ops save for backward (from their forward to their backward) and their
-       scratch (each step its own), sized from the node and its concrete shapes */
+    /* each instance's node and concrete shapes; what ops save for backward (from their
+       forward to their backward) and their scratch (each step its own), sized from them */
     k = 0;
     for (int i = 0; i < nn; i++) {
         cf_inst *in = &e->inst[i];
@@ -381,25 +381,20 @@ cf_exec *cf_bind(cf_model *m, int batch, unsigned flags)
         for (int o = 0; o < m->noutputs; o++)
             if (m->outputs[o]->shape.rank == 0) e->head[o][0] = 1.0f;
 
-    /* kernel instances */
+    /* kernel instances: their buffers (node, shapes and counts were set above) */
     k = 0;
     for (int i = 0; i < nn; i++) {
         cf_inst *in = &e->inst[i];
-        in->node = m->nodes[i];
-        in->nin = NSRC(i);
         in->x = e->xp + k;
-        in->xs = e->xsp + k;
         in->dx = e->dxp + k;
         in->acc = e->accp + k;
         for (int j = 0; j < in->nin; j++) {
             int s = SRC(i, j);
             e->xp[k + j] = e->val[s];
-            e->xsp[k + j] = e->shape[s];
             e->dxp[k + j] = bstep[i] && slot_differentiable(e, m->nodes[i], j) ? e->grad[s] : NULL;
         }
         k += in->nin;
         in->y = e->val[i];
-        in->ys = e->shape[i];
         in->dy = e->grad[i];
         in->aux = e->aux[i];
         in->ctx = &e->ctx;

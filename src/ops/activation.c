@@ -4,13 +4,6 @@
 #include "ops/op.h"
 #include "rt/vmath.h"
 
-static int same_shape(cf_node *n)
-{
-    n->shape = n->in[0]->shape;
-    n->batched = n->in[0]->batched;
-    return 0;
-}
-
 typedef struct {
     const cf_inst *k;
 } job;
@@ -79,10 +72,10 @@ static void act_backward(const cf_inst *k)
     cf_parallel_range(cf_shape_count_b(k->ys, 1), 2, backward_range, &j);
 }
 
-const cf_opdef cf_op_neg = {"-", "negation", same_shape, NULL, NULL, act_forward, act_backward, 0, 0, 1, 0, NULL};
-const cf_opdef cf_op_sigmoid = {"sigmoid", "sigmoid", same_shape, NULL, NULL, act_forward, act_backward, CF_BWD_Y | CF_CALL, 0, 1, 0, NULL};
-const cf_opdef cf_op_tanh = {"tanh", "tanh", same_shape, NULL, NULL, act_forward, act_backward, CF_BWD_Y | CF_CALL, 0, 1, 0, NULL};
-const cf_opdef cf_op_relu = {"relu", "relu", same_shape, NULL, NULL, act_forward, act_backward, CF_BWD_Y | CF_CALL, 0, 1, 0, NULL};
-const cf_opdef cf_op_leakyrelu = {"leakyrelu", "leakyrelu", same_shape, NULL, NULL, act_forward, act_backward, CF_BWD_X | CF_CALL | CF_CALL_NUM, 0, 1, 0.01f, "slope"};
-const cf_opdef cf_op_exp = {"exp", "exp", same_shape, NULL, NULL, act_forward, act_backward, CF_BWD_Y | CF_CALL, 0, 1, 0, NULL};
-const cf_opdef cf_op_log = {"log", "log", same_shape, NULL, NULL, act_forward, act_backward, CF_BWD_X | CF_CALL, 0, 1, 0, NULL};
+const cf_opdef cf_op_neg = {"-", "negation", cf_same_shape, NULL, NULL, act_forward, act_backward, 0, 0, 1, 0, NULL};
+const cf_opdef cf_op_sigmoid = {"sigmoid", "sigmoid", cf_same_shape, NULL, NULL, act_forward, act_backward, CF_BWD_Y | CF_CALL, 0, 1, 0, NULL};
+const cf_opdef cf_op_tanh = {"tanh", "tanh", cf_same_shape, NULL, NULL, act_forward, act_backward, CF_BWD_Y | CF_CALL, 0, 1, 0, NULL};
+const cf_opdef cf_op_relu = {"relu", "relu", cf_same_shape, NULL, NULL, act_forward, act_backward, CF_BWD_Y | CF_CALL, 0, 1, 0, NULL};
+const cf_opdef cf_op_leakyrelu = {"leakyrelu", "leakyrelu", cf_same_shape, NULL, NULL, act_forward, act_backward, CF_BWD_X | CF_CALL | CF_CALL_NUM, 0, 1, 0.01f, "slope"};
+const cf_opdef cf_op_exp = {"exp", "exp", cf_same_shape, NULL, NULL, act_forward, act_backward, CF_BWD_Y | CF_CALL, 0, 1, 0, NULL};
+const cf_opdef cf_op_log = {"log", "log", cf_same_shape, NULL, NULL, act_forward, act_backward, CF_BWD_X | CF_CALL, 0, 1, 0, NULL};

@@ -15,9 +15,7 @@ static int dropout_infer(cf_node *n)
     float p = n->attr.f[0];
     if (!(p >= 0 && p < 1))
         return cf_seterr("error: dropout rate %g: it must be at least 0 and below 1", (double)p);
-    n->shape = n->in[0]->shape;
-    n->batched = n->in[0]->batched;
-    return 0;
+    return cf_same_shape(n);
 }
 
 static size_t dropout_aux(const cf_inst *k) { return cf_shape_count_b(k->ys, 1); }

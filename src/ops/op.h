@@ -116,6 +116,9 @@ static inline void cf_walk_offsets(const size_t *od, int rank, const size_t *sa,
     *ob = b;
 }
 
+/* The shape rule of an op whose output has its input's shape (activations). */
+int cf_same_shape(cf_node *n);
+
 /* Split a concrete shape at dim: outer = product of dims before, inner = after. */
 void cf_shape_split(cf_shape s, int dim, size_t *outer, size_t *inner);
 

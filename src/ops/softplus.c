@@ -6,13 +6,6 @@
 
 #include "ops/op.h"
 
-static int softplus_infer(cf_node *n)
-{
-    n->shape = n->in[0]->shape;
-    n->batched = n->in[0]->batched;
-    return 0;
-}
-
 typedef struct {
     const cf_inst *k;
 } job;
@@ -49,5 +42,5 @@ static void softplus_backward(const cf_inst *k)
     cf_parallel_range(cf_shape_count_b(k->ys, 1), 8, backward_range, &j);
 }
 
-const cf_opdef cf_op_softplus = {"softplus", "softplus", softplus_infer, NULL, NULL, softplus_forward,
+const cf_opdef cf_op_softplus = {"softplus", "softplus", cf_same_shape, NULL, NULL, softplus_forward,
                                  softplus_backward, CF_BWD_X | CF_CALL, 0, 1, 0, NULL};

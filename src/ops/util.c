@@ -36,6 +36,13 @@ void cf_broadcast_strides(cf_shape in, int in_rank, cf_shape out, int out_rank, 
     }
 }
 
+int cf_same_shape(cf_node *n)
+{
+    n->shape = n->in[0]->shape;
+    n->batched = n->in[0]->batched;
+    return 0;
+}
+
 void cf_shape_split(cf_shape s, int dim, size_t *outer, size_t *inner)
 {
     size_t o = 1, in = 1;

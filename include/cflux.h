@@ -147,7 +147,8 @@ CF_API int  cf_threads(void);
  * the built-in AVX-512 or AVX2 kernels where the CPU has them, else OpenBLAS when it
  * has kernels for this CPU, else builtin-portable. $CFLUX_GEMM names an engine
  * instead. cf_set_gemm returns 0, or -1 for an engine this build or CPU does not
- * have. cf_gemm_name gives the engine that runs ("builtin-avx2", "openblas-Zen");
+ * have; cf_set_gemm(NULL) goes back to the default, reading $CFLUX_GEMM again, and
+ * returns -1 with the list of engines when that names none (the CPU's choice runs). cf_gemm_name gives the engine that runs ("builtin-avx2", "openblas-Zen");
  * cf_gemm_why says why it was chosen. */
 CF_API int cf_set_gemm(const char *name);
 CF_API const char *cf_gemm_name(void);

@@ -248,6 +248,16 @@ TEST(dispatch_follows_cpuid)
     CHECK(cf_set_gemm("builtin-portable") == 0 && strcmp(cf_gemm_name(), "builtin-portable") == 0);
     CHECK(cf_set_gemm("builtin-sse9") != 0 && strstr(cf_last_error(), "builtin-portable") != NULL);
     CHECK(cf_set_gemm("builtin") == 0 && strcmp(cf_gemm_name(), want ? want : "builtin-portable") == 0);
+    /* NULL goes back to the default; a $CFLUX_GEMM naming no engine is an error then,
+       with the engines listed, and the CPU's choice runs */
+    CHECK(cf_set_gemm("builtin-portable") == 0 && cf_set_gemm(NULL) == 0);
+    CHECK(strcmp(cf_gemm_name(), want ? want : cf_gemm_name()) == 0);
+    setenv("CFLUX_GEMM", "builtin-sse9", 1);
+    CHECK(cf_set_gemm(NULL) != 0 && strstr(cf_last_error(), "builtin-portable") != NULL);
+    CHECK(strstr(cf_gemm_why(), "CFLUX_GEMM=builtin-sse9 is not an engine") != NULL);
+    if (want) CHECK(strcmp(cf_gemm_name(), want) == 0);
+    unsetenv("CFLUX_GEMM");
+    CHECK(cf_set_gemm(NULL) == 0);
 }
 
 int main(void)

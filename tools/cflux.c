@@ -111,7 +111,7 @@ int main(int argc, char **argv)
     }
     /* a misspelt engine is an error, not a silent fallback to the default */
     const char *gemm = getenv("CFLUX_GEMM");
-    if (gemm && *gemm && strncmp(cf_gemm_why(), "chosen by CFLUX_GEMM", 20) != 0 && cf_set_gemm(gemm)) {
+    if (cf_set_gemm(NULL)) {
         const char *msg = cf_last_error();
         fprintf(stderr, "error: CFLUX_GEMM=%s: %s\n", gemm, strncmp(msg, "error: ", 7) ? msg : msg + 7);
         return 1;

@@ -108,11 +108,10 @@ static void set_name(void)
     else snprintf(name, sizeof name, "openblas-%s", openblas_core());
 }
 
-static void gemm_init(void)
+/* The default engine, by the rule at the top; 0, or -1 when $CFLUX_GEMM names none
+   of this build's engines (the rule's own choice is made then, and says so). */
+static int choose_default(void)
 {
-#ifdef CFLUX_HAVE_BLAS
-    openblas_set_num_threads(1);
-#endif
     const cf_cpu_info *c = cf_cpu();
     const cf_gemm_impl *all[3];
     builtin_impls(all);
@@ -122,7 +121,7 @@ static void gemm_init(void)
         if (choose(env)) {
             set_name();
             snprintf(why, sizeof why, "chosen by CFLUX_GEMM=%s", env);
-            return;
+            return 0;
         }
         snprintf(bad, sizeof bad, "CFLUX_GEMM=%.40s is not an engine of this build (see cflux version); ", env);
     }
@@ -142,12 +141,24 @@ static void gemm_init(void)
         snprintf(why, sizeof why, "%sthe CPU has no AVX2%s%s%s", bad, core ? "; OpenBLAS's '" : "", core ? core : "",
                  core ? "' kernels are generic" : "");
     }
+    return bad[0] ? -1 : 0;
+}
+
+static void gemm_init(void)
+{
+#ifdef CFLUX_HAVE_BLAS
+    openblas_set_num_threads(1);
+#endif
+    (void)choose_default();
 }
 
 int cf_set_gemm(const char *want)
 {
     pthread_once(&once, gemm_init);
-    if (want && choose(want)) {
+    const char *env = getenv("CFLUX_GEMM");
+    if (!want && choose_default() == 0) return 0;
+    if (!want) want = env;   /* $CFLUX_GEMM names no engine: say which there are */
+    else if (choose(want)) {
         set_name();
         snprintf(why, sizeof why, "chosen by cf_set_gemm(\"%s\")", want);
         return 0;

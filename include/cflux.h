@@ -113,12 +113,13 @@ CF_API const char *cf_version(void);        /* "0.1.0" */
  *     once on different threads. The pool runs one parallel region at a time; a
  *     kernel that finds it taken by another thread runs on its own thread, split
  *     into the same tasks, so results are bitwise those of one thread at a time.
- *   - A model's executors share its parameters and gradients. cf_forward may run on
- *     several executors of one model at once. cf_backward, cf_update_sgd,
- *     cf_optim_step and cf_fit write them, and building, cf_bind (also inside
- *     cf_trainer_new, cf_evaluate and cf_predict), loading parameters,
- *     cf_model_add_loss and cf_model_zero_grad change the model: each needs the
- *     model and all its executors to itself.
+ *   - A model's executors share its parameters, gradients and state. cf_forward in
+ *     evaluation mode may run on several executors of one model at once. In
+ *     training mode it updates the model's state (cf_model_state_count), if it has
+ *     any; that, cf_backward, cf_update_sgd, cf_optim_step and cf_fit write the
+ *     model, and building, cf_bind (also inside cf_trainer_new, cf_evaluate and
+ *     cf_predict), loading parameters, cf_model_add_loss and cf_model_zero_grad
+ *     change it: each needs the model and all its executors to itself.
  *   - One executor, optimizer or trainer is used by one thread at a time, except
  *     cf_trainer_stop, which any thread or a signal handler may call.
  *   - A dataset is only read once made: any number of threads may use one at once.
@@ -232,6 +233,18 @@ CF_API float      *cf_model_param_data(cf_model *m, int i);  /* NULL before seal
 CF_API float      *cf_model_param_grad(cf_model *m, int i);  /* NULL until a CF_TRAIN bind */
 CF_API size_t      cf_model_weight_count(const cf_model *m);  /* scalars in all parameters */
 
+/* State: values the model keeps and updates that are not trained (batch
+ * normalisation's running mean and variance), in the order they were declared
+ * (cf_state). They live in the model beside the parameters, are shared by its
+ * executors, are saved and loaded with the parameters and in checkpoints, and no
+ * optimizer, weight decay or gradient touches them. A forward in training mode
+ * (cf_forward(e, 1)) updates them. */
+CF_API int         cf_model_state_count(const cf_model *m);
+CF_API const char *cf_model_state_name(const cf_model *m, int i);
+CF_API cf_shape    cf_model_state_shape(const cf_model *m, int i);
+CF_API int         cf_model_state_index(const cf_model *m, const char *name); /* -1 if none */
+CF_API float      *cf_model_state_data(cf_model *m, int i);  /* NULL before sealing */
+
 /* Inputs and outputs, with shapes that mark the batch dimension with CF_BATCH (known
  * once the model's shapes are inferred: after cf_model_load, or a first bind). */
 CF_API int         cf_model_input_count(const cf_model *m);
@@ -325,6 +338,10 @@ CF_API void cf_scope_end(cf_model *m);
  * the order they are made: make them in statements of their own, since C leaves the
  * order in which a call's arguments are evaluated open. */
 #define cf_param(m, name, s, init) cf_param_at(m, name, s, init, __FILE__, __LINE__, 0)
+/* Model state of shape s (no batch dimension), named like a parameter (scopes prefix
+ * the name) and started from init, but never trained: ops such as cf_batchnorm
+ * update it in training-mode forwards. */
+#define cf_state(m, name, s, init) cf_state_at(m, name, s, init, __FILE__, __LINE__, 0)
 /* A constant number (shape ()), broadcast where it is used. */
 #define cf_scalar(m, v) cf_scalar_at(m, v, __FILE__, __LINE__, 0)
 
@@ -369,6 +386,16 @@ CF_API void cf_scope_end(cf_model *m);
     __FILE__, __LINE__, 0)
 #define cf_dropout(m, x, p) cf_op_at(m, CF_OP_DROPOUT, 1, (cf_node *const[]){(x)}, 0, 0, (const float[]){(p)}, 1, \
     __FILE__, __LINE__, 0)
+/* Batch normalisation of x (B, C, ...) per channel (dimension 1): y = (x - mean)
+ * / sqrt(var + eps) * gamma + beta, with gamma and beta parameters of C numbers.
+ * In training, mean and var are the batch's (over B and the dimensions after C;
+ * var biased) and the running statistics, states of C numbers made with cf_state
+ * (mean from zeros, var from ones), move towards them: r = (1 - momentum) r +
+ * momentum s, with the variance unbiased (n / (n - 1)), as PyTorch's BatchNorm does.
+ * In evaluation, the running statistics normalise. Through cf_op_at, the numbers are
+ * eps (0: 1e-5) and momentum (0: 0.1). */
+#define cf_batchnorm(m, x, gamma, beta, run_mean, run_var) cf_op_at(m, CF_OP_BATCHNORM, 5, \
+    (cf_node *const[]){(x), (gamma), (beta), (run_mean), (run_var)}, 0, 0, 0, 0, __FILE__, __LINE__, 0)
 #define cf_leakyrelu(m, x, a) cf_unary_at(m, CF_OP_LEAKYRELU, x, a, __FILE__, __LINE__, 0)
 #define cf_exp(m, x)     cf_unary_at(m, CF_OP_EXP, x, 0, __FILE__, __LINE__, 0)
 #define cf_log(m, x)     cf_unary_at(m, CF_OP_LOG, x, 0, __FILE__, __LINE__, 0)
@@ -423,11 +450,14 @@ typedef enum cf_opcode {
     CF_OP_SOFTPLUS,
     CF_OP_CONV2D,
     CF_OP_MAXPOOL, CF_OP_AVGPOOL, CF_OP_GLOBALAVGPOOL, CF_OP_DROPOUT,
+    CF_OP_STATE, CF_OP_BATCHNORM,
     CF_OP_COUNT_
 } cf_opcode;
 
 CF_API cf_node *cf_input_at(cf_model *m, const char *name, cf_shape s, const char *file, int line, int col);
 CF_API cf_node *cf_param_at(cf_model *m, const char *name, cf_shape s, cf_init init, const char *file, int line, int col);
+CF_API cf_node *cf_state_at(cf_model *m, const char *name, cf_shape s, cf_init init,
+                            const char *file, int line, int col);
 CF_API cf_node *cf_scalar_at(cf_model *m, float v, const char *file, int line, int col);
 CF_API cf_node *cf_unary_at(cf_model *m, cf_opcode op, cf_node *x, float a, const char *file, int line, int col);
 /* Any op by its code, with its inputs and attributes (integers ia, numbers fa, as

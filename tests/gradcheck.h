@@ -3,7 +3,8 @@
  * For a model bound with CF_INPUT_GRADS, the scalar L = sum over outputs o and
  * elements j of r_oj * out_oj (r random, fixed) is differentiated two ways: by
  * cf_backward with head gradients r, and by (L(x + h) - L(x - h)) / 2h for every
- * element x of every parameter and every differentiable input. A mismatch beyond
+ * element x of every parameter and every differentiable input, forwarding in
+ * evaluation mode unless opts->train. A mismatch beyond
  * atol + rtol * max(|analytic|, |numeric|) is reported and counted. */
 #ifndef CF_TEST_GRADCHECK_H
 #define CF_TEST_GRADCHECK_H
@@ -17,11 +18,14 @@
 typedef struct gc_opts {
     double h, rtol, atol;
     int verbose;
+    int train;      /* forward in training mode (batch statistics); 0: evaluation */
 } gc_opts;
+
+static int gc_train;   /* the mode of the check running now */
 
 static double gc_loss(cf_exec *e, double *const *r)
 {
-    if (cf_forward(e, 0)) {
+    if (cf_forward(e, gc_train)) {
         fprintf(stderr, "gradcheck: forward failed: %s\n", cf_last_error());
         return NAN;
     }
@@ -62,7 +66,8 @@ static int gc_compare(cf_exec *e, double *const *r, float *x, const float *g, si
  * number of mismatching elements (0: all good), or -1 when something failed. */
 static int gradcheck_exec(cf_exec *e, cf_model *m, unsigned seed, const gc_opts *opts)
 {
-    gc_opts o = opts ? *opts : (gc_opts){1e-2, 2e-2, 2e-3, 0};
+    gc_opts o = opts ? *opts : (gc_opts){1e-2, 2e-2, 2e-3, 0, 0};
+    gc_train = o.train;
     int no = cf_exec_output_count(e), bad = 0;
     double *r[16];
     if (no > 16) return -1;
@@ -74,7 +79,7 @@ static int gradcheck_exec(cf_exec *e, cf_model *m, unsigned seed, const gc_opts 
         for (size_t j = 0; j < n; j++) hd[j] = (float)(r[k][j] = (double)rand() / RAND_MAX * 2 - 1);
     }
     cf_model_zero_grad(m);
-    if (cf_forward(e, 0) || cf_backward(e)) {
+    if (cf_forward(e, gc_train) || cf_backward(e)) {
         fprintf(stderr, "gradcheck: %s\n", cf_last_error());
         bad = -1;
         goto done;

@@ -371,6 +371,46 @@ TEST(dropout)
     if (eval_bad == 0 && train_bad == 0) checked[CF_OP_DROPOUT] = 1;
 }
 
+/* Batch normalisation, in both modes: in training the statistics are the batch's
+ * (functions of x: the check must see through them), in evaluation the running ones
+ * (constants). A tanh after it gives a non-trivial head; x's values are kept apart so
+ * the variance is not tiny. Images (B, C, H, W) and features (B, C). */
+static int check_batchnorm(cf_shape xs, int train)
+{
+    int C = xs.d[0];
+    cf_model *m = cf_model_new();
+    cf_node *x = cf_input(m, "x", xs);
+    cf_node *g = cf_param(m, "g", CF_SHAPE(C), CF_UNIFORM(1.0f));
+    cf_node *b = cf_param(m, "b", CF_SHAPE(C), CF_UNIFORM(1.0f));
+    cf_node *mean = cf_state(m, "mean", CF_SHAPE(C), CF_UNIFORM(0.5f));
+    cf_node *var = cf_state(m, "var", CF_SHAPE(C), CF_CONST(0.7f));
+    cf_output(m, cf_tanh(m, cf_batchnorm(m, x, g, b, mean, var)));
+    cf_exec *e = cf_bind(m, 3, CF_INPUT_GRADS);
+    if (!e) {
+        fprintf(stderr, "bind: %s\n", cf_last_error());
+        cf_model_free(m);
+        return -1;
+    }
+    fill_inputs(e, -2, 2, 0, 5);
+    gc_opts o = {1e-2, 2e-2, 2e-3, 0, train};
+    int bad = gradcheck_exec(e, m, 13, &o);
+    cf_exec_free(e);
+    cf_model_free(m);
+    return bad;
+}
+
+TEST(batchnorm)
+{
+    int bad = 0;
+    for (int train = 0; train < 2; train++) {
+        int b4 = check_batchnorm(CF_SHAPE(2, 3, 2), train), b2 = check_batchnorm(CF_SHAPE(4), train);
+        CHECK(b4 == 0);
+        CHECK(b2 == 0);
+        bad += b4 != 0 || b2 != 0;
+    }
+    if (bad == 0) checked[CF_OP_BATCHNORM] = 1;
+}
+
 /* At the kink, where central differences cannot tell: PyTorch's leaky_relu backward
  * is x > 0 ? g : g * slope (aten/src/ATen/native/cpu/Activation.cpp), so at 0 and -0
  * the gradient is the slope's; relu's is 0 there (threshold_backward). Exact values,
@@ -441,8 +481,8 @@ TEST(every_op_has_a_row_a_name_and_a_check)
             continue;
         }
         CHECK(d->name && d->name[0] && d->what && d->what[0]);
-        CHECK(d->nin == CF_NIN_ANY || (d->nin >= 0 && d->nin <= 2));
-        int leaf = op == CF_OP_INPUT || op == CF_OP_PARAM || op == CF_OP_CONST;
+        CHECK(d->nin == CF_NIN_ANY || (d->nin >= 0 && d->nin <= CF_MAX_INPUTS));
+        int leaf = op == CF_OP_INPUT || op == CF_OP_PARAM || op == CF_OP_STATE || op == CF_OP_CONST;
         CHECK(leaf == (d->nin == 0) && leaf == (d->forward == NULL));
         if (!leaf && d->backward && !checked[op]) {
             fprintf(stderr, "  op %s (%d) has a backward but no passing gradient check in test_grad.c\n", d->name, op);
@@ -464,6 +504,7 @@ int main(void)
     RUN(conv2d);
     RUN(pooling);
     RUN(dropout);
+    RUN(batchnorm);
     RUN(kinks_at_zero);
     RUN(checker_catches_wrong_backward);
     RUN(every_op_has_a_row_a_name_and_a_check);

@@ -61,7 +61,11 @@ int cmd_check(const args *a)
     if (!m) return fail();
     char buf[128];
     size_t w = cf_model_weight_count(m);
-    printf("%s: ok: %zu weights in %d parameters (%.1f MB)\n", a->pos[0], w, cf_model_param_count(m), 4e-6 * (double)w);
+    printf("%s: ok: %zu weights in %d parameters (%.1f MB)", a->pos[0], w, cf_model_param_count(m), 4e-6 * (double)w);
+    size_t s = 0;
+    for (int i = 0; i < cf_model_state_count(m); i++) s += cf_shape_count(cf_model_state_shape(m, i));
+    if (s) printf(", %zu numbers of state in %d states (running statistics)", s, cf_model_state_count(m));
+    printf("\n");
     for (int i = 0; i < cf_model_input_count(m); i++)
         printf("  input %s: %s\n", cf_model_input_name(m, i), cf_shape_format(cf_model_input_shape(m, i), buf, sizeof buf));
     for (int i = 0; i < cf_model_output_count(m); i++)

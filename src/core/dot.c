@@ -39,6 +39,7 @@ int cf_model_dump_dot(cf_model *m, const char *path)
         }
         fprintf(f, "\\n%s\"%s];\n", shape,
                 n->op == CF_OP_PARAM   ? ", style=filled, fillcolor=\"#dde8f7\""
+                : n->op == CF_OP_STATE ? ", style=filled, fillcolor=\"#f2e6d0\""
                 : n->op == CF_OP_INPUT ? ", style=filled, fillcolor=\"#e3f2dc\""
                                        : "");
         for (int j = 0; j < n->nin; j++) fprintf(f, "  n%d -> n%d;\n", n->in[j]->id, i);

@@ -70,6 +70,7 @@ void cf_model_free(cf_model *m)
     if (!m) return;
     free(m->nodes);
     free(m->params);
+    free(m->states);
     free(m->inputs);
     free(m->outputs);
     free(m->builderr);
@@ -78,6 +79,8 @@ void cf_model_free(cf_model *m)
     cf_mem_free(m->pdata);
     cf_mem_free(m->pgrad);
     free(m->poff);
+    cf_mem_free(m->sdata);
+    free(m->soff);
     free(m->norm_mean);
     free(m->norm_std);
     cf_arena_free(&m->arena);
@@ -132,8 +135,9 @@ static cf_node *node_new(cf_model *m, cf_opcode op, int nin, cf_node *const *in,
 {
     cf_srcloc loc = {file, line, col};
     if (!m) return cf_build_fail(NULL, loc, "no model (NULL) given to %s", cf_ops[op]->name);
-    if (m->sealed && op == CF_OP_PARAM)
-        return cf_build_fail(m, loc, "the model is sealed (bound or initialised): no parameter can be added");
+    if (m->sealed && (op == CF_OP_PARAM || op == CF_OP_STATE))
+        return cf_build_fail(m, loc, "the model is sealed (bound or initialised): no %s can be added",
+                             op == CF_OP_PARAM ? "parameter" : "state");
     for (int i = 0; i < nin; i++) {
         if (!in[i]) {
             if (!m->builderr)
@@ -263,15 +267,16 @@ cf_node *cf_input_at(cf_model *m, const char *name, cf_shape s, const char *file
     return n;
 }
 
-cf_node *cf_param_at(cf_model *m, const char *name, cf_shape s, cf_init init,
-                     const char *file, int line, int col)
+/* A named leaf kept by the model: a parameter or a state (`what` in messages). */
+static cf_node *held_at(cf_model *m, cf_opcode op, const char *what, const char *name, cf_shape s, cf_init init,
+                        const char *file, int line, int col)
 {
     cf_srcloc loc = {file, line, col};
-    if (!name || !*name) return cf_build_fail(m, loc, "a parameter needs a name");
-    if (!m) return cf_build_fail(NULL, loc, "parameter '%s': no model", name);
-    if (check_shape(m, s, loc, "parameter", name)) return NULL;
+    if (!name || !*name) return cf_build_fail(m, loc, "a %s needs a name", what);
+    if (!m) return cf_build_fail(NULL, loc, "%s '%s': no model", what, name);
+    if (check_shape(m, s, loc, what, name)) return NULL;
     if (init.kind < CF_INIT_GLOROT || init.kind > CF_INIT_CONST)
-        return cf_build_fail(m, loc, "parameter '%s': unknown initialiser %d", name, (int)init.kind);
+        return cf_build_fail(m, loc, "%s '%s': unknown initialiser %d", what, name, (int)init.kind);
     /* The full name: the innermost scope path, then the name. */
     const char *outer = NULL;
     for (int i = (m->depth < CF_MAX_SCOPES ? m->depth : CF_MAX_SCOPES) - 1; i >= 0 && !outer; i--)
@@ -279,17 +284,38 @@ cf_node *cf_param_at(cf_model *m, const char *name, cf_shape s, cf_init init,
     char full[512];
     if (outer) snprintf(full, sizeof full, "%s.%s", outer, name);
     else snprintf(full, sizeof full, "%s", name);
+    /* one namespace: both are saved in the same files */
     for (int i = 0; i < m->nparams; i++)
         if (strcmp(m->params[i]->name, full) == 0)
             return cf_build_fail(m, loc, "there is already a parameter named '%s'", full);
-    cf_node *n = node_new(m, CF_OP_PARAM, 0, NULL, file, line, col);
+    for (int i = 0; i < m->nstates; i++)
+        if (strcmp(m->states[i]->name, full) == 0)
+            return cf_build_fail(m, loc, "there is already a state named '%s'", full);
+    cf_node *n = node_new(m, op, 0, NULL, file, line, col);
     if (!n) return NULL;
     n->name = cf_arena_strdup(&m->arena, full);
     n->shape = s;
     n->init = init;
-    n->index = m->nparams;
-    if (!n->name || push(&m->params, &m->nparams, &m->cap_params, n)) return NULL;
+    if (op == CF_OP_PARAM) {
+        n->index = m->nparams;
+        if (!n->name || push(&m->params, &m->nparams, &m->cap_params, n)) return NULL;
+    } else {
+        n->index = m->nstates;
+        if (!n->name || push(&m->states, &m->nstates, &m->cap_states, n)) return NULL;
+    }
     return n;
+}
+
+cf_node *cf_param_at(cf_model *m, const char *name, cf_shape s, cf_init init,
+                     const char *file, int line, int col)
+{
+    return held_at(m, CF_OP_PARAM, "parameter", name, s, init, file, line, col);
+}
+
+cf_node *cf_state_at(cf_model *m, const char *name, cf_shape s, cf_init init,
+                     const char *file, int line, int col)
+{
+    return held_at(m, CF_OP_STATE, "state", name, s, init, file, line, col);
 }
 
 cf_node *cf_scalar_at(cf_model *m, float v, const char *file, int line, int col)

@@ -58,9 +58,9 @@ struct cf_node {
 
     cf_attrs attr;           /* what each op reads is documented in its file */
 
-    const char *name;        /* inputs and parameters */
-    int index;               /* input or parameter number */
-    cf_init init;            /* parameters */
+    const char *name;        /* inputs, parameters and states */
+    int index;               /* input, parameter or state number */
+    cf_init init;            /* parameters and states */
     cf_grad_req req;         /* parameters: what backward does with the gradient */
 
     cf_srcloc loc;
@@ -85,6 +85,7 @@ struct cf_model {
     const char *interned[CF_INTERN_SLOTS];
     cf_node **nodes;   int nnodes, cap_nodes;
     cf_node **params;  int nparams, cap_params;
+    cf_node **states;  int nstates, cap_states;   /* CF_OP_STATE nodes */
     cf_node **inputs;  int ninputs, cap_inputs;
     cf_node **outputs; int noutputs, cap_outputs;
 
@@ -108,6 +109,10 @@ struct cf_model {
     float *pdata, *pgrad;
     size_t *poff;
     size_t nweights;
+    /* State storage (cf_state), carved likewise; no gradients. */
+    float *sdata;
+    size_t *soff;
+    size_t nstatefloats;
 
     /* Input standardisation (cf_model_set_input_norm): x' = (x - mean) / std per
      * element of input 0's sample, applied by cf_fit, cf_evaluate and cf_predict as

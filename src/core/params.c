@@ -1,5 +1,5 @@
 /* params.c - a model's parameters: one block of values and one of gradients, carved
- * by offset, initialised from the model's seed. Each parameter draws from its own
+ * by offset, initialised from the model's seed; and its state, a block of its own. Each parameter draws from its own
  * stream (seed mixed with its name), so adding a layer leaves the others as they were. */
 #include <math.h>
 #include <stdlib.h>
@@ -64,28 +64,62 @@ static int blame_largest(const cf_model *m)
     return -1;
 }
 
+/* Offsets of a list of leaves, each rounded up to PALIGN floats, into a new array
+ * (n + 1 entries); the total in *total. NULL on OOM, with the message. */
+static size_t *carve_offsets(cf_node *const *list, int n, size_t *total)
+{
+    size_t *off = calloc((size_t)n + 1, sizeof *off);
+    if (!off) return cf_oom(((size_t)n + 1) * sizeof *off), NULL;
+    size_t t = 0;
+    for (int i = 0; i < n; i++) {
+        off[i] = t;
+        t += (cf_shape_count(list[i]->shape) + PALIGN - 1) / PALIGN * PALIGN;
+    }
+    *total = t;
+    return off;
+}
+
+/* A zeroed block of n floats (NULL and no error when n is 0), with `what` in messages. */
+static float *block(size_t n, const char *what, int *failed)
+{
+    *failed = 0;
+    if (!n) return NULL;
+    float *p = cf_mem_alloc(n * sizeof *p, what);
+    if (!p) *failed = 1;
+    else memset(p, 0, n * sizeof *p);
+    return p;
+}
+
 int cf_model_init_params(cf_model *m)
 {
     if (!m) return cf_seterr("error: no model");
     if (m->sealed) return 0;
     if (m->builderr) return cf_seterr("%s", m->builderr);
-    size_t total = 0;
-    size_t *off = calloc((size_t)m->nparams + 1, sizeof *off);
-    if (!off) return cf_oom(((size_t)m->nparams + 1) * sizeof *off);
-    for (int i = 0; i < m->nparams; i++) {
-        off[i] = total;
-        total += (cf_shape_count(m->params[i]->shape) + PALIGN - 1) / PALIGN * PALIGN;
-    }
-    float *data = total ? cf_mem_alloc(total * sizeof *data, "the parameter block") : NULL;
-    if (total && !data) {
+    size_t total = 0, stotal = 0;
+    int failed = 0;
+    size_t *off = carve_offsets(m->params, m->nparams, &total);
+    size_t *soff = off ? carve_offsets(m->states, m->nstates, &stotal) : NULL;
+    float *data = soff ? block(total, "the parameter block", &failed) : NULL;
+    if (!soff || failed) {
         free(off);
-        return blame_largest(m);
+        free(soff);
+        return failed ? blame_largest(m) : -1;
     }
-    if (data) memset(data, 0, total * sizeof *data);
+    float *sdata = block(stotal, "the state block", &failed);
+    if (failed) {
+        free(off);
+        free(soff);
+        cf_mem_free(data);
+        return -1;
+    }
     for (int i = 0; i < m->nparams; i++) init_param(m->params[i], m->seed, data + off[i]);
+    for (int i = 0; i < m->nstates; i++) init_param(m->states[i], m->seed, sdata + soff[i]);
     m->pdata = data;
     m->poff = off;
     m->nweights = total;
+    m->sdata = sdata;
+    m->soff = soff;
+    m->nstatefloats = stotal;
     m->sealed = 1;
     return 0;
 }
@@ -134,6 +168,30 @@ size_t cf_model_weight_count(const cf_model *m)
     size_t n = 0;
     for (int i = 0; m && i < m->nparams; i++) n += cf_shape_count(m->params[i]->shape);
     return n;
+}
+
+int cf_model_state_count(const cf_model *m) { return m ? m->nstates : 0; }
+
+const char *cf_model_state_name(const cf_model *m, int i)
+{
+    return m && i >= 0 && i < m->nstates ? m->states[i]->name : NULL;
+}
+
+cf_shape cf_model_state_shape(const cf_model *m, int i)
+{
+    return m && i >= 0 && i < m->nstates ? m->states[i]->shape : (cf_shape){0, {0}};
+}
+
+int cf_model_state_index(const cf_model *m, const char *name)
+{
+    for (int i = 0; m && name && i < m->nstates; i++)
+        if (strcmp(m->states[i]->name, name) == 0) return i;
+    return -1;
+}
+
+float *cf_model_state_data(cf_model *m, int i)
+{
+    return m && m->sealed && i >= 0 && i < m->nstates ? m->sdata + m->soff[i] : NULL;
 }
 
 int cf_model_set_grad_req(cf_model *m, const char *name, cf_grad_req req)

@@ -1,4 +1,4 @@
-/* params_io.c - a model's parameters to and from safetensors files, by name.
+/* params_io.c - a model's parameters and states to and from safetensors files, by name.
  *
  * The file's metadata says what wrote it: format "cflux-params", format_version 1.
  * Files without that metadata (from PyTorch, say) load too, as long as names and
@@ -23,20 +23,45 @@
 #define NORM_MEAN "input.mean"
 #define NORM_STD "input.std"
 
-int cf_model_params_tensor_count(const cf_model *m) { return m->nparams + (m->norm_count ? 2 : 0); }
+int cf_model_params_tensor_count(const cf_model *m)
+{
+    return m->nparams + m->nstates + (m->norm_count ? 2 : 0);
+}
+
+/* Parameter i, then state i - nparams: its node and its values. */
+static const cf_node *held(const cf_model *m, int i, float **data)
+{
+    if (i < m->nparams) {
+        if (data) *data = m->pdata + m->poff[i];
+        return m->params[i];
+    }
+    i -= m->nparams;
+    if (data) *data = m->sdata + m->soff[i];
+    return m->states[i];
+}
+
+static int held_index(const cf_model *m, const char *name)
+{
+    int i = cf_model_param_index(m, name);
+    if (i >= 0) return i;
+    i = cf_model_state_index(m, name);
+    return i < 0 ? -1 : m->nparams + i;
+}
 
 void cf_model_params_as_tensors(const cf_model *m, cf_st_tensor *t)
 {
-    for (int i = 0; i < m->nparams; i++) {
-        const cf_node *p = m->params[i];
+    int nheld = m->nparams + m->nstates;
+    for (int i = 0; i < nheld; i++) {
+        float *data;
+        const cf_node *p = held(m, i, &data);
         t[i].name = p->name;
         t[i].rank = p->shape.rank;
         for (int d = 0; d < p->shape.rank; d++) t[i].shape[d] = p->shape.d[d];
         t[i].count = cf_shape_count(p->shape);
-        t[i].data = m->pdata + m->poff[i];
+        t[i].data = data;
     }
     if (!m->norm_count) return;
-    t += m->nparams;
+    t += nheld;
     t[0] = (cf_st_tensor){.name = NORM_MEAN, .rank = 1, .shape = {(long long)m->norm_count}, .count = m->norm_count,
                           .data = m->norm_mean};
     t[1] = t[0];
@@ -148,9 +173,9 @@ int cf_model_params_from(cf_model *m, const cf_st_file *f, const char *path, uns
     int ckpt = format && strcmp(format, "cflux-checkpoint") == 0;
     /* check everything before changing anything */
     char missing[512] = "", unexpected[512] = "";
-    int nmissing = 0, nunexpected = 0;
-    for (int i = 0; i < m->nparams; i++) {
-        const cf_node *p = m->params[i];
+    int nmissing = 0, nunexpected = 0, nheld = m->nparams + m->nstates;
+    for (int i = 0; i < nheld; i++) {
+        const cf_node *p = held(m, i, NULL);
         const cf_st_tensor *t = cf_st_find(f, p->name);
         if (!t) {
             nmissing++;
@@ -161,8 +186,8 @@ int cf_model_params_from(cf_model *m, const cf_st_file *f, const char *path, uns
             char want[96], have[96];
             cf_shape_str(p->shape, want, sizeof want);
             st_shape_str(t, have, sizeof have);
-            return cf_seterr("error: %s: parameter '%s' is %s in the model but %s in the file", path, p->name,
-                             want, have);
+            return cf_seterr("error: %s: %s '%s' is %s in the model but %s in the file", path,
+                             p->op == CF_OP_PARAM ? "parameter" : "state", p->name, want, have);
         }
         if (check_finite(t, path)) return -1;
     }
@@ -170,7 +195,7 @@ int cf_model_params_from(cf_model *m, const cf_st_file *f, const char *path, uns
         const cf_st_tensor *t = cf_st_get(f, i);
         if (ckpt && strncmp(t->name, "optim.", 6) == 0) continue;
         if (t == mean || t == std) continue;
-        if (cf_model_param_index(m, t->name) < 0) {
+        if (held_index(m, t->name) < 0) {
             nunexpected++;
             list_add(unexpected, sizeof unexpected, t->name);
         }
@@ -183,13 +208,15 @@ int cf_model_params_from(cf_model *m, const cf_st_file *f, const char *path, uns
     }
     if (flags & CF_LOAD_CHECK) return 0;
     if (cf_model_set_input_norm(m, mean ? mean->data : NULL, std ? std->data : NULL, mean ? mean->count : 0)) return -1;
-    for (int i = 0; i < m->nparams; i++) {
-        const cf_st_tensor *t = cf_st_find(f, m->params[i]->name);
-        if (t) memcpy(m->pdata + m->poff[i], t->data, t->count * sizeof(float));
+    for (int i = 0; i < nheld; i++) {
+        float *data;
+        const cf_st_tensor *t = cf_st_find(f, held(m, i, &data)->name);
+        if (t) memcpy(data, t->data, t->count * sizeof(float));
     }
     cf_clearerr();
     if (nmissing || nunexpected) {
-        cf_seterr("note: %s: loaded %d of %d parameters;", path, m->nparams - nmissing, m->nparams);
+        cf_seterr("note: %s: loaded %d of %d parameters%s;", path, nheld - nmissing, nheld,
+                  m->nstates ? " and states" : "");
         if (nmissing) cf_adderr(" missing from the file (%d): %s%s", nmissing, missing, nunexpected ? ";" : "");
         if (nunexpected) cf_adderr(" not in the model (%d): %s", nunexpected, unexpected);
     }

@@ -17,10 +17,14 @@
 
 /* ---- bind ---- */
 
-static int is_leaf(const cf_node *n)
+/* Values that live in the model (parameters, states) or the node (constants), not
+ * in the executor's arena. */
+static int model_held(const cf_node *n)
 {
-    return n->op == CF_OP_INPUT || n->op == CF_OP_PARAM || n->op == CF_OP_CONST;
+    return n->op == CF_OP_PARAM || n->op == CF_OP_STATE || n->op == CF_OP_CONST;
 }
+
+static int is_leaf(const cf_node *n) { return n->op == CF_OP_INPUT || model_held(n); }
 
 /* If node i is a product x * W (W a matrix) whose only reader is an addition of a
  * bias row (N numbers, the same for every row), mark the chain for fusion, with the
@@ -90,7 +94,7 @@ static void blame_largest(const cf_model *m, const unsigned char *live, int batc
     for (int i = 0; i < m->nnodes; i++) {
         const cf_node *n = m->nodes[i];
         size_t c = cf_shape_count_b(n->shape, batch);
-        if (live[i] && n->op != CF_OP_PARAM && n->op != CF_OP_CONST && (!big || c > most)) big = n, most = c;
+        if (live[i] && !model_held(n) && (!big || c > most)) big = n, most = c;
     }
     if (!big) return;
     char sh[96], sz[CF_MEM_STR];
@@ -190,7 +194,7 @@ cf_exec *cf_bind(cf_model *m, int batch, unsigned flags)
             const cf_node *n = m->nodes[i];
             if (n->op == CF_OP_PARAM) needs[i] = n->req != CF_GRAD_NONE;
             else if (n->op == CF_OP_INPUT) needs[i] = (flags & CF_INPUT_GRADS) != 0;
-            else if (n->op != CF_OP_CONST && cf_ops[n->op]->backward)
+            else if (!is_leaf(n) && cf_ops[n->op]->backward)
                 for (int j = 0; j < NSRC(i); j++)
                     if (needs[SRC(i, j)] && slot_differentiable(e, n, j)) needs[i] = 1;
             needs[i] &= live[i];
@@ -230,7 +234,7 @@ cf_exec *cf_bind(cf_model *m, int batch, unsigned flags)
     /* sizes: a big batch times a big value must stay addressable */
     for (int i = 0; i < nn; i++) {
         const cf_node *n = m->nodes[i];
-        if (!live[i] || n->op == CF_OP_PARAM || n->op == CF_OP_CONST) continue;
+        if (!live[i] || model_held(n)) continue;
         double elems = (double)cf_shape_count_checked(n->shape) * (n->batched ? batch : 1);
         if (elems > (double)CF_MAX_ELEMENTS) {
             char sh[96];
@@ -257,7 +261,7 @@ cf_exec *cf_bind(cf_model *m, int batch, unsigned flags)
         }
     int end = e->nfwd + e->nbwd;
 
-    /* concrete shapes; parameters and constants point into the model */
+    /* concrete shapes; parameters, states and constants point into the model */
     for (int i = 0; i < nn; i++) {
         cf_node *n = m->nodes[i];
         e->shape[i] = n->shape;
@@ -265,6 +269,8 @@ cf_exec *cf_bind(cf_model *m, int batch, unsigned flags)
         if (n->op == CF_OP_PARAM) {
             e->val[i] = m->pdata + m->poff[n->index];
             if (hasgrad[i]) e->grad[i] = m->pgrad + m->poff[n->index];
+        } else if (n->op == CF_OP_STATE) {
+            e->val[i] = m->sdata + m->soff[n->index];
         } else if (n->op == CF_OP_CONST) {
             e->val[i] = &n->attr.f[0];
         }
@@ -310,7 +316,7 @@ cf_exec *cf_bind(cf_model *m, int batch, unsigned flags)
         if (e->fuse_head[i] >= 0 && last[i] > last[e->fuse_head[i]]) last[e->fuse_head[i]] = last[i];
     for (int i = 0; i < nn; i++) {
         cf_node *n = m->nodes[i];
-        if (!live[i] || n->op == CF_OP_PARAM || n->op == CF_OP_CONST) continue;
+        if (!live[i] || model_held(n)) continue;
         if (e->fuse_head[i] >= 0) {   /* its value is its chain head's; its gradient its own */
             if (!hasgrad[i]) continue;
             int gf = gfirst[i], gl = tb[i] < gf ? gf : tb[i];

@@ -83,7 +83,8 @@ struct inst {
     int placed;
 };
 
-struct param {
+struct param {            /* a parameter, or a state (stat(...)) */
+    int state;
     cf_shape shape;
     cf_init init;
     inst *owner;
@@ -128,7 +129,7 @@ typedef struct cc {
 /* The functions of one value that ops define (relu, softmax, ...: CF_CALL in the op
  * table) are found there, by their names; this table holds the rest, and aliases. */
 enum {
-    B_OP, B_RESHAPE, B_HCAT, B_PARAM, B_STATE, B_NORMAL, B_UNIFORM, B_INPUT, B_CHAIN, B_UNROLL,
+    B_OP, B_RESHAPE, B_HCAT, B_PARAM, B_STAT, B_STATE, B_NORMAL, B_UNIFORM, B_INPUT, B_CHAIN, B_UNROLL,
     B_CONV2D, B_MAXPOOL, B_AVGPOOL, B_DROPOUT, B_BATCHNORM
 };
 
@@ -141,6 +142,7 @@ static const struct builtin {
     {"σ", B_OP, CF_OP_SIGMOID, 1},
     {"reshape", B_RESHAPE, CF_OP_RESHAPE, 0}, {"hcat", B_HCAT, CF_OP_CONCAT, 0},
     {"param", B_PARAM, 0, 0},                 {"state", B_STATE, 0, 0},
+    {"stat", B_STAT, 0, 0},
     {"normal", B_NORMAL, 0, 0},               {"uniform", B_UNIFORM, 0, 0},
     {"Input", B_INPUT, 0, 0},                 {"Chain", B_CHAIN, 0, 0},
     {"unroll", B_UNROLL, 0, 0},               {"conv2d", B_CONV2D, 0, 0},
@@ -337,7 +339,7 @@ static const char *kind_name(const value *v)
     case V_MODEL: return "a model";
     case V_BUILTIN: return "a built-in function";
     case V_INIT: return "an initialiser";
-    case V_PARAM: return "a parameter";
+    case V_PARAM: return v->param->state ? "a state (stat)" : "a parameter";
     case V_PARTIAL: return "a net waiting for its input size (only a Chain can give it)";
     default: return "nothing";
     }
@@ -484,7 +486,7 @@ static int param_node(cc *c, param *p, value *out)
 {
     if (!p->node) {
         char name[512] = "";
-        snprintf(name, sizeof name, "%s", p->local ? p->local : "param");
+        snprintf(name, sizeof name, "%s", p->local ? p->local : p->state ? "stat" : "param");
         for (inst *i = p->owner; i && i->local; i = i->parent) {   /* "outer.inner.W" */
             size_t a = strlen(i->local), b = strlen(name);
             if (a + 1 + b >= sizeof name)
@@ -494,7 +496,8 @@ static int param_node(cc *c, param *p, value *out)
             memcpy(name, i->local, a);
             name[a] = '.';
         }
-        p->node = cf_param_at(c->m, name, p->shape, p->init, p->file, p->line, p->col);
+        p->node = p->state ? cf_state_at(c->m, name, p->shape, p->init, p->file, p->line, p->col)
+                           : cf_param_at(c->m, name, p->shape, p->init, p->file, p->line, p->col);
         if (!p->node) return -1;
     }
     *out = tensor_value(p->node);
@@ -794,24 +797,59 @@ static int dropout_call(cc *c, env *en, const ast *e, value *args, int nargs, in
     return 0;
 }
 
+/* batchnorm(x, γ, β, mean, var, eps = 1e-5, momentum = 0.1): mean and var are states
+ * (stat(...)) that training updates. */
+static int batchnorm_call(cc *c, env *en, const ast *e, value *args, int nargs, const char **kwn, value *kwv,
+                          int nkw, value *out)
+{
+    float fa[2] = {1e-5f, 0.1f};
+    if (nargs != 5)
+        return ERR(c, en, e, "batchnorm takes a value, the scale, the shift and the running mean and variance: "
+                             "batchnorm(x, γ, β, mean, var, eps = 1e-5, momentum = 0.1)");
+    cf_node *in[5];
+    for (int k = 0; k < 5; k++) {
+        if (args[k].kind != V_TENSOR)
+            return ERR(c, en, e->items[k], "batchnorm's argument %d must be a value, not %s", k + 1,
+                       kind_name(&args[k]));
+        if (is_unresolved(c, args[k].node)) return unresolved_error(c, en, e, args[k].node, "batchnorm");
+        in[k] = args[k].node;
+    }
+    for (int k = 0; k < nkw; k++) {
+        int w = strcmp(kwn[k], "eps") == 0 ? 0 : strcmp(kwn[k], "momentum") == 0 ? 1 : -1;
+        if (w < 0) return ERR(c, en, e, "batchnorm has no argument named '%s' (it takes eps and momentum)", kwn[k]);
+        double v = kwv[k].kind == V_NUM ? kwv[k].num : -1;
+        if (w == 0 ? !(v > 0 && v < 1) : !(v > 0 && v <= 1))
+            return ERR(c, en, e, "batchnorm's %s must be a number in %s", kwn[k], w == 0 ? "(0, 1)" : "(0, 1]");
+        fa[w] = (float)v;
+    }
+    cf_node *n = cf_op_at(c->m, CF_OP_BATCHNORM, 5, in, NULL, 0, fa, 2, en->file, e->line, e->col);
+    if (made(c, en, e, n)) return -1;
+    *out = tensor_value(n);
+    return 0;
+}
+
 static int call_builtin(cc *c, env *en, const ast *e, int fi, value *args, int nargs, const char **kwn, value *kwv,
                         int nkw, value *out)
 {
     const struct builtin bf = builtin_at(fi), *b = &bf;
     switch (b->id) {
-    case B_PARAM: {
+    case B_PARAM:
+    case B_STAT: {
+        const char *what = b->id == B_PARAM ? "param" : "stat";
         if (!c->building || c->in_forward)
-            return ERR(c, en, e, "param(...) belongs in a net body, before the forward function");
+            return ERR(c, en, e, "%s(...) belongs in a net body, before the forward function", what);
         param *p = cf_arena_alloc(&c->arena, sizeof *p);
         if (!p) return cf_oom(sizeof *p);
-        if (nargs == 0) return ERR(c, en, e, "param needs its dimensions: param(in, out)");
-        if (dims_of(c, en, e, args, nargs, 0, &p->shape, "param", CF_MAX_DIMS)) return -1;
-        if (!cf_shape_count_checked(p->shape)) return ERR(c, en, e, "param is too large: more than 2^36 elements");
-        p->init = (cf_init){CF_INIT_GLOROT, 0};
+        if (nargs == 0)
+            return ERR(c, en, e, "%s needs its dimensions: %s", what, b->id == B_PARAM ? "param(in, out)" : "stat(in)");
+        if (dims_of(c, en, e, args, nargs, 0, &p->shape, what, CF_MAX_DIMS)) return -1;
+        if (!cf_shape_count_checked(p->shape)) return ERR(c, en, e, "%s is too large: more than 2^36 elements", what);
+        p->state = b->id == B_STAT;
+        p->init = (cf_init){p->state ? CF_INIT_ZEROS : CF_INIT_GLOROT, 0};
         for (int k = 0; k < nkw; k++) {
             if (strcmp(kwn[k], "init") != 0) {
                 const char *s = distance(kwn[k], "init") <= 2 ? " (did you mean 'init'?)" : "";
-                return ERR(c, en, e, "param has no argument named '%s'%s", kwn[k], s);
+                return ERR(c, en, e, "%s has no argument named '%s'%s", what, kwn[k], s);
             }
             if (kwv[k].kind != V_INIT)
                 return ERR(c, en, e, "init must be an initialiser (glorot, zeros, ones, normal(std), uniform(a)), not %s",
@@ -882,7 +920,7 @@ static int call_builtin(cc *c, env *en, const ast *e, int fi, value *args, int n
     case B_MAXPOOL: return pool_call(c, en, e, CF_OP_MAXPOOL, "maxpool", args, nargs, kwn, kwv, nkw, out);
     case B_AVGPOOL: return pool_call(c, en, e, CF_OP_AVGPOOL, "avgpool", args, nargs, kwn, kwv, nkw, out);
     case B_DROPOUT: return dropout_call(c, en, e, args, nargs, nkw, kwn, out);
-    case B_BATCHNORM: return not_yet(c, en, e, "batchnorm");
+    case B_BATCHNORM: return batchnorm_call(c, en, e, args, nargs, kwn, kwv, nkw, out);
     default: break;
     }
 

@@ -86,7 +86,7 @@ int cf_model_print_shapes(const char *path, int batch, FILE *out)
     char line[256], s1[96], s2[96], s3[96];
     for (int i = 0; i < m->nnodes; i++) {
         const cf_node *n = m->nodes[i];
-        if (n->op == CF_OP_PARAM || n->op == CF_OP_CONST) continue;
+        if (n->op == CF_OP_PARAM || n->op == CF_OP_STATE || n->op == CF_OP_CONST) continue;
         const cf_frame *ch[MAXF];
         int nc = chain_of(n, ch, MAXF), same = 0;
         while (same < nc && same < nprev && ch[same] == prev[same]) same++;

@@ -81,7 +81,7 @@ typedef struct cf_opdef {
     void (*backward)(const cf_inst *k);   /* NULL: no gradient flows through */
     unsigned flags;
     unsigned nograd;                      /* bit i: input i is not differentiable */
-    int nin;                              /* inputs: 0 (a leaf), 1, 2 or CF_NIN_ANY */
+    int nin;                              /* inputs: 0 (a leaf), their count, or CF_NIN_ANY */
     float a0;                             /* CF_CALL_NUM: the number's default */
     const char *a_name;                   /* CF_CALL_NUM: what the number is, in messages */
 } cf_opdef;

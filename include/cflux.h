@@ -507,9 +507,15 @@ CF_API int          cf_exec_set_input(cf_exec *e, int i, const float *data);
 /* Bytes of activation memory the plan uses, and what it would use without reuse. */
 CF_API size_t cf_exec_arena_bytes(const cf_exec *e, size_t *unplanned);
 
-/* Run the graph; train != 0 selects training behaviour (dropout, ...). 0 or -1 (a
- * label out of range, a NaN with CFLUX_NANTRAP set, ...). */
+/* Run the graph; train != 0 selects training behaviour: dropout drops, batch
+ * normalisation uses and updates batch statistics. 0 or -1 (a label out of range, a
+ * NaN with CFLUX_NANTRAP set, ...). */
 CF_API int cf_forward(cf_exec *e, int train);
+/* The step number of the next forward, which with the model's seed picks its random
+ * numbers (dropout's masks). Forwards count it up from 1 after the bind; a training
+ * loop that resumes a run, or that moves between executors (a short last batch),
+ * sets it so that the masks follow the run, not the executor. cf_fit does. */
+CF_API void cf_exec_set_step(cf_exec *e, long step);
 /* Back-propagate the head gradients of the last forward; parameter gradients
  * accumulate or are overwritten as their grad_req says. Needs CF_TRAIN. 0 or -1. */
 CF_API int cf_backward(cf_exec *e);

@@ -56,4 +56,19 @@ static __attribute__((unused)) float *params_copy(cf_model *m, size_t *count)
     return p;
 }
 
+/* All the model's states likewise. */
+static __attribute__((unused)) float *states_copy(cf_model *m, size_t *count)
+{
+    size_t n = 0, at = 0;
+    for (int i = 0; i < cf_model_state_count(m); i++) n += cf_shape_count(cf_model_state_shape(m, i));
+    float *p = malloc((n ? n : 1) * sizeof *p);
+    for (int i = 0; i < cf_model_state_count(m); i++) {
+        size_t k = cf_shape_count(cf_model_state_shape(m, i));
+        memcpy(p + at, cf_model_state_data(m, i), k * sizeof *p);
+        at += k;
+    }
+    *count = at;
+    return p;
+}
+
 #endif

@@ -52,10 +52,12 @@ static cf_fit_opts watched(int epochs, seen *v)
     return o;
 }
 
-/* Train from `from` (or scratch) with o; save to `to` when given. 0 or -1. */
-static int train(cf_fit_opts o, const cf_dataset *d, const char *from, const char *to, cf_model **keep)
+/* Train the model of `src` from `from` (or scratch) with o; save to `to` when given.
+ * 0 or -1. */
+static int train_model(const char *src, cf_fit_opts o, const cf_dataset *d, const char *from, const char *to,
+                       cf_model **keep)
 {
-    cf_model *m = cf_model_parse(classifier, "spirals.flux");
+    cf_model *m = cf_model_parse(src, "spirals.flux");
     cf_model_set_seed(m, 3);
     cf_trainer *t = cf_trainer_new(m, d, &o);
     if (t && o.user) ((seen *)o.user)->t = t;
@@ -66,6 +68,11 @@ static int train(cf_fit_opts o, const cf_dataset *d, const char *from, const cha
     if (keep) *keep = m;
     else cf_model_free(m);
     return rc;
+}
+
+static int train(cf_fit_opts o, const cf_dataset *d, const char *from, const char *to, cf_model **keep)
+{
+    return train_model(classifier, o, d, from, to, keep);
 }
 
 static double cosine(double base, long step, long total) { return base * (1 + cos(M_PI * (double)step / (double)total)) / 2; }
@@ -138,6 +145,61 @@ TEST(a_stop_mid_epoch_resumes_exactly)
     CHECK(b.loss[2] == a.loss[2]);   /* the resumed epoch reports the whole epoch */
     free(pa);
     free(pb);
+    cf_model_free(ma);
+    cf_model_free(mb);
+    cf_dataset_free(d);
+}
+
+/* The same with state and randomness: batch normalisation's running statistics and
+ * dropout's masks go on across the stop as if there had been none (the masks follow
+ * the run's step, not the executor's), and the short last batch runs on its own
+ * executor. Evaluation reads the running statistics and leaves them alone. */
+TEST(state_and_dropout_resume_exactly)
+{
+    static const char *const bn =
+        "model = Chain(Input(2), Affine(16), BatchNorm(), tanh, Dropout(0.2), Affine(3), softmax)\n";
+    cf_dataset *d = spirals(210, 6);   /* 7 steps an epoch, the last of 18 */
+    cf_model *ma, *mb;
+    seen a = {0}, s = {0}, b = {0};
+    CHECK(train_model(bn, watched(3, &a), d, NULL, NULL, &ma) == 0);
+    cf_fit_opts os = watched(3, &s);
+    os.on_batch = stop_in_batch;
+    s.stop_epoch = 2;
+    s.stop_step = 3;
+    CHECK(train_model(bn, os, d, NULL, tmp("bn.ckpt"), NULL) == CF_STOPPED);
+    CHECK(train_model(bn, watched(3, &b), d, tmp("bn.ckpt"), NULL, &mb) == 0);
+    size_t na, nb, sa, sb;
+    float *pa = params_copy(ma, &na), *pb = params_copy(mb, &nb);
+    float *ra = states_copy(ma, &sa), *rb = states_copy(mb, &sb);
+    CHECK(na == nb && memcmp(pa, pb, na * sizeof *pa) == 0);
+    CHECK(sa == 32 && sa == sb && memcmp(ra, rb, sa * sizeof *ra) == 0);
+    CHECK(b.loss[3] == a.loss[3]);
+    /* the running statistics moved away from their start (mean 0, var 1) */
+    int moved = 0;
+    for (size_t i = 0; i < 16; i++) moved += ra[i] != 0 && ra[16 + i] != 1;
+    CHECK(moved == 16);
+
+    /* evaluation uses them and changes nothing: twice the same loss, same state */
+    double l1, l2, l3, acc;
+    CHECK(cf_evaluate(ma, d, 50, &l1, &acc) == 0 && cf_evaluate(ma, d, 50, &l2, &acc) == 0);
+    CHECK(l1 == l2);
+    float *rc = states_copy(ma, &sa);
+    CHECK(memcmp(ra, rc, sa * sizeof *ra) == 0);
+    free(rc);
+
+    /* a checkpoint round trip keeps them: loaded into a fresh model, the same bits */
+    CHECK(cf_model_save_params(ma, tmp("bn.params")) == 0);
+    cf_model *mc = cf_model_parse(bn, "spirals.flux");
+    CHECK(mc && cf_model_load_params(mc, tmp("bn.params")) == 0);
+    rc = states_copy(mc, &sa);
+    CHECK(memcmp(ra, rc, sa * sizeof *ra) == 0);
+    CHECK(cf_evaluate(mc, d, 50, &l3, &acc) == 0 && l3 == l1);
+    free(rc);
+    cf_model_free(mc);
+    free(pa);
+    free(pb);
+    free(ra);
+    free(rb);
     cf_model_free(ma);
     cf_model_free(mb);
     cf_dataset_free(d);
@@ -408,6 +470,7 @@ int main(void)
     RUN(schedule_goes_on_by_the_share_of_the_run);
     RUN(cosine_counts_the_short_batch);
     RUN(a_stop_mid_epoch_resumes_exactly);
+    RUN(state_and_dropout_resume_exactly);
     RUN(stop_position_and_history_are_kept);
     RUN(divergence_is_stopped);
     RUN(non_finite_parameters_are_refused);

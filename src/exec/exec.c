@@ -427,6 +427,11 @@ static int check_finite(cf_exec *e, int i)
     return 0;
 }
 
+void cf_exec_set_step(cf_exec *e, long step)
+{
+    if (e) e->ctx.step = step - 1;
+}
+
 int cf_forward(cf_exec *e, int train)
 {
     if (!e) return cf_seterr("error: cf_forward: no executor");

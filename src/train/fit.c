@@ -332,6 +332,7 @@ static int train_epoch(cf_trainer *t, const cf_dataset *train, int epoch, size_t
         load_batch(t, e, train, t->perm + at, b);
         if (cf_schedule_lr(t->o.schedule, t->o.optim.lr, (long)(epoch - 1) * steps + s, total, steps, &lr)) return -1;
         if (lr > lr_max) lr_max = lr;
+        cf_exec_set_step(e, (long)(epoch - 1) * steps + s + 1);   /* dropout's masks follow the run */
         if (cf_forward(e, 1) || check_loss(t, (double)cf_exec_loss(e), epoch, s + 1, lr) || cf_backward(e)) return -1;
         if (cf_optim_step(t->opt, lr))
             return cf_seterr("error: epoch %d, step %ld: a gradient is not finite (the loss was %g); "

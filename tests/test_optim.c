@@ -414,6 +414,43 @@ TEST(frozen_parameters_untouched_and_gradients_zeroed)
     }
 }
 
+/* Model state (batch normalisation's running statistics) is not a parameter: no
+ * optimizer keeps state for it, and steps with weight decay leave it as it was (the
+ * forwards here are in evaluation mode, which reads the statistics only). */
+TEST(model_state_is_not_trained)
+{
+    const char *kinds[] = {"sgd", "momentum", "nesterov", "adam", "adamw"};
+    for (int k = 0; k < 5; k++) {
+        cf_model *m = cf_model_new();
+        cf_node *x = cf_input(m, "x", CF_SHAPE(3));
+        cf_node *y = cf_input(m, "y", CF_SCALAR);
+        cf_node *g = cf_param(m, "g", CF_SHAPE(3), CF_ONES);
+        cf_node *b = cf_param(m, "b", CF_SHAPE(3), CF_ZEROS);
+        cf_node *mean = cf_state(m, "mean", CF_SHAPE(3), CF_CONST(0.5f));
+        cf_node *var = cf_state(m, "var", CF_SHAPE(3), CF_CONST(2.0f));
+        cf_output(m, cf_softmax_xent(m, cf_batchnorm(m, x, g, b, mean, var), y));
+        cf_exec *e = cf_bind(m, 4, CF_TRAIN);
+        CHECK(e != NULL);
+        if (!e) return;
+        cf_optim_opts opts = cf_optim_defaults(kinds[k]);
+        opts.weight_decay = 0.1f;
+        cf_optim *o = cf_optim_new(m, &opts);
+        CHECK(o != NULL && cf_optim_state_count(o) == 2 * (k == 0 ? 0 : k < 3 ? 1 : 2));
+        float *xv = cf_exec_input(e, 0, NULL), *yv = cf_exec_input(e, 1, NULL);
+        for (int i = 0; i < 12; i++) xv[i] = (float)(i % 5) - 2;
+        for (int i = 0; i < 4; i++) yv[i] = (float)(i % 3);
+        for (int s = 0; s < 3; s++) CHECK(cf_forward(e, 0) == 0 && cf_backward(e) == 0 && cf_optim_step(o, 0.1f) == 0);
+        const float *mv = cf_model_state_data(m, 0), *vv = cf_model_state_data(m, 1);
+        for (int i = 0; i < 3; i++) CHECK(mv[i] == 0.5f && vv[i] == 2.0f);
+        CHECK(cf_model_param_data(m, 0)[0] != 1.0f);   /* while the parameters moved */
+        /* one training forward moves them */
+        CHECK(cf_forward(e, 1) == 0 && mv[0] != 0.5f && vv[0] != 2.0f);
+        cf_optim_free(o);
+        cf_exec_free(e);
+        cf_model_free(m);
+    }
+}
+
 /* Clipping by hand: a's gradient (3, 4, 0, 0, 0) and W's zero have norm 5; with
  * clip_norm 1 and lr 1, SGD moves a by g / (5 + 1e-6). clip_norm 10 leaves g alone. */
 TEST(clip_norm_by_hand)
@@ -786,6 +823,7 @@ int main(void)
     RUN(state_restore_continues_exactly);
     RUN(nonfinite_gradient_changes_nothing);
     RUN(frozen_parameters_untouched_and_gradients_zeroed);
+    RUN(model_state_is_not_trained);
     RUN(clip_norm_by_hand);
     RUN(clip_norm_over_chunks_and_threads);
     RUN(step_lr_zero_and_refused);

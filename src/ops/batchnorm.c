@@ -6,7 +6,8 @@
  *   y[b, c, s] = (x[b, c, s] - mean[c]) * istd[c] * gamma[c] + beta[c],
  *   istd = 1 / sqrt(var + eps)
  *
- * Attributes (node->attr.f): [0] eps (0: 1e-5), [1] momentum (0: 0.1).
+ * Attributes (node->attr.f): [0] eps (0: 1e-5), [1] momentum (0: 0.1). So momentum 0
+ * (PyTorch: frozen statistics) cannot be asked for; evaluation mode does that.
  * Training (ctx->train): mean and var are the batch's, over the N = B S values of each
  * channel (S: the product of the dimensions after C), var biased; the running
  * statistics move towards them, var unbiased (N / (N - 1)): r = (1 - momentum) r +
@@ -53,8 +54,9 @@ static int bn_infer(cf_node *n)
                              sx, role[i], cf_ops[p->op]->what);
     }
     if (!(n->attr.f[0] >= 0 && n->attr.f[0] < 1) || !(n->attr.f[1] >= 0 && n->attr.f[1] <= 1))
-        return cf_seterr("error: batchnorm of x %s: eps %g must be in [0, 1) and momentum %g in [0, 1]", sx,
-                         (double)n->attr.f[0], (double)n->attr.f[1]);
+        return cf_seterr("error: batchnorm of x %s: eps %g must be in (0, 1) and momentum %g in (0, 1] (0 "
+                         "stands for the defaults, 1e-5 and 0.1)",
+                         sx, (double)n->attr.f[0], (double)n->attr.f[1]);
     n->shape = x;
     n->batched = 1;
     return 0;

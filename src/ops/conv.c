@@ -142,7 +142,8 @@ typedef struct {
     int OWv, Or;              /* output rows and channels rounded up to vectors */
     size_t xp;                /* one sample's padded x (or dx): C planes of dg.Hp x dg.Wr */
     size_t wp, wt;            /* weights packed for forward, and for dx */
-    size_t dyv, dyT, dwT;     /* per chunk, with a padded dx (xp): dy with rows of OWv, dy
+    size_t dyv, dyT, dwT;     /* per chunk, with a padded dx (xp): dy with rows of OWv (when
+                                 OW is not a multiple of 8), dy
                                  transposed (P x Or), a partial dw^T (K x Or) */
 } dsizes;
 
@@ -304,6 +305,20 @@ static void forward_range_direct(void *p, size_t b, size_t e)
     }
 }
 
+/* dx (C, H, W) = (or +=, with acc) the middle of the padded gradient dxp. */
+static void crop_planes(const float *restrict dxp, const geom *g, const dsizes *d, float *restrict dx, int acc)
+{
+    int H = g->H, W = g->W, Hp = d->dg.Hp, Wr = d->dg.Wr;
+    for (int c = 0; c < g->C; c++)
+        for (int i = 0; i < H; i++, dx += W) {
+            const float *restrict r = dxp + ((size_t)c * Hp + i + g->ph) * Wr + g->pw;
+            if (acc)
+                for (int q = 0; q < W; q++) dx[q] += r[q];
+            else
+                memcpy(dx, r, (size_t)W * sizeof *dx);
+        }
+}
+
 /* Chunk c of the samples (direct): dx of each, and its partial dw^T. */
 static void backward_chunk_direct(void *p, int c)
 {
@@ -318,27 +333,17 @@ static void backward_chunk_direct(void *p, int c)
     for (size_t s = b0; s < b1; s++) {
         const float *dy = k->dy + s * ysz;
         if (k->dx[0]) {
-            pad_planes(dy, g->O, g->OH, g->OW, 0, 0, dyv, g->OH, d->OWv);
+            const float *dyr = dy;   /* rows of OWv: dy itself when OW is a multiple of 8 */
+            if (d->OWv != g->OW) {
+                pad_planes(dy, g->O, g->OH, g->OW, 0, 0, dyv, g->OH, d->OWv);
+                dyr = dyv;
+            }
             memset(dxp, 0, d->xp * sizeof *dxp);
-            j->impl->input_grad(&d->dg, dyv, k->ws, dxp);
-            /* dx: the middle of the padded gradient */
-            float *dx = k->dx[0] + s * xsz;
-            for (int ch = 0; ch < g->C; ch++)
-                for (int i = 0; i < g->H; i++) {
-                    const float *r = dxp + ((size_t)ch * d->dg.Hp + i + g->ph) * d->dg.Wr + g->pw;
-                    float *t = dx + ((size_t)ch * g->H + i) * g->W;
-                    if (k->acc[0])
-                        for (int q = 0; q < g->W; q++) t[q] += r[q];
-                    else
-                        for (int q = 0; q < g->W; q++) t[q] = r[q];
-                }
+            j->impl->input_grad(&d->dg, dyr, k->ws, dxp);
+            crop_planes(dxp, g, d, k->dx[0] + s * xsz, k->acc[0]);
         }
         if (k->dx[1]) {
-            for (size_t q = 0; q < g->P; q++) {
-                float *t = dyT + q * d->Or;
-                for (int o = 0; o < g->O; o++) t[o] = dy[(size_t)o * g->P + q];
-                for (int o = g->O; o < d->Or; o++) t[o] = 0;
-            }
+            j->impl->transpose(dy, g->O, g->P, dyT);
             j->impl->weight_grad(&d->dg, k->aux + s * d->xp, dyT, dwT, s != b0);
         }
     }
@@ -351,6 +356,7 @@ static void conv_backward_direct(job *j)
     const dsizes *d = &j->d;
     int nc = nchunks(g->B);
     if (k->dx[0]) pack_for_dx(g, k->x[1], k->ws);
+    cf_gemm_add_flops(2.0 * g->B * g->O * g->K * g->P * (!!k->dx[0] + !!k->dx[1]));
     cf_parallel_for(nc, backward_chunk_direct, j);
     if (!k->dx[1]) return;
     /* dw: the chunks' partial dw^T, transposed and summed in chunk order */
@@ -388,6 +394,7 @@ static int conv_forward(const cf_inst *k)
         j.d = dsizes_of(&j.g);
         j.impl = cf_dconv_pick();
         pack_weights(&j.g, k->x[1], k->ws);
+        cf_gemm_add_flops(2.0 * j.g.B * j.g.O * j.g.K * j.g.P);
         cf_parallel_range((size_t)j.g.B, (size_t)j.g.O * j.g.K * j.g.P + 1, forward_range_direct, &j);
         return 0;
     }

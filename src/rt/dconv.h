@@ -48,6 +48,8 @@ typedef struct cf_dconv_impl {
        add. dyT is the output's gradient transposed, (OH OW) x Or with Or =
        cf_dconv_or(O) (zeros past O); dwT is (C KH KW) x Or. */
     void (*weight_grad)(const cf_dconv_geom *g, const float *xp, const float *dyT, float *dwT, int add);
+    /* dyT (P x Or) = dy (O x P) transposed, zeros in the columns past O. */
+    void (*transpose)(const float *dy, int O, size_t P, float *dyT);
 } cf_dconv_impl;
 
 extern const cf_dconv_impl cf_dconv_portable;

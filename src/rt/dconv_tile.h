@@ -195,6 +195,44 @@ static void DC(weight_grad)(const cf_dconv_geom *g, const float *xp, const float
     }
 }
 
-const cf_dconv_impl DC_ENTRY = {DC(forward), DC(input_grad), DC(weight_grad)};
+/* dyT (P x Or) = dy (O x P) transposed, zeros past O: eight by eight blocks through
+   registers, the edges one float at a time. */
+static void DC(transpose)(const float *dy, int O, size_t P, float *dyT)
+{
+    int Or = cf_dconv_or(O), o0 = 0;
+    size_t q0 = 0;
+    for (; o0 + 8 <= O; o0 += 8) {
+        const float *s = dy + (size_t)o0 * P;
+        for (q0 = 0; q0 + 8 <= P; q0 += 8) {
+            DC(v8) r[8], t[8], u[8];
+#pragma GCC unroll 8
+            for (int i = 0; i < 8; i++) r[i] = *(const DC(u8) *)(s + i * P + q0);
+#pragma GCC unroll 4
+            for (int i = 0; i < 8; i += 2) {
+                t[i] = __builtin_shufflevector(r[i], r[i + 1], 0, 8, 1, 9, 4, 12, 5, 13);
+                t[i + 1] = __builtin_shufflevector(r[i], r[i + 1], 2, 10, 3, 11, 6, 14, 7, 15);
+            }
+#pragma GCC unroll 2
+            for (int i = 0; i < 8; i += 4) {
+                u[i] = __builtin_shufflevector(t[i], t[i + 2], 0, 1, 8, 9, 4, 5, 12, 13);
+                u[i + 1] = __builtin_shufflevector(t[i], t[i + 2], 2, 3, 10, 11, 6, 7, 14, 15);
+                u[i + 2] = __builtin_shufflevector(t[i + 1], t[i + 3], 0, 1, 8, 9, 4, 5, 12, 13);
+                u[i + 3] = __builtin_shufflevector(t[i + 1], t[i + 3], 2, 3, 10, 11, 6, 7, 14, 15);
+            }
+            float *d = dyT + q0 * Or + o0;
+#pragma GCC unroll 4
+            for (int i = 0; i < 4; i++) {
+                *(DC(u8) *)(d + i * Or) = __builtin_shufflevector(u[i], u[i + 4], 0, 1, 2, 3, 8, 9, 10, 11);
+                *(DC(u8) *)(d + (i + 4) * Or) = __builtin_shufflevector(u[i], u[i + 4], 4, 5, 6, 7, 12, 13, 14, 15);
+            }
+        }
+        for (size_t q = q0; q < P; q++)
+            for (int o = o0; o < o0 + 8; o++) dyT[q * Or + o] = dy[(size_t)o * P + q];
+    }
+    for (size_t q = 0; q < P; q++)
+        for (int o = o0; o < Or; o++) dyT[q * Or + o] = o < O ? dy[(size_t)o * P + q] : 0;
+}
+
+const cf_dconv_impl DC_ENTRY = {DC(forward), DC(input_grad), DC(weight_grad), DC(transpose)};
 
 #undef OB

@@ -128,10 +128,12 @@ static int nchunks(int B) { return B < NCHUNK ? B : NCHUNK; }
 
 /* ---- the direct path's geometry ---- */
 
-/* Whether the direct kernels run this convolution (see the top of the file). */
+/* Whether the direct kernels run this convolution (see the top of the file); their
+ * offsets within a sample's padded input are ints. */
 static int is_direct(const geom *g)
 {
-    return g->sh == 1 && g->sw == 1 && g->dh == 1 && g->dw == 1 && g->G == 1;
+    return g->sh == 1 && g->sw == 1 && g->dh == 1 && g->dw == 1 && g->G == 1 &&
+           (double)g->C * (g->H + 2.0 * g->ph) * cf_dconv_row(g->OW, g->KW) < INT_MAX;
 }
 
 static size_t round16(size_t n) { return (n + 15) & ~(size_t)15; }
@@ -142,9 +144,9 @@ typedef struct {
     int OWv, Or;              /* output rows and channels rounded up to vectors */
     size_t xp;                /* one sample's padded x (or dx): C planes of dg.Hp x dg.Wr */
     size_t wp, wt;            /* weights packed for forward, and for dx */
-    size_t dyv, dyT, dwT;     /* per chunk, with a padded dx (xp): dy with rows of OWv (when
-                                 OW is not a multiple of 8), dy
-                                 transposed (P x Or), a partial dw^T (K x Or) */
+    size_t dyv, dyT, dwT;     /* per chunk, with a padded dx (xp): dy with rows of OWv
+                                 (when OW is not a multiple of 8), dy transposed
+                                 (P x Or), a partial dw^T (K x Or) */
 } dsizes;
 
 static dsizes dsizes_of(const geom *g)
@@ -175,8 +177,9 @@ static size_t conv_aux(const cf_inst *k)
 }
 
 /* Direct: the packed weights (forward), or the weights packed for dx and, per chunk,
- * a padded dx, dy with padded rows, dy transposed and a partial dw^T (backward). Else, per chunk: a partial dw
- * (O K floats) and the columns' gradient of one sample (G K P). */
+ * a padded dx, dy with padded rows, dy transposed and a partial dw^T (backward).
+ * Else, per chunk: a partial dw (O K floats) and the columns' gradient of one sample
+ * (G K P). */
 static size_t conv_workspace(const cf_inst *k)
 {
     geom g;

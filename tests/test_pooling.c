@@ -118,10 +118,86 @@ TEST(same_results_at_any_thread_count)
     free(o1), free(o2), free(g1), free(g2);
 }
 
+/* maxpool by the definition: the first maximum of each window scanning rows then
+ * columns, a NaN beating everything (the last NaN's position), padding never picked;
+ * y (C, oh, ow) and dx (C, h, w) += dy routed to each maximum. */
+static void max_reference(const float *x, int C, int h, int w, const int *a, float *y, const float *dy, float *dx)
+{
+    int kh = a[0], kw = a[1], sh = a[2], sw = a[3], ph = a[4], pw = a[5];
+    int oh = (h + 2 * ph - kh) / sh + 1, ow = (w + 2 * pw - kw) / sw + 1;
+    for (int c = 0; c < C; c++)
+        for (int i = 0; i < oh; i++)
+            for (int j = 0; j < ow; j++) {
+                float best = -INFINITY;
+                int at = -1;
+                for (int r = i * sh - ph; r < i * sh - ph + kh; r++)
+                    for (int q = j * sw - pw; q < j * sw - pw + kw; q++) {
+                        if (r < 0 || r >= h || q < 0 || q >= w) continue;
+                        float v = x[(c * h + r) * w + q];
+                        if (at < 0 || v > best || isnan(v)) best = v, at = (c * h + r) * w + q;
+                    }
+                size_t o = ((size_t)c * oh + i) * ow + j;
+                y[o] = best;
+                dx[at] += dy[o];
+            }
+}
+
+/* The fast paths of maxpool (2x2 windows moved by 2; windows without padding) give
+ * the definition's outputs and gradients bit for bit: odd and even planes (columns
+ * left over after the four-at-a-time loop, a last row or column no window covers),
+ * ties, NaN and -inf, and a backward that adds (x read by two poolings). */
+TEST(max_fast_paths)
+{
+    static const int shapes[][2] = {{8, 12}, {9, 11}, {4, 4}, {5, 19}, {2, 2}};
+    static const int attrs[][6] = {{2, 2, 2, 2, 0, 0}, {3, 3, 1, 1, 0, 0}, {2, 3, 1, 2, 0, 0}, {3, 3, 2, 2, 1, 1}};
+    for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++)
+        for (size_t ai = 0; ai < sizeof attrs / sizeof attrs[0]; ai++) {
+            int C = 3, h = shapes[si][0], w = shapes[si][1], B = 2;
+            const int *a = attrs[ai];
+            if (h + 2 * a[4] < a[0] || w + 2 * a[5] < a[1]) continue;
+            cf_model *m = cf_model_new();
+            cf_node *x = cf_input(m, "x", CF_SHAPE(C, h, w));
+            cf_output(m, cf_op_at(m, CF_OP_MAXPOOL, 1, &x, a, 6, NULL, 0, __FILE__, __LINE__, 0));
+            cf_output(m, cf_op_at(m, CF_OP_MAXPOOL, 1, &x, a, 6, NULL, 0, __FILE__, __LINE__, 0));
+            cf_exec *e = cf_bind(m, B, CF_INPUT_GRADS);
+            CHECK(e != NULL);
+            if (!e) {
+                cf_model_free(m);
+                continue;
+            }
+            size_t nx, ny;
+            float *xv = cf_exec_input(e, 0, &nx);
+            for (size_t i = 0; i < nx; i++) {
+                unsigned r = (unsigned)(i * 2654435761u) >> 7;
+                xv[i] = (float)(r % 7) - 3.0f;                   /* many ties */
+                if (r % 29 == 0) xv[i] = NAN;
+                if (r % 31 == 0) xv[i] = -INFINITY;
+            }
+            for (int o = 0; o < 2; o++) {
+                float *hd = cf_exec_output_grad(e, o, &ny);
+                for (size_t i = 0; i < ny; i++) hd[i] = (float)((i * 13 + (size_t)o * 5) % 11) - 5.0f;
+            }
+            CHECK(cf_forward(e, 1) == 0 && cf_backward(e) == 0);
+            float *y = calloc(ny, sizeof *y), *dx = calloc(nx, sizeof *dx);
+            size_t plane = ny / (size_t)B;
+            for (int o = 0; o < 2; o++)
+                for (int b = 0; b < B; b++)
+                    max_reference(xv + (size_t)b * C * h * w, C, h, w, a, y + b * plane,
+                                  cf_exec_output_grad(e, o, NULL) + b * plane, dx + (size_t)b * C * h * w);
+            for (int o = 0; o < 2; o++)
+                CHECK(memcmp(cf_exec_output(e, o, NULL), y, ny * sizeof *y) == 0);
+            CHECK(memcmp(cf_exec_input_grad(e, 0, NULL), dx, nx * sizeof *dx) == 0);
+            free(y), free(dx);
+            cf_exec_free(e);
+            cf_model_free(m);
+        }
+}
+
 int main(void)
 {
     RUN(shape_errors);
     RUN(output_shapes);
     RUN(same_results_at_any_thread_count);
+    RUN(max_fast_paths);
     return test_summary("pooling");
 }

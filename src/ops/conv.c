@@ -15,13 +15,21 @@
  * dy[b, g], scattered back into dx (col2im). Samples are split into at most NCHUNK
  * chunks that depend on B alone, each with its own partial dw and dcol in the
  * workspace, and the partial dw are summed in chunk order: the same bits at any thread
- * count. */
+ * count.
+ *
+ * The direct path (stride 1, no dilation, one group: most layers) runs rt/dconv.h's
+ * kernels instead, without im2col or packing: forward reads windows of x padded with
+ * zeros (the padded x of every sample is then the aux, for backward); dx sums, for
+ * each kernel tap, w^T dy into a padded gradient where the tap puts it, and keeps its
+ * middle; dw^T sums, for each output position, dy's channels times the input under
+ * each tap. Chunks, partial dw and their order are as above. */
 #include <limits.h>
 #include <stddef.h>
 #include <string.h>
 
 #include "core/error.h"
 #include "ops/op.h"
+#include "rt/dconv.h"
 
 #define NCHUNK 16
 
@@ -116,21 +124,71 @@ static int conv_infer(cf_node *n)
     return 0;
 }
 
-/* Columns of every sample: B G K P floats. */
+static int nchunks(int B) { return B < NCHUNK ? B : NCHUNK; }
+
+/* ---- the direct path's geometry ---- */
+
+/* Whether the direct kernels run this convolution (see the top of the file); their
+ * offsets within a sample's padded input are ints. */
+static int is_direct(const geom *g)
+{
+    return g->sh == 1 && g->sw == 1 && g->dh == 1 && g->dw == 1 && g->G == 1 &&
+           (double)g->C * (g->H + 2.0 * g->ph) * cf_dconv_row(g->OW, g->KW) < INT_MAX;
+}
+
+static size_t round16(size_t n) { return (n + 15) & ~(size_t)15; }
+
+/* The direct path's buffers, in floats (each rounded to 16, so that they stay aligned). */
+typedef struct {
+    cf_dconv_geom dg;         /* x padded -> y */
+    int OWv, Or;              /* output rows and channels rounded up to vectors */
+    size_t xp;                /* one sample's padded x (or dx): C planes of dg.Hp x dg.Wr */
+    size_t wp, wt;            /* weights packed for forward, and for dx */
+    size_t dyv, dyT, dwT;     /* per chunk, with a padded dx (xp): dy with rows of OWv
+                                 (when OW is not a multiple of 8), dy transposed
+                                 (P x Or), a partial dw^T (K x Or) */
+} dsizes;
+
+static dsizes dsizes_of(const geom *g)
+{
+    dsizes d;
+    d.dg = (cf_dconv_geom){g->C, g->H + 2 * g->ph, cf_dconv_row(g->OW, g->KW), g->O, g->KH, g->KW, g->OH, g->OW};
+    d.OWv = (g->OW + 7) / 8 * 8;
+    d.Or = cf_dconv_or(g->O);
+    d.xp = round16((size_t)g->C * d.dg.Hp * d.dg.Wr);
+    d.wp = round16((size_t)(g->O + CF_DCONV_OB - 1) / CF_DCONV_OB * CF_DCONV_OB * g->K);
+    d.wt = round16((size_t)(g->C + CF_DCONV_OB - 1) / CF_DCONV_OB * CF_DCONV_OB * g->O * g->KH * g->KW);
+    d.dyv = round16((size_t)g->O * g->OH * d.OWv);
+    d.dyT = round16(g->P * d.Or);
+    d.dwT = round16(g->K * d.Or);
+    return d;
+}
+
+/* Per chunk of the backward's workspace. */
+static size_t dchunk(const dsizes *d) { return d->xp + d->dyv + d->dyT + d->dwT; }
+
+/* Direct: the padded x of every sample. Else: the columns of every sample, B G K P. */
 static size_t conv_aux(const cf_inst *k)
 {
     geom g;
     geom_of(&g, k);
+    if (is_direct(&g)) return (size_t)g.B * dsizes_of(&g).xp;
     return (size_t)g.B * g.G * g.K * g.P;
 }
 
-static int nchunks(int B) { return B < NCHUNK ? B : NCHUNK; }
-
-/* Per chunk: a partial dw (O K floats) and the columns' gradient of one sample (G K P). */
+/* Direct: the packed weights (forward), or the weights packed for dx and, per chunk,
+ * a padded dx, dy with padded rows, dy transposed and a partial dw^T (backward).
+ * Else, per chunk: a partial dw (O K floats) and the columns' gradient of one sample
+ * (G K P). */
 static size_t conv_workspace(const cf_inst *k)
 {
     geom g;
     geom_of(&g, k);
+    if (is_direct(&g)) {
+        dsizes d = dsizes_of(&g);
+        size_t bwd = d.wt + (size_t)nchunks(g.B) * dchunk(&d);
+        return bwd > d.wp ? bwd : d.wp;
+    }
     return (size_t)nchunks(g.B) * ((size_t)g.O * g.K + (size_t)g.G * g.K * g.P);
 }
 
@@ -189,7 +247,132 @@ static void col2im(const geom *g, const float *restrict dcol, float *restrict dx
 typedef struct {
     const cf_inst *k;
     geom g;
+    dsizes d;                    /* the direct path */
+    const cf_dconv_impl *impl;
 } job;
+
+/* ---- the direct path's kernels ---- */
+
+/* dst = n planes of h x w from src, each padded with zeros to hp x wr: ph rows above,
+ * pw columns to the left, the rest below and to the right. */
+static void pad_planes(const float *restrict src, int n, int h, int w, int ph, int pw, float *restrict dst, int hp,
+                       int wr)
+{
+    for (int c = 0; c < n; c++, src += (size_t)h * w)
+        for (int i = 0; i < hp; i++, dst += wr) {
+            int si = i - ph;
+            if (si < 0 || si >= h) {
+                memset(dst, 0, (size_t)wr * sizeof *dst);
+                continue;
+            }
+            const float *row = src + (size_t)si * w;
+            int j = 0;
+            for (; j < pw; j++) dst[j] = 0;
+            for (; j < pw + w; j++) dst[j] = row[j - pw];
+            for (; j < wr; j++) dst[j] = 0;
+        }
+}
+
+/* The forward kernels' weights: for each block of CF_DCONV_OB output channels, for
+ * each k of (c, ki, kj), the block's w[o][k] (zeros past O). */
+static void pack_weights(const geom *g, const float *restrict w, float *restrict wp)
+{
+    enum { OB = CF_DCONV_OB };
+    for (int ob = 0; ob < g->O; ob += OB)
+        for (size_t k = 0; k < g->K; k++, wp += OB)
+            for (int o = 0; o < OB; o++) wp[o] = ob + o < g->O ? w[(size_t)(ob + o) * g->K + k] : 0;
+}
+
+/* The input gradient kernel's weights: for each block of CF_DCONV_OB input channels,
+ * for each tap t of (ki, kj), for each o, the block's w[o][c][t] (zeros past C). */
+static void pack_for_dx(const geom *g, const float *restrict w, float *restrict wt)
+{
+    enum { OB = CF_DCONV_OB };
+    size_t khw = (size_t)g->KH * g->KW;
+    for (int cb = 0; cb < g->C; cb += OB)
+        for (size_t t = 0; t < khw; t++)
+            for (int o = 0; o < g->O; o++, wt += OB)
+                for (int c = 0; c < OB; c++) wt[c] = cb + c < g->C ? w[((size_t)o * g->C + cb + c) * khw + t] : 0;
+}
+
+static void forward_range_direct(void *p, size_t b, size_t e)
+{
+    const job *j = p;
+    const cf_inst *k = j->k;
+    const geom *g = &j->g;
+    size_t xsz = (size_t)g->C * g->H * g->W, ysz = (size_t)g->O * g->P;
+    for (size_t s = b; s < e; s++) {
+        float *xp = k->aux + s * j->d.xp;
+        pad_planes(k->x[0] + s * xsz, g->C, g->H, g->W, g->ph, g->pw, xp, j->d.dg.Hp, j->d.dg.Wr);
+        j->impl->forward(&j->d.dg, xp, k->ws, k->y + s * ysz, 0);
+    }
+}
+
+/* dx (C, H, W) = (or +=, with acc) the middle of the padded gradient dxp. */
+static void crop_planes(const float *restrict dxp, const geom *g, const dsizes *d, float *restrict dx, int acc)
+{
+    int H = g->H, W = g->W, Hp = d->dg.Hp, Wr = d->dg.Wr;
+    for (int c = 0; c < g->C; c++)
+        for (int i = 0; i < H; i++, dx += W) {
+            const float *restrict r = dxp + ((size_t)c * Hp + i + g->ph) * Wr + g->pw;
+            if (acc)
+                for (int q = 0; q < W; q++) dx[q] += r[q];
+            else
+                memcpy(dx, r, (size_t)W * sizeof *dx);
+        }
+}
+
+/* Chunk c of the samples (direct): dx of each, and its partial dw^T. */
+static void backward_chunk_direct(void *p, int c)
+{
+    const job *j = p;
+    const cf_inst *k = j->k;
+    const geom *g = &j->g;
+    const dsizes *d = &j->d;
+    int nc = nchunks(g->B);
+    size_t b0 = (size_t)g->B * c / nc, b1 = (size_t)g->B * (c + 1) / nc;
+    size_t xsz = (size_t)g->C * g->H * g->W, ysz = (size_t)g->O * g->P;
+    float *dxp = k->ws + d->wt + (size_t)c * dchunk(d), *dyv = dxp + d->xp, *dyT = dyv + d->dyv, *dwT = dyT + d->dyT;
+    for (size_t s = b0; s < b1; s++) {
+        const float *dy = k->dy + s * ysz;
+        if (k->dx[0]) {
+            const float *dyr = dy;   /* rows of OWv: dy itself when OW is a multiple of 8 */
+            if (d->OWv != g->OW) {
+                pad_planes(dy, g->O, g->OH, g->OW, 0, 0, dyv, g->OH, d->OWv);
+                dyr = dyv;
+            }
+            memset(dxp, 0, d->xp * sizeof *dxp);
+            j->impl->input_grad(&d->dg, dyr, k->ws, dxp);
+            crop_planes(dxp, g, d, k->dx[0] + s * xsz, k->acc[0]);
+        }
+        if (k->dx[1]) {
+            j->impl->transpose(dy, g->O, g->P, dyT);
+            j->impl->weight_grad(&d->dg, k->aux + s * d->xp, dyT, dwT, s != b0);
+        }
+    }
+}
+
+static void conv_backward_direct(job *j)
+{
+    const cf_inst *k = j->k;
+    const geom *g = &j->g;
+    const dsizes *d = &j->d;
+    int nc = nchunks(g->B);
+    if (k->dx[0]) pack_for_dx(g, k->x[1], k->ws);
+    cf_gemm_add_flops(2.0 * g->B * g->O * g->K * g->P * (!!k->dx[0] + !!k->dx[1]));
+    cf_parallel_for(nc, backward_chunk_direct, j);
+    if (!k->dx[1]) return;
+    /* dw: the chunks' partial dw^T, transposed and summed in chunk order */
+    const float *part = k->ws + d->wt + d->xp + d->dyv + d->dyT;
+    float *dw = k->dx[1];
+    for (int o = 0; o < g->O; o++)
+        for (size_t kk = 0; kk < g->K; kk++) {
+            float v = part[kk * d->Or + o];
+            for (int c = 1; c < nc; c++) v += part[c * dchunk(d) + kk * d->Or + o];
+            float *t = dw + (size_t)o * g->K + kk;
+            *t = k->acc[1] ? *t + v : v;
+        }
+}
 
 static void forward_range(void *p, size_t b, size_t e)
 {
@@ -208,8 +391,16 @@ static void forward_range(void *p, size_t b, size_t e)
 
 static int conv_forward(const cf_inst *k)
 {
-    job j = {k, {0}};
+    job j = {.k = k};
     geom_of(&j.g, k);
+    if (is_direct(&j.g)) {
+        j.d = dsizes_of(&j.g);
+        j.impl = cf_dconv_pick();
+        pack_weights(&j.g, k->x[1], k->ws);
+        cf_gemm_add_flops(2.0 * j.g.B * j.g.O * j.g.K * j.g.P);
+        cf_parallel_range((size_t)j.g.B, (size_t)j.g.O * j.g.K * j.g.P + 1, forward_range_direct, &j);
+        return 0;
+    }
     cf_parallel_range((size_t)j.g.B, (size_t)j.g.O * j.g.K * j.g.P + 1, forward_range, &j);
     return 0;
 }
@@ -249,8 +440,14 @@ static void backward_chunk(void *p, int c)
 
 static void conv_backward(const cf_inst *k)
 {
-    job j = {k, {0}};
+    job j = {.k = k};
     geom_of(&j.g, k);
+    if (is_direct(&j.g)) {
+        j.d = dsizes_of(&j.g);
+        j.impl = cf_dconv_pick();
+        conv_backward_direct(&j);
+        return;
+    }
     const geom *g = &j.g;
     int nc = nchunks(g->B);
     cf_parallel_for(nc, backward_chunk, &j);

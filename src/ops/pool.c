@@ -8,7 +8,8 @@
  * maximum of a window, scanning rows then columns, as PyTorch does; its forward saves
  * that position (an index into the plane, as a float) in aux, where backward sends dy.
  * avgpool divides by kernel_h * kernel_w, padding counted as zeros (PyTorch's
- * count_include_pad=True). Each plane is one job for the thread pool and is written by
+ * count_include_pad=True). maxpool has fast paths for windows without padding, and
+ * for 2x2 windows moved by 2 (four outputs at a time), that keep these rules. Each plane is one job for the thread pool and is written by
  * it alone: results do not depend on the thread count. */
 #include <math.h>
 #include <string.h>
@@ -92,6 +93,90 @@ static void window(const geom *g, int oi, int oj, int *r0, int *r1, int *c0, int
     *c1 = c + g->kw < g->w ? c + g->kw : g->w;
 }
 
+/* Four floats, for the 2x2 fast paths; the baseline ISA (SSE2) has them everywhere. */
+typedef float v4 __attribute__((vector_size(16)));
+typedef int v4i __attribute__((vector_size(16)));
+
+static inline v4 load4(const float *p)
+{
+    v4 v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+static inline void store4(float *p, v4 v) { memcpy(p, &v, sizeof v); }
+
+static inline v4 select4(v4i m, v4 a, v4 b) { return (v4)(((v4i)a & m) | ((v4i)b & ~m)); }
+
+/* One step of the scan of a window: v at position p replaces the best so far when it
+ * is larger or NaN (NaN wins, as in PyTorch; a later NaN replaces an earlier one). */
+static inline void take(float v, int p, float *best, int *at)
+{
+    int m = (v > *best) | (v != v);
+    *best = m ? v : *best;
+    *at = m ? p : *at;
+}
+
+static inline void take4(v4 v, v4 p, v4 *best, v4 *at)
+{
+    v4i m = (v > *best) | (v != v);
+    *best = select4(m, v, *best);
+    *at = select4(m, p, *at);
+}
+
+/* A plane whose windows lie inside it (no padding): each starts from its first
+ * element, which is what the scan from -inf gives too. */
+static void max_plane_inside(const geom *g, const float *x, float *y, float *arg)
+{
+    for (int oi = 0; oi < g->oh; oi++)
+        for (int oj = 0; oj < g->ow; oj++) {
+            int at0 = oi * g->sh * g->w + oj * g->sw, at = at0;
+            float best = x[at0];
+            for (int r = 0; r < g->kh; r++)
+                for (int c = 0; c < g->kw; c++) {
+                    int p = at0 + r * g->w + c;
+                    take(x[p], p, &best, &at);
+                }
+            y[oi * g->ow + oj] = best;
+            if (arg) arg[oi * g->ow + oj] = (float)at;
+        }
+}
+
+/* The common case, 2x2 windows moved by 2 without padding: four outputs at a time,
+ * from two rows' even and odd columns. */
+static void max_plane_2x2(const geom *g, const float *x, float *y, float *arg)
+{
+    const v4 lane2 = {0, 2, 4, 6};
+    for (int oi = 0; oi < g->oh; oi++) {
+        const float *r0 = x + (size_t)2 * oi * g->w, *r1 = r0 + g->w;
+        float *yr = y + (size_t)oi * g->ow, *ar = arg ? arg + (size_t)oi * g->ow : NULL;
+        int oj = 0;
+        for (; oj + 4 <= g->ow; oj += 4) {   /* reads columns 2 oj .. 2 oj + 7 < w */
+            v4 a0 = load4(r0 + 2 * oj), b0 = load4(r0 + 2 * oj + 4);
+            v4 a1 = load4(r1 + 2 * oj), b1 = load4(r1 + 2 * oj + 4);
+            v4 e0 = __builtin_shufflevector(a0, b0, 0, 2, 4, 6), o0 = __builtin_shufflevector(a0, b0, 1, 3, 5, 7);
+            v4 e1 = __builtin_shufflevector(a1, b1, 0, 2, 4, 6), o1 = __builtin_shufflevector(a1, b1, 1, 3, 5, 7);
+            v4 p = (float)(2 * oi * g->w + 2 * oj) + lane2, best = e0, at = p;
+            take4(o0, p + 1, &best, &at);
+            take4(e1, p + (float)g->w, &best, &at);
+            take4(o1, p + (float)(g->w + 1), &best, &at);
+            store4(yr + oj, best);
+            if (ar) store4(ar + oj, at);
+        }
+        for (; oj < g->ow; oj++) {
+            int p = 2 * oi * g->w + 2 * oj, at = p;
+            float best = x[p];
+            take(x[p + 1], p + 1, &best, &at);
+            take(x[p + g->w], p + g->w, &best, &at);
+            take(x[p + g->w + 1], p + g->w + 1, &best, &at);
+            yr[oj] = best;
+            if (ar) ar[oj] = (float)at;
+        }
+    }
+}
+
+static int is_2x2(const geom *g) { return g->kh == 2 && g->kw == 2 && g->sh == 2 && g->sw == 2 && !g->ph && !g->pw; }
+
 static void max_forward_range(void *p, size_t b, size_t e)
 {
     const job *j = p;
@@ -100,6 +185,14 @@ static void max_forward_range(void *p, size_t b, size_t e)
     for (size_t q = b; q < e; q++) {
         const float *x = j->k->x[0] + q * in;
         float *y = j->k->y + q * out, *arg = j->k->aux ? j->k->aux + q * out : NULL;
+        if (is_2x2(g)) {
+            max_plane_2x2(g, x, y, arg);
+            continue;
+        }
+        if (!g->ph && !g->pw) {
+            max_plane_inside(g, x, y, arg);
+            continue;
+        }
         for (int oi = 0; oi < g->oh; oi++)
             for (int oj = 0; oj < g->ow; oj++) {
                 int r0, r1, c0, c1;
@@ -107,14 +200,42 @@ static void max_forward_range(void *p, size_t b, size_t e)
                 float best = -INFINITY;
                 int at = r0 * g->w + c0;
                 for (int r = r0; r < r1; r++)
-                    for (int c = c0; c < c1; c++) {
-                        float v = x[r * g->w + c];
-                        if (v > best || isnan(v)) best = v, at = r * g->w + c;   /* NaN wins, as in PyTorch */
-                    }
+                    for (int c = c0; c < c1; c++) take(x[r * g->w + c], r * g->w + c, &best, &at);
                 y[oi * g->ow + oj] = best;
                 if (arg) arg[oi * g->ow + oj] = (float)at;
             }
     }
+}
+
+/* Backward of the 2x2 case: the windows do not overlap, so each input gets dy where
+ * it was the maximum and 0 elsewhere, written (or added) row pair by row pair; the
+ * last row or column that no window covers (odd h or w) gets 0. */
+static void max_back_2x2(const geom *g, const float *dy, const float *arg, float *dx, int acc)
+{
+    const v4 lane2 = {0, 2, 4, 6}, zero = {0};
+    for (int oi = 0; oi < g->oh; oi++) {
+        float *r0 = dx + (size_t)2 * oi * g->w, *r1 = r0 + g->w;
+        const float *dr = dy + (size_t)oi * g->ow, *ar = arg + (size_t)oi * g->ow;
+        int oj = 0;
+        for (; oj + 4 <= g->ow; oj += 4) {
+            v4 d = load4(dr + oj), a = load4(ar + oj), p = (float)(2 * oi * g->w + 2 * oj) + lane2;
+            v4 d00 = select4(a == p, d, zero), d01 = select4(a == p + 1, d, zero);
+            v4 d10 = select4(a == p + (float)g->w, d, zero), d11 = select4(a == p + (float)(g->w + 1), d, zero);
+            v4 u0 = __builtin_shufflevector(d00, d01, 0, 4, 1, 5), u1 = __builtin_shufflevector(d00, d01, 2, 6, 3, 7);
+            v4 w0 = __builtin_shufflevector(d10, d11, 0, 4, 1, 5), w1 = __builtin_shufflevector(d10, d11, 2, 6, 3, 7);
+            float *c0 = r0 + 2 * oj, *c1 = r1 + 2 * oj;
+            if (acc) {
+                u0 += load4(c0), u1 += load4(c0 + 4), w0 += load4(c1), w1 += load4(c1 + 4);
+            }
+            store4(c0, u0), store4(c0 + 4, u1), store4(c1, w0), store4(c1 + 4, w1);
+        }
+        for (; oj < g->ow; oj++) {
+            if (!acc) r0[2 * oj] = r0[2 * oj + 1] = r1[2 * oj] = r1[2 * oj + 1] = 0;
+            dx[(size_t)ar[oj]] += dr[oj];
+        }
+        if (!acc && g->w > 2 * g->ow) r0[g->w - 1] = r1[g->w - 1] = 0;
+    }
+    if (!acc && g->h > 2 * g->oh) memset(dx + (size_t)(g->h - 1) * g->w, 0, (size_t)g->w * sizeof *dx);
 }
 
 static void max_backward_range(void *p, size_t b, size_t e)
@@ -125,6 +246,10 @@ static void max_backward_range(void *p, size_t b, size_t e)
     for (size_t q = b; q < e; q++) {
         const float *dy = j->k->dy + q * out, *arg = j->k->aux + q * out;
         float *dx = j->k->dx[0] + q * in;
+        if (is_2x2(g)) {
+            max_back_2x2(g, dy, arg, dx, j->k->acc[0]);
+            continue;
+        }
         if (!j->k->acc[0]) memset(dx, 0, in * sizeof *dx);
         for (size_t o = 0; o < out; o++) dx[(size_t)arg[o]] += dy[o];
     }

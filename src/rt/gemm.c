@@ -189,6 +189,11 @@ const char *cf_gemm_why(void)
 
 double cf_gemm_flops(void) { return (double)atomic_load_explicit(&flops, memory_order_relaxed); }
 
+void cf_gemm_add_flops(double n)
+{
+    atomic_fetch_add_explicit(&flops, (unsigned long long)n, memory_order_relaxed);
+}
+
 const struct cf_gemm_impl *cf_gemm_builtin_impl(void)
 {
     pthread_once(&once, gemm_init);

@@ -24,6 +24,10 @@ typedef struct cf_gemm_ep {
 void cf_gemm_ep_run(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
                     const float *B, int ldb, float beta, float *C, int ldc, const cf_gemm_ep *ep);
 
+/* Count n floating-point operations of products computed outside cf_gemm (the direct
+   convolution, rt/dconv.h) in cf_gemm_flops. */
+void cf_gemm_add_flops(double n);
+
 /* The epilogue alone, over an M x N block of C (leading dimension ldc). */
 void cf_gemm_ep_apply(const cf_gemm_ep *ep, int M, int N, float *C, ptrdiff_t ldc);
 

@@ -1,0 +1,17 @@
+/* dconv_portable.c - the direct convolution kernels (dconv_tile.h) for the baseline
+ * ISA, and the choice between implementations. */
+#define DC(name) name##_portable
+#define DC_ENTRY cf_dconv_portable
+#include "rt/dconv_tile.h"
+
+#include "rt/cpu.h"
+#include "rt/gemm_builtin.h"
+#include "rt/gemm_impl.h"
+
+const cf_dconv_impl *cf_dconv_pick(void)
+{
+#if defined(__x86_64__)
+    if (cf_gemm_builtin_impl() != &cf_gemm_portable && cf_cpu_avx2(cf_cpu())) return &cf_dconv_avx2;
+#endif
+    return &cf_dconv_portable;
+}

@@ -155,8 +155,9 @@ CF_API int cf_set_gemm(const char *name);
 CF_API const char *cf_gemm_name(void);
 CF_API const char *cf_gemm_why(void);
 
-/* Floating-point operations (2 per multiply-add) done by matrix products in this
- * process so far, over all threads: for measuring GFLOP/s. */
+/* Floating-point operations (2 per multiply-add) done by matrix products and by the
+ * direct convolution kernels in this process so far, over all threads: for measuring
+ * GFLOP/s. */
 CF_API double cf_gemm_flops(void);
 
 /* This CPU as cpuid tells it: its brand string ("AMD EPYC 7B12"), and the features

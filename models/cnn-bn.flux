@@ -3,8 +3,8 @@
 # 2x2 max-pooling; a dense layer with dropout; the classifier.
 model = Chain(
   Input(1, 28, 28),
-  Conv2D(16, 3, pad = 1), BatchNorm(), relu, MaxPool(2),   # (B, 16, 14, 14)
-  Conv2D(32, 3, pad = 1), BatchNorm(), relu, MaxPool(2),   # (B, 32, 7, 7)
+  Conv2D(32, 3, pad = 1), BatchNorm(), relu, MaxPool(2),   # (B, 32, 14, 14)
+  Conv2D(64, 3, pad = 1), BatchNorm(), relu, MaxPool(2),   # (B, 64, 7, 7)
   flatten, Dropout(0.25),
   Affine(128), BatchNorm(), relu, Dropout(0.25),
   Affine(10), softmax)

@@ -517,6 +517,12 @@ CF_API int cf_forward(cf_exec *e, int train);
  * loop that resumes a run, or that moves between executors (a short last batch),
  * sets it so that the masks follow the run, not the executor. cf_fit does. */
 CF_API void cf_exec_set_step(cf_exec *e, long step);
+/* Recurrent state that an unrolled model carries from one forward to the next
+ * (unroll(m, n, stateful = true) in the notation: the final step's state starts the
+ * next call; gradients stop at the carry, as in truncated back-propagation through
+ * time) goes back to its start (zeros, unless the state says otherwise). Each
+ * executor carries its own, from its bind. */
+CF_API void cf_exec_reset_state(cf_exec *e);
 /* Back-propagate the head gradients of the last forward; parameter gradients
  * accumulate or are overwritten as their grad_req says. Needs CF_TRAIN. 0 or -1. */
 CF_API int cf_backward(cf_exec *e);

@@ -71,6 +71,7 @@ void cf_model_free(cf_model *m)
     free(m->nodes);
     free(m->params);
     free(m->states);
+    free(m->carries);
     free(m->inputs);
     free(m->outputs);
     free(m->builderr);
@@ -316,6 +317,44 @@ cf_node *cf_state_at(cf_model *m, const char *name, cf_shape s, cf_init init,
                      const char *file, int line, int col)
 {
     return held_at(m, CF_OP_STATE, "state", name, s, init, file, line, col);
+}
+
+cf_node *cf_carry_at(cf_model *m, const char *name, cf_shape s, cf_init init, const char *file, int line, int col)
+{
+    cf_srcloc loc = {file, line, col};
+    if (!m) return cf_build_fail(NULL, loc, "state '%s': no model", name ? name : "?");
+    if (check_shape(m, s, loc, "state", name)) return NULL;
+    if (init.kind != CF_INIT_ZEROS && init.kind != CF_INIT_ONES && init.kind != CF_INIT_CONST)
+        return cf_build_fail(m, loc, "state '%s' starts from zeros, ones or a constant", name);
+    if (s.rank + 1 > CF_MAX_DIMS)
+        return cf_build_fail(m, loc, "state '%s' has too many dimensions (%d, and the batch)", name, s.rank);
+    if (m->ncarries == m->cap_carries) {
+        int cap = m->cap_carries ? 2 * m->cap_carries : 8;
+        struct cf_carry *p = realloc(m->carries, (size_t)cap * sizeof *p);
+        if (!p) return cf_oom((size_t)cap * sizeof *p), NULL;
+        m->carries = p;
+        m->cap_carries = cap;
+    }
+    cf_node *n = node_new(m, CF_OP_STATE, 0, NULL, file, line, col);
+    if (!n) return NULL;
+    n->name = cf_arena_strdup(&m->arena, name);
+    if (!n->name) return NULL;
+    n->shape.rank = s.rank + 1;
+    n->shape.d[0] = CF_BATCH;
+    for (int i = 0; i < s.rank; i++) n->shape.d[i + 1] = s.d[i];
+    n->batched = 1;
+    n->init = init;
+    n->index = m->ncarries;
+    m->carries[m->ncarries++] = (struct cf_carry){n, NULL};
+    return n;
+}
+
+int cf_carry_set_next(cf_model *m, cf_node *carry, cf_node *next)
+{
+    if (!carry || !next || carry->op != CF_OP_STATE || !carry->batched || carry->model != m || next->model != m)
+        return cf_seterr("error: cf_carry_set_next: not a carried state of this model");
+    m->carries[carry->index].next = next;
+    return 0;
 }
 
 cf_node *cf_scalar_at(cf_model *m, float v, const char *file, int line, int col)

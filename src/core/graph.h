@@ -95,6 +95,13 @@ struct cf_model {
     unsigned char framed[CF_MAX_SCOPES];   /* the scope pushed a frame */
     int depth;
 
+    /* Recurrent state carried from one forward to the next (unroll, stateful): leaves
+     * of op CF_OP_STATE with the batch dimension, whose values each executor keeps,
+     * each with the node whose value it takes after a forward (NULL: it keeps its
+     * start). Not saved: a run's position in its data, not the model's. */
+    struct cf_carry { cf_node *state, *next; } *carries;
+    int ncarries, cap_carries;
+
     cf_node *loss;           /* the training loss (cf_model_add_loss), or NULL */
     cf_node *target;         /* its label or target input */
     int loss_kind;
@@ -120,6 +127,13 @@ struct cf_model {
     float *norm_mean, *norm_std;
     size_t norm_count;
 };
+
+/* A recurrent state of per-sample shape s (the value is (B, s...)), started from init
+ * (zeros, ones or a constant) at bind and by cf_exec_reset_state. NULL on error. */
+cf_node *cf_carry_at(cf_model *m, const char *name, cf_shape s, cf_init init, const char *file, int line, int col);
+
+/* After each forward, carry takes next's value (same shape). 0 or -1. */
+int cf_carry_set_next(cf_model *m, cf_node *carry, cf_node *next);
 
 /* Record a build error (the first one wins) and set cf_last_error. Returns NULL. */
 cf_node *cf_build_fail(cf_model *m, cf_srcloc loc, const char *fmt, ...)

@@ -78,9 +78,35 @@ static void *carve(unsigned char **p, size_t bytes)
     return r;
 }
 
+void cf_exec_reset_state(cf_exec *e)
+{
+    if (!e || !e->carry) return;
+    for (int i = 0; i < e->m->ncarries; i++) {
+        const cf_node *c = e->m->carries[i].state;
+        size_t n = cf_shape_count_b(c->shape, e->batch);
+        float v = c->init.kind == CF_INIT_ONES ? 1.0f : c->init.kind == CF_INIT_CONST ? c->init.a : 0.0f;
+        float *p = e->carry + e->carry_off[i];
+        for (size_t j = 0; j < n; j++) p[j] = v;
+    }
+    e->carry_pending = 0;
+}
+
+/* The next values the last forward left for the carried states become theirs. */
+static void take_carries(cf_exec *e)
+{
+    for (int i = 0; i < e->m->ncarries; i++) {
+        const cf_node *next = e->m->carries[i].next;
+        if (!next || !e->val[next->id]) continue;
+        const cf_node *c = e->m->carries[i].state;
+        memcpy(e->carry + e->carry_off[i], e->val[next->id], cf_shape_count_b(c->shape, e->batch) * sizeof(float));
+    }
+    e->carry_pending = 0;
+}
+
 void cf_exec_free(cf_exec *e)
 {
     if (!e) return;
+    cf_mem_free(e->carry);
     cf_mem_free(e->arena);
     free(e);
 }
@@ -126,7 +152,7 @@ cf_exec *cf_bind(cf_model *m, int batch, unsigned flags)
     SZ(nsrc, const float *); SZ(nsrc, cf_shape); SZ(nsrc, float *); SZ(nsrc, unsigned char);
     SZ(nn, unsigned char); SZ(nn, unsigned char); SZ(nn, unsigned char); SZ(nn, int); SZ(nn, int);
     SZ(m->ninputs, float *); SZ(nn, int); SZ(nn, int); SZ(nn, unsigned char); SZ(nn, int);
-    SZ(nn, float *); SZ(nn, float *); SZ(nn, float *);
+    SZ(nn, float *); SZ(nn, float *); SZ(nn, float *); SZ(m->ncarries + 1, size_t);
 #undef SZ
     unsigned char *block = calloc(1, bytes), *p = block;
     if (!block) return cf_oom(bytes), NULL;
@@ -163,6 +189,12 @@ cf_exec *cf_bind(cf_model *m, int batch, unsigned flags)
     e->aux = carve(&p, nn * sizeof *e->aux);
     e->fws = carve(&p, nn * sizeof *e->fws);
     e->bws = carve(&p, nn * sizeof *e->bws);
+    e->carry_off = carve(&p, ((size_t)m->ncarries + 1) * sizeof *e->carry_off);
+    size_t ncarry = 0;
+    for (int i = 0; i < m->ncarries; i++) {
+        e->carry_off[i] = ncarry;
+        ncarry += (cf_shape_count_b(m->carries[i].state->shape, batch) + 15) / 16 * 16;
+    }
 
     /* effective inputs: a fused loss also reads the softmax's input */
     int k = 0;
@@ -182,6 +214,8 @@ cf_exec *cf_bind(cf_model *m, int batch, unsigned flags)
     e->loss = -1;
     if (m->loss && (flags & (CF_TRAIN | CF_LOSS))) live[e->loss = m->loss->id] = 1;
     for (int i = 0; i < m->ninputs; i++) live[m->inputs[i]->id] = 1;   /* always writable */
+    for (int i = 0; i < m->ncarries; i++)
+        if (m->carries[i].next) live[m->carries[i].next->id] = 1;
     for (int i = nn - 1; i >= 0; i--)
         if (live[i])
             for (int j = 0; j < NSRC(i); j++) live[SRC(i, j)] = 1;
@@ -227,6 +261,8 @@ cf_exec *cf_bind(cf_model *m, int batch, unsigned flags)
         if (live[c])
             for (int j = 0; j < NSRC(c); j++) uses[SRC(c, j)]++;
     for (int i = 0; i < m->noutputs; i++) uses[m->outputs[i]->id] += 2;
+    for (int i = 0; i < m->ncarries; i++)
+        if (m->carries[i].next) uses[m->carries[i].next->id] += 2;
     if (e->loss >= 0) uses[e->loss] += 2;
     for (int i = 0; i < nn && !e->nantrap; i++)
         fuse_chain(e, i, live, uses, batch);
@@ -269,7 +305,7 @@ cf_exec *cf_bind(cf_model *m, int batch, unsigned flags)
         if (n->op == CF_OP_PARAM) {
             e->val[i] = m->pdata + m->poff[n->index];
             if (hasgrad[i]) e->grad[i] = m->pgrad + m->poff[n->index];
-        } else if (n->op == CF_OP_STATE) {
+        } else if (n->op == CF_OP_STATE && !n->batched) {   /* carried ones: below */
             e->val[i] = m->sdata + m->soff[n->index];
         } else if (n->op == CF_OP_CONST) {
             e->val[i] = &n->attr.f[0];
@@ -311,6 +347,9 @@ cf_exec *cf_bind(cf_model *m, int batch, unsigned flags)
      * the backward's start */
     for (int o = 0; o < m->noutputs; o++) last[m->outputs[o]->id] = end, gfirst[m->outputs[o]->id] = e->nfwd;
     if (e->loss >= 0) last[e->loss] = end, gfirst[e->loss] = e->nfwd;
+    /* a carried state's next value is taken at the next forward: kept to the end */
+    for (int i = 0; i < m->ncarries; i++)
+        if (m->carries[i].next) last[m->carries[i].next->id] = end;
     /* a fused chain's values share its head's buffer, for all their lifetimes */
     for (int i = 0; i < nn; i++)
         if (e->fuse_head[i] >= 0 && last[i] > last[e->fuse_head[i]]) last[e->fuse_head[i]] = last[i];
@@ -372,6 +411,17 @@ cf_exec *cf_bind(cf_model *m, int batch, unsigned flags)
         return NULL;
     }
     memset(e->arena, 0, (floats ? floats : 16) * sizeof(float));
+    if (ncarry) {
+        snprintf(what, sizeof what, "at batch %d, the carried state", batch);
+        if (!(e->carry = cf_mem_alloc(ncarry * sizeof *e->carry, what))) {
+            cf_mem_free(e->arena);
+            free(bufs);
+            free(block);
+            return NULL;
+        }
+        for (int i = 0; i < m->ncarries; i++) e->val[m->carries[i].state->id] = e->carry + e->carry_off[i];
+        cf_exec_reset_state(e);
+    }
     e->arena_floats = floats;
     e->unplanned_floats = unplanned;
     for (int i = 0; i < nbuf; i++) *bufs[i].dest = e->arena + bufs[i].offset;
@@ -438,6 +488,7 @@ int cf_forward(cf_exec *e, int train)
     e->ctx.train = train != 0;
     e->ctx.step++;
     e->ctx.key = (e->m->seed ^ 0x243f6a8885a308d3ull) * 0x9e3779b97f4a7c15ull + (uint64_t)e->ctx.step;
+    if (e->carry_pending) take_carries(e);
     for (int s = 0; s < e->nfwd; s++) {
         int i = e->fwd[s];
         const cf_inst *k = &e->inst[i];
@@ -454,6 +505,7 @@ int cf_forward(cf_exec *e, int train)
         }
         if (e->nantrap && check_finite(e, i)) return -1;
     }
+    e->carry_pending = e->carry != NULL;
     return 0;
 }
 

@@ -63,6 +63,13 @@ struct cf_exec {
     float **own_input;   /* per input: its buffer in the arena, once cf_exec_set_input
                             pointed it elsewhere (NULL before) */
 
+    /* carried recurrent state (the model's carries): one block of this batch's values,
+       and whether the last forward left next values to take at the next one (they are
+       taken then, not at once: the backward still reads the old ones) */
+    float *carry;
+    size_t *carry_off;
+    int carry_pending;
+
     float *arena;
     size_t arena_floats, unplanned_floats;
 };

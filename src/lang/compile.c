@@ -38,9 +38,10 @@ typedef struct env env;
 typedef struct inst inst;
 typedef struct param param;
 typedef struct partial partial;
+typedef struct rstate rstate;
 
 typedef enum vkind {
-    V_NONE, V_NUM, V_TENSOR, V_TUPLE, V_TEMPLATE, V_MODEL, V_BUILTIN, V_INIT, V_PARAM, V_PARTIAL
+    V_NONE, V_NUM, V_TENSOR, V_TUPLE, V_TEMPLATE, V_MODEL, V_BUILTIN, V_INIT, V_PARAM, V_PARTIAL, V_STATE
 } vkind;
 
 struct value {
@@ -55,6 +56,7 @@ struct value {
         cf_init init;                                /* V_INIT */
         param *param;                                /* V_PARAM */
         partial *partial;                            /* V_PARTIAL */
+        rstate *state;                               /* V_STATE */
     };
 };
 
@@ -67,16 +69,17 @@ struct env {
     int n, cap;
 };
 
-typedef enum ikind { I_NET, I_LAMBDA, I_CHAIN, I_INPUT } ikind;
+typedef enum ikind { I_NET, I_LAMBDA, I_CHAIN, I_INPUT, I_UNROLL } ikind;
 
 struct inst {
     ikind kind;
     const char *tname;        /* in traces: "Affine", "Chain", "Input", "lambda" */
     const ast *lambda;        /* I_NET, I_LAMBDA */
     env *env;
-    value *items;             /* I_CHAIN */
+    value *items;             /* I_CHAIN; I_UNROLL: the model unrolled */
     const ast **item_ast;
-    int n;
+    int n;                    /* I_CHAIN: items; I_UNROLL: steps */
+    int stateful;             /* I_UNROLL */
     cf_shape shape;           /* I_INPUT, per sample */
     inst *parent;             /* placement: the first place that names it */
     const char *local;
@@ -92,6 +95,22 @@ struct param {            /* a parameter, or a state (stat(...)) */
     cf_node *node;
     const char *file;
     int line, col;
+};
+
+/* A recurrent state (state(...) in a net body). While a model is built, `prev` is its
+ * value at the previous step (NULL: its start) and `cur` the value assigned in this
+ * step (NULL: none yet); unroll moves cur to prev after each step. Its start is a
+ * carried leaf of the graph (cf_carry_at), made when first read. */
+struct rstate {
+    cf_shape shape;           /* per sample */
+    cf_init init;
+    inst *owner;
+    const char *local;
+    const char *file;
+    int line, col;
+    cf_node *start, *prev, *cur;
+    int touched;              /* read or assigned since unroll last looked */
+    rstate *next;             /* every state of the compile */
 };
 
 struct partial {
@@ -122,6 +141,7 @@ typedef struct cc {
     int shape_failed;   /* the last node made did not fit */
     int eval_depth;
     const ast *chain_elem;   /* the call being evaluated as an argument of Chain(...) */
+    rstate *states;          /* every recurrent state made, newest first */
 } cc;
 
 /* ---- built-ins ---- */
@@ -130,7 +150,7 @@ typedef struct cc {
  * table) are found there, by their names; this table holds the rest, and aliases. */
 enum {
     B_OP, B_RESHAPE, B_HCAT, B_PARAM, B_STAT, B_STATE, B_NORMAL, B_UNIFORM, B_INPUT, B_CHAIN, B_UNROLL,
-    B_CONV2D, B_MAXPOOL, B_AVGPOOL, B_DROPOUT, B_BATCHNORM
+    B_CONV2D, B_MAXPOOL, B_AVGPOOL, B_DROPOUT, B_BATCHNORM, B_CHUNK
 };
 
 static const struct builtin {
@@ -142,7 +162,7 @@ static const struct builtin {
     {"σ", B_OP, CF_OP_SIGMOID, 1},
     {"reshape", B_RESHAPE, CF_OP_RESHAPE, 0}, {"hcat", B_HCAT, CF_OP_CONCAT, 0},
     {"param", B_PARAM, 0, 0},                 {"state", B_STATE, 0, 0},
-    {"stat", B_STAT, 0, 0},
+    {"stat", B_STAT, 0, 0},                   {"chunk", B_CHUNK, 0, 0},
     {"normal", B_NORMAL, 0, 0},               {"uniform", B_UNIFORM, 0, 0},
     {"Input", B_INPUT, 0, 0},                 {"Chain", B_CHAIN, 0, 0},
     {"unroll", B_UNROLL, 0, 0},               {"conv2d", B_CONV2D, 0, 0},
@@ -341,6 +361,7 @@ static const char *kind_name(const value *v)
     case V_INIT: return "an initialiser";
     case V_PARAM: return v->param->state ? "a state (stat)" : "a parameter";
     case V_PARTIAL: return "a net waiting for its input size (only a Chain can give it)";
+    case V_STATE: return "a state";
     default: return "nothing";
     }
 }
@@ -482,20 +503,31 @@ static int instantiate(cc *c, const value *tmpl, value *args, int nargs, const c
 
 static int not_yet(cc *c, env *en, const ast *e, const char *what);
 
+/* The full name of what a net instance declares: "outer.inner.W". 0, or -1 with the
+ * message when it is too long. */
+static int full_name(const inst *owner, const char *local, const char *file, int line, int col, char *name,
+                     size_t size)
+{
+    snprintf(name, size, "%s", local);
+    for (const inst *i = owner; i && i->local; i = i->parent) {
+        size_t a = strlen(i->local), b = strlen(name);
+        if (a + 1 + b >= size)
+            return cf_seterr("%s:%d:%d: error: the full name (%.40s...) is longer than %zu characters", file, line,
+                             col, i->local, size - 1);
+        memmove(name + a + 1, name, b + 1);
+        memcpy(name, i->local, a);
+        name[a] = '.';
+    }
+    return 0;
+}
+
 static int param_node(cc *c, param *p, value *out)
 {
     if (!p->node) {
-        char name[512] = "";
-        snprintf(name, sizeof name, "%s", p->local ? p->local : p->state ? "stat" : "param");
-        for (inst *i = p->owner; i && i->local; i = i->parent) {   /* "outer.inner.W" */
-            size_t a = strlen(i->local), b = strlen(name);
-            if (a + 1 + b >= sizeof name)
-                return cf_seterr("%s:%d:%d: error: the parameter's full name (%.40s...) is longer than %zu characters",
-                                 p->file, p->line, p->col, i->local, sizeof name - 1);
-            memmove(name + a + 1, name, b + 1);
-            memcpy(name, i->local, a);
-            name[a] = '.';
-        }
+        char name[512];
+        if (full_name(p->owner, p->local ? p->local : p->state ? "stat" : "param", p->file, p->line, p->col, name,
+                      sizeof name))
+            return -1;
         p->node = p->state ? cf_state_at(c->m, name, p->shape, p->init, p->file, p->line, p->col)
                            : cf_param_at(c->m, name, p->shape, p->init, p->file, p->line, p->col);
         if (!p->node) return -1;
@@ -504,11 +536,68 @@ static int param_node(cc *c, param *p, value *out)
     return 0;
 }
 
+/* y{-1}: a state's value at the previous step, or its start (a carried leaf). */
+static int state_prev(cc *c, env *en, const ast *e, value *out)
+{
+    const value *v = lookup(en, e->name);
+    if (!v)
+        return ERR(c, en, e, "%s{%g}: there is no state named '%s'; declare it in the net body with %s = state(...)",
+                   e->name, e->num, e->name, e->name);
+    if (v->kind != V_STATE)
+        return ERR(c, en, e, "%s{%g}: '%s' is %s, not a state; declare it in the net body with %s = state(...)",
+                   e->name, e->num, e->name, kind_name(v), e->name);
+    if (e->num != -1)
+        return ERR(c, en, e, "%s{%g}: only the previous step, %s{-1}, can be read", e->name, e->num, e->name);
+    if (!c->in_forward) return ERR(c, en, e, "%s{-1} is read inside a forward function", e->name);
+    rstate *st = v->state;
+    st->touched = 1;
+    if (st->prev) {
+        *out = tensor_value(st->prev);
+        return 0;
+    }
+    if (!st->start) {
+        char name[512];
+        if (full_name(st->owner, st->local ? st->local : "state", st->file, st->line, st->col, name, sizeof name))
+            return -1;
+        st->start = cf_carry_at(c->m, name, st->shape, st->init, st->file, st->line, st->col);
+        if (made(c, en, e, st->start)) return -1;
+    }
+    *out = tensor_value(st->start);
+    return 0;
+}
+
+/* name = value, where name is a state: its value for this step. */
+static int state_assign(cc *c, env *en, const ast *s, rstate *st, const value *v)
+{
+    if (v->kind != V_TENSOR)
+        return ERR(c, en, s, "the state '%s' is set to a value, not to %s", s->name, kind_name(v));
+    const cf_node *n = v->node;
+    int fits = n->batched && n->shape.rank == st->shape.rank + 1;
+    for (int i = 0; fits && i < st->shape.rank; i++) fits = n->shape.d[i + 1] == st->shape.d[i];
+    if (!fits) {
+        char s1[96], s2[96];
+        cf_shape want = {st->shape.rank + 1, {CF_BATCH}};
+        for (int i = 0; i < st->shape.rank; i++) want.d[i + 1] = st->shape.d[i];
+        return ERR(c, en, s, "the state '%s' is %s, but it is set to a value of %s", s->name,
+                   cf_shape_str(want, s1, sizeof s1), cf_shape_str(n->shape, s2, sizeof s2));
+    }
+    st->cur = v->node;
+    st->touched = 1;
+    return 0;
+}
+
 static int eval_name(cc *c, env *en, const ast *e, value *out)
 {
     const value *v = lookup(en, e->name);
     if (v) {
         if (v->kind == V_PARAM && c->in_forward) return param_node(c, v->param, out);
+        if (v->kind == V_STATE && c->in_forward) {
+            if (!v->state->cur)
+                return ERR(c, en, e, "'%s' is a state: read its previous step as %s{-1}, or set it first (%s = ...)",
+                           e->name, e->name, e->name);
+            *out = tensor_value(v->state->cur);
+            return 0;
+        }
         *out = *v;
         return 0;
     }
@@ -522,8 +611,11 @@ static int eval_name(cc *c, env *en, const ast *e, value *out)
             *out = (value){.kind = V_INIT, .init = inits[i].init};
             return 0;
         }
-    static const char *coming[] = {"Conv2D", "MaxPool", "AvgPool", "BatchNorm", "Dropout",
-                                   "Recurrent", "GRU", "LSTM", "Embedding"};
+    if (strcmp(e->name, "true") == 0 || strcmp(e->name, "false") == 0) {
+        *out = num_value(e->name[0] == 't');
+        return 0;
+    }
+    static const char *coming[] = {"Embedding"};
     for (int i = 0; i < (int)(sizeof coming / sizeof coming[0]); i++)
         if (strcmp(coming[i], e->name) == 0) return not_yet(c, en, e, e->name);
     const char *s = suggest(en, e->name);
@@ -603,8 +695,13 @@ static int eval_block(cc *c, env *en, const ast *e, value *out)
         const ast *s = e->items[i];
         if (s->kind == AST_ASSIGN) {
             value v;
+            const value *old = lookup(inner, s->name);
             if (eval(c, inner, s->a, &v)) return -1;
-            if (bind(c, inner, s->name, v, s)) return -1;
+            if (old && old->kind == V_STATE && c->in_forward) {
+                if (state_assign(c, inner, s, old->state, &v)) return -1;
+            } else if (bind(c, inner, s->name, v, s)) {
+                return -1;
+            }
             if (i == e->n - 1) *out = v;
         } else if (eval(c, inner, s, out)) {
             return -1;
@@ -828,6 +925,31 @@ static int batchnorm_call(cc *c, env *en, const ast *e, value *args, int nargs, 
     return 0;
 }
 
+/* chunk(x, k, n): part k (from 1) of n equal parts of x's last dimension. */
+static int chunk_call(cc *c, env *en, const ast *e, value *args, int nargs, int nkw, const char **kwn, value *out)
+{
+    if (no_keywords(c, en, e, "chunk", nkw, kwn)) return -1;
+    if (nargs != 3 || args[0].kind != V_TENSOR)
+        return ERR(c, en, e, "chunk takes a value, a part and a number of parts: chunk(z, 2, 4)");
+    if (is_unresolved(c, args[0].node)) return unresolved_error(c, en, e, args[0].node, "chunk");
+    int k, n;
+    if (dim_of(c, en, e->items[1], &args[1], "chunk's part", &k) || dim_of(c, en, e->items[2], &args[2],
+                                                                          "chunk's number of parts", &n))
+        return -1;
+    cf_shape xs = args[0].node->shape;
+    int d = xs.rank ? xs.d[xs.rank - 1] : 0;
+    char sx[96];
+    if (xs.rank == 0 || (args[0].node->batched && xs.rank == 1))
+        return ERR(c, en, e, "chunk splits the last dimension, but the value is %s", cf_shape_str(xs, sx, sizeof sx));
+    if (k > n || d % n)
+        return ERR(c, en, e, "chunk %d of %d: the last dimension of %s %s", k, n, cf_shape_str(xs, sx, sizeof sx),
+                   k > n ? "has no such part" : "does not split into that many equal parts");
+    cf_node *r = cf_slice_at(c->m, args[0].node, -1, (k - 1) * (d / n), d / n, en->file, e->line, e->col);
+    if (made(c, en, e, r)) return -1;
+    *out = tensor_value(r);
+    return 0;
+}
+
 static int call_builtin(cc *c, env *en, const ast *e, int fi, value *args, int nargs, const char **kwn, value *kwv,
                         int nkw, value *out)
 {
@@ -874,8 +996,7 @@ static int call_builtin(cc *c, env *en, const ast *e, int fi, value *args, int n
     }
     case B_INPUT: {
         if (no_keywords(c, en, e, "Input", nkw, kwn)) return -1;
-        if (nargs == 0) return ERR(c, en, e, "Input needs the shape of one sample: Input(784)");
-        inst *i = inst_new(c, I_INPUT, "Input");
+        inst *i = inst_new(c, I_INPUT, "Input");   /* Input(): one number a sample */
         if (!i || dims_of(c, en, e, args, nargs, 0, &i->shape, "Input", CF_MAX_DIMS - 1)) return -1;
         if (!cf_shape_count_checked(i->shape))
             return ERR(c, en, e, "Input is too large: more than 2^36 elements per sample");
@@ -914,8 +1035,55 @@ static int call_builtin(cc *c, env *en, const ast *e, int fi, value *args, int n
         *out = model_value(i);
         return 0;
     }
-    case B_STATE: return not_yet(c, en, e, "state (recurrence)");
-    case B_UNROLL: return not_yet(c, en, e, "unroll (recurrence)");
+    case B_STATE: {
+        if (!c->building || c->in_forward)
+            return ERR(c, en, e, "state(...) belongs in a net body, before the forward function");
+        rstate *st = cf_arena_alloc(&c->arena, sizeof *st);
+        if (!st) return cf_oom(sizeof *st);
+        if (nargs == 0) return ERR(c, en, e, "state needs the shape of one sample's state: state(out)");
+        if (dims_of(c, en, e, args, nargs, 0, &st->shape, "state", CF_MAX_DIMS - 1)) return -1;
+        if (!cf_shape_count_checked(st->shape)) return ERR(c, en, e, "state is too large: more than 2^36 elements");
+        st->init = (cf_init){CF_INIT_ZEROS, 0};
+        for (int k = 0; k < nkw; k++) {
+            if (strcmp(kwn[k], "init") != 0) return ERR(c, en, e, "state has no argument named '%s'", kwn[k]);
+            if (kwv[k].kind != V_INIT || (kwv[k].init.kind != CF_INIT_ZEROS && kwv[k].init.kind != CF_INIT_ONES))
+                return ERR(c, en, e, "a state starts from zeros or ones");
+            st->init = kwv[k].init;
+        }
+        st->owner = c->building;
+        st->file = en->file;
+        st->line = e->line;
+        st->col = e->col;
+        st->next = c->states;
+        c->states = st;
+        *out = (value){.kind = V_STATE, .state = st};
+        return 0;
+    }
+    case B_UNROLL: {
+        if (nargs != 2 || (args[0].kind != V_MODEL && args[0].kind != V_PARTIAL))
+            return ERR(c, en, e, "unroll takes a model and a number of steps: unroll(m, 50, stateful = true)");
+        if (args[0].kind == V_PARTIAL)
+            return ERR(c, en, e->items[0], "unroll's model needs its input size: begin it with Input(...), as in "
+                                           "unroll(Chain(Input(65), LSTM(128), ...), 50)");
+        inst *i = inst_new(c, I_UNROLL, "unroll");
+        if (!i || dim_of(c, en, e->items[1], &args[1], "unroll's number of steps", &i->n)) return -1;
+        i->stateful = 1;
+        for (int k = 0; k < nkw; k++) {
+            if (strcmp(kwn[k], "stateful") != 0)
+                return ERR(c, en, e, "unroll has no argument named '%s' (it takes stateful)", kwn[k]);
+            if (kwv[k].kind != V_NUM || (kwv[k].num != 0 && kwv[k].num != 1))
+                return ERR(c, en, e, "unroll's stateful is true or false");
+            i->stateful = kwv[k].num == 1;
+        }
+        i->items = cf_arena_alloc(&c->arena, sizeof *i->items);
+        if (!i->items) return cf_oom(sizeof *i->items);
+        i->items[0] = args[0];
+        i->env = en;
+        place(args[0].model, i, NULL);
+        *out = model_value(i);
+        return 0;
+    }
+    case B_CHUNK: return chunk_call(c, en, e, args, nargs, nkw, kwn, out);
     case B_CONV2D: return conv2d_call(c, en, e, args, nargs, kwn, kwv, nkw, out);
     case B_MAXPOOL: return pool_call(c, en, e, CF_OP_MAXPOOL, "maxpool", args, nargs, kwn, kwv, nkw, out);
     case B_AVGPOOL: return pool_call(c, en, e, CF_OP_AVGPOOL, "avgpool", args, nargs, kwn, kwv, nkw, out);
@@ -1069,7 +1237,7 @@ static int eval_at(cc *c, env *en, const ast *e, value *out)
     }
     case AST_BLOCK: return eval_block(c, en, e, out);
     case AST_CALL: return eval_call(c, en, e, out);
-    case AST_PREV: return not_yet(c, en, e, "reading a state's previous step (y{-1})");
+    case AST_PREV: return state_prev(c, en, e, out);
     case AST_ASSIGN: return ERR(c, en, e, "an assignment is not a value");
     default: return ERR(c, en, e, "this is not an expression");
     }
@@ -1193,6 +1361,7 @@ done:
 static int feature_size(const cf_node *x)
 {
     if (x->batched && x->shape.rank == 4) return x->shape.d[1];
+    if (x->batched && x->shape.rank == 1) return 1;
     return x->shape.rank ? x->shape.d[x->shape.rank - 1] : 1;
 }
 
@@ -1229,6 +1398,119 @@ static int apply(cc *c, const value *f, value *x, int nx, const char *file, cons
     place(made_model.model, chain, local);
     chain->items[pos] = made_model;   /* made once: a second call reuses it */
     return call_model(c, made_model.model, x, nx, file, where->line, where->col, out);
+}
+
+/* The per-step input shape an unrolled model begins with (its Input), or -1. */
+static int unrolled_input(const inst *m, cf_shape *s)
+{
+    if (m->kind == I_INPUT) {
+        *s = m->shape;
+        return 0;
+    }
+    if (m->kind == I_CHAIN && m->n > 0 && m->items[0].kind == V_MODEL) return unrolled_input(m->items[0].model, s);
+    return -1;
+}
+
+/* Join per-step values (B, d...) into one (B, n, d...). */
+static cf_node *stack_steps(cc *c, cf_node **ys, int n, const char *file, int line, int col)
+{
+    for (int t = 0; t < n; t++) {
+        cf_shape s = ys[t]->shape;   /* (B, d...) -> per sample (1, d...) */
+        s.d[0] = 1;
+        ys[t] = cf_reshape_at(c->m, ys[t], s, file, line, col);
+        if (!ys[t] || cf_node_infer(ys[t])) return NULL;
+    }
+    cf_node *r = cf_concat_at(c->m, 1, n, ys, file, line, col);
+    if (r && cf_node_infer(r)) return NULL;
+    return r;
+}
+
+/* unroll(m, n): x (B, n, d...) -> m at every step, sharing its parameters, with its
+ * states carried from each step to the next; outputs joined along dimension 1. */
+static int call_unroll(cc *c, inst *u, value *args, int nargs, const char *file, int line, int col, value *out)
+{
+    inst *m = u->items[0].model;
+    ast where = {.line = line, .col = col};
+    env here = {.file = file};
+    if (nargs != 1 || args[0].kind != V_TENSOR) return cerr(c, file, line, col, "unroll takes one value: sequences");
+    cf_node *x = args[0].node;
+    cf_shape step;
+    if (is_unresolved(c, x)) {
+        if (unrolled_input(m, &step))
+            return cerr(c, file, line, col,
+                        "cannot tell the shape of the input '%s': begin the unrolled model with Input(...)",
+                        x->name);
+        cf_shape seq = {step.rank + 1, {u->n}};
+        if (seq.rank > CF_MAX_DIMS - 1) return cerr(c, file, line, col, "unroll: the steps have too many dimensions");
+        for (int i = 0; i < step.rank; i++) seq.d[i + 1] = step.d[i];
+        resolve(c, x, seq);
+    }
+    char sx[96];
+    if (!x->batched || x->shape.rank < 2 || x->shape.d[1] != u->n)
+        return cerr(c, file, line, col, "unroll over %d steps takes sequences (B, %d, ...), but was given %s", u->n,
+                    u->n, cf_shape_str(x->shape, sx, sizeof sx));
+    step = (cf_shape){x->shape.rank - 2, {0}};
+    for (int i = 2; i < x->shape.rank; i++) step.d[i - 2] = x->shape.d[i];
+    for (rstate *st = c->states; st; st = st->next) st->prev = st->cur = NULL, st->touched = 0;
+    cf_node **ys = NULL;
+    int nout = 0, rc = -1;
+    for (int t = 0; t < u->n; t++) {
+        cf_node *xt = cf_slice_at(c->m, x, 1, t, 1, file, line, col);
+        if (made(c, &here, &where, xt)) goto done;
+        xt = cf_reshape_at(c->m, xt, step, file, line, col);
+        if (made(c, &here, &where, xt)) goto done;
+        value xv = tensor_value(xt), yv;
+        if (call_model(c, m, &xv, 1, file, line, col, &yv)) goto done;
+        int k = yv.kind == V_TUPLE ? yv.n : 1;
+        if (t == 0) {
+            int any = 0;
+            for (rstate *st = c->states; st; st = st->next) any |= st->touched;
+            if (!any) {
+                cerr(c, file, line, col, "unroll: %s has no state to carry from step to step (a net declares one "
+                                         "with y = state(n) and reads it as y{-1})", m->tname);
+                goto done;
+            }
+            nout = k;
+            ys = cf_arena_alloc(&c->arena, (size_t)k * u->n * sizeof *ys);
+            if (!ys) {
+                cf_oom((size_t)k * u->n * sizeof *ys);
+                goto done;
+            }
+        } else if (k != nout) {
+            cerr(c, file, line, col, "unroll: %s gave %d outputs at step 1 but %d at step %d", m->tname, nout, k, t + 1);
+            goto done;
+        }
+        for (int j = 0; j < k; j++) {
+            const value *v = yv.kind == V_TUPLE ? &yv.items[j] : &yv;
+            if (v->kind != V_TENSOR || !v->node->batched) {
+                cerr(c, file, line, col, "unroll: %s must give values with the batch dimension at each step",
+                     m->tname);
+                goto done;
+            }
+            ys[(size_t)j * u->n + t] = v->node;
+        }
+        for (rstate *st = c->states; st; st = st->next)
+            if (st->cur) st->prev = st->cur, st->cur = NULL;
+    }
+    if (u->stateful)
+        for (rstate *st = c->states; st; st = st->next)
+            if (st->start && st->prev && cf_carry_set_next(c->m, st->start, st->prev)) goto done;
+    value *items = nout > 1 ? cf_arena_alloc(&c->arena, (size_t)nout * sizeof *items) : NULL;
+    if (nout > 1 && !items) {
+        cf_oom((size_t)nout * sizeof *items);
+        goto done;
+    }
+    for (int j = 0; j < nout; j++) {
+        cf_node *r = stack_steps(c, ys + (size_t)j * u->n, u->n, file, line, col);
+        if (made(c, &here, &where, r)) goto done;
+        if (nout > 1) items[j] = tensor_value(r);
+        else *out = tensor_value(r);
+    }
+    if (nout > 1) *out = (value){.kind = V_TUPLE, .items = items, .n = nout};
+    rc = 0;
+done:
+    for (rstate *st = c->states; st; st = st->next) st->prev = st->cur = NULL;
+    return rc;
 }
 
 static int call_model(cc *c, inst *mdl, value *args, int nargs, const char *file, int line, int col, value *out)
@@ -1281,6 +1563,7 @@ static int call_model(cc *c, inst *mdl, value *args, int nargs, const char *file
         }
         break;
     }
+    case I_UNROLL: rc = call_unroll(c, mdl, args, nargs, file, line, col, out); break;
     case I_INPUT: {
         if (nargs != 1 || args[0].kind != V_TENSOR) {
             cerr(c, file, line, col, "Input takes one value");

@@ -1,6 +1,0 @@
-net Recurrent(in, out) {
-  Wxy = param(in, out)
-  y = state(out)
-  x -> tanh(x * Wxy)
-}
-model = Chain(Input(3), Recurrent(4))

@@ -1,1 +1,0 @@
-model = Chain(Input(65), LSTM(256), Affine(65), softmax)

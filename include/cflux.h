@@ -294,6 +294,11 @@ CF_API int cf_model_dump_dot(cf_model *m, const char *path);
  * in the order of its result. */
 CF_API cf_model *cf_model_parse(const char *src, const char *filename);  /* text */
 CF_API cf_model *cf_model_load(const char *path);                        /* a file */
+/* A file's model with every unroll(m, n) run over `steps` steps instead of n (0: as
+ * written). Its parameters and states have the same names, so a checkpoint of the
+ * model as written loads into it: steps 1 with batch 1 gives a one-step model that
+ * generates a sequence one element at a time, carrying its state between calls. */
+CF_API cf_model *cf_model_load_steps(const char *path, int steps);
 
 /* Print a model file's forward function as a listing with the shape of every value
  * (batch > 0 writes the batch size for B), marking the step where shapes stop

@@ -8,6 +8,7 @@
 #include "cflux.h"
 #include "gradcheck.h"
 #include "test.h"
+#include "tmpdir.h"
 
 /* A layer unrolled over 3 steps, checked numerically: inputs and every parameter,
  * through all steps (stateful = false: each forward starts from zeros, as the
@@ -152,10 +153,49 @@ TEST(backward_stops_at_the_carried_state)
     cf_model_free(m);
 }
 
+/* A classifier at every step ends, unrolled, with one softmax over the joined steps,
+ * so the training loss (cross-entropy with (B, T) labels) attaches to it; and the same
+ * file loaded over one step (cf_model_load_steps), with the parameters of the file's
+ * model, gives step by step, carrying its state, what the whole sequence gave. */
+TEST(one_step_model_generates_what_the_unrolled_one_computes)
+{
+    const char *src = "model = unroll(Chain(Input(3), GRU(5), Affine(4), softmax), 3)\n";
+    FILE *f = fopen(tmp("gen.flux"), "w");
+    CHECK(f && fputs(src, f) >= 0 && fclose(f) == 0);
+    cf_model *m3 = cf_model_load(tmp("gen.flux")), *m1 = cf_model_load_steps(tmp("gen.flux"), 1);
+    CHECK(m3 && m1);
+    if (!m3 || !m1) return;
+    CHECK(strcmp(cf_model_output_op(m3, 0), "softmax") == 0);
+    cf_shape s1 = cf_model_input_shape(m1, 0);
+    CHECK(s1.rank == 3 && s1.d[1] == 1 && s1.d[2] == 3);
+    CHECK(cf_model_add_loss(m3, CF_LOSS_XENT) == 0);
+    CHECK(cf_model_save_params(m3, tmp("gen.params")) == 0 && cf_model_load_params(m1, tmp("gen.params")) == 0);
+    cf_exec *e3 = cf_bind(m3, 1, 0), *e1 = cf_bind(m1, 1, 0);
+    CHECK(e3 && e1);
+    float x[9];
+    for (int i = 0; i < 9; i++) x[i] = sinf((float)i + 0.5f);
+    size_t n3, n1;
+    float *y3 = run(e3, x, &n3);
+    CHECK(n3 == 12);
+    int bad = 0;
+    for (int t = 0; t < 3; t++) {
+        float *y1 = run(e1, x + 3 * t, &n1);
+        CHECK(n1 == 4);
+        for (int j = 0; j < 4; j++) bad += fabsf(y1[j] - y3[4 * t + j]) > 1e-6f;
+        free(y1);
+    }
+    CHECK(bad == 0);
+    free(y3);
+    cf_exec_free(e3), cf_exec_free(e1);
+    cf_model_free(m3), cf_model_free(m1);
+}
+
 int main(void)
 {
     RUN(gradients_through_time);
     RUN(a_stateful_unroll_carries_its_state);
     RUN(backward_stops_at_the_carried_state);
+    RUN(one_step_model_generates_what_the_unrolled_one_computes);
+    tmpdir_remove();
     return test_summary("recurrent");
 }

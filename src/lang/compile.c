@@ -142,6 +142,7 @@ typedef struct cc {
     int eval_depth;
     const ast *chain_elem;   /* the call being evaluated as an argument of Chain(...) */
     rstate *states;          /* every recurrent state made, newest first */
+    int steps;               /* > 0: every unroll runs this many steps instead */
 } cc;
 
 /* ---- built-ins ---- */
@@ -1067,6 +1068,7 @@ static int call_builtin(cc *c, env *en, const ast *e, int fi, value *args, int n
                                            "unroll(Chain(Input(65), LSTM(128), ...), 50)");
         inst *i = inst_new(c, I_UNROLL, "unroll");
         if (!i || dim_of(c, en, e->items[1], &args[1], "unroll's number of steps", &i->n)) return -1;
+        if (c->steps) i->n = c->steps;
         i->stateful = 1;
         for (int k = 0; k < nkw; k++) {
             if (strcmp(kwn[k], "stateful") != 0)
@@ -1411,9 +1413,22 @@ static int unrolled_input(const inst *m, cf_shape *s)
     return -1;
 }
 
-/* Join per-step values (B, d...) into one (B, n, d...). */
+/* Join per-step values (B, d...) into one (B, n, d...). When every step ends with a
+ * softmax (a classifier at each step), the steps' logits are joined and one softmax
+ * runs over them all: the same values, and a model that ends with softmax, whose
+ * cross-entropy the executor fuses. The per-step softmaxes are then read by nothing,
+ * and never run. */
 static cf_node *stack_steps(cc *c, cf_node **ys, int n, const char *file, int line, int col)
 {
+    int softmax = 1;
+    for (int t = 0; t < n; t++) softmax &= ys[t]->op == CF_OP_SOFTMAX;
+    if (softmax) {
+        for (int t = 0; t < n; t++) ys[t] = ys[t]->in[0];
+        cf_node *z = stack_steps(c, ys, n, file, line, col);
+        cf_node *r = z ? cf_unary_at(c->m, CF_OP_SOFTMAX, z, 0, file, line, col) : NULL;
+        if (r && cf_node_infer(r)) return NULL;
+        return r;
+    }
     for (int t = 0; t < n; t++) {
         cf_shape s = ys[t]->shape;   /* (B, d...) -> per sample (1, d...) */
         s.d[0] = 1;
@@ -1705,9 +1720,10 @@ static int build_model(cc *c, env *top, const char *file)
 /* Compile text; on failure NULL, unless keep is set and the failure came after the
  * graph began (a shape that does not fit): then the model is returned as far as it
  * got, *failed set, for listings. */
-static cf_model *compile(const char *text, size_t len, const char *file, int keep, int *failed)
+static cf_model *compile(const char *text, size_t len, const char *file, int keep, int *failed, int steps)
 {
     cc c = {0};
+    c.steps = steps;
     cf_ast *user = NULL, *libs[8] = {0};
     cf_model *m = cf_model_new();
     if (!m) return NULL;
@@ -1760,13 +1776,13 @@ static cf_model *compile(const char *text, size_t len, const char *file, int kee
 
 cf_model *cf_lang_compile(const char *text, size_t len, const char *file, int keep, int *failed)
 {
-    return compile(text, len, file, keep, failed);
+    return compile(text, len, file, keep, failed, 0);
 }
 
 cf_model *cf_model_parse(const char *src, const char *filename)
 {
     if (!src) return cf_seterr("error: cf_model_parse: no text"), NULL;
-    return compile(src, strlen(src), filename ? filename : "<model>", 0, NULL);
+    return compile(src, strlen(src), filename ? filename : "<model>", 0, NULL, 0);
 }
 
 /* The text of a model file, NUL-terminated (malloc'd), or NULL with the error. */
@@ -1791,13 +1807,16 @@ char *cf_lang_read_file(const char *path, size_t *len)
     return buf;
 }
 
-cf_model *cf_model_load(const char *path)
+cf_model *cf_model_load_steps(const char *path, int steps)
 {
     if (!path) return cf_seterr("error: cf_model_load: no path"), NULL;
+    if (steps < 0) return cf_seterr("error: cf_model_load_steps: %d steps", steps), NULL;
     size_t n;
     char *text = cf_lang_read_file(path, &n);
     if (!text) return NULL;
-    cf_model *m = compile(text, n, path, 0, NULL);
+    cf_model *m = compile(text, n, path, 0, NULL, steps);
     free(text);
     return m;
 }
+
+cf_model *cf_model_load(const char *path) { return cf_model_load_steps(path, 0); }

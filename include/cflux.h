@@ -546,13 +546,31 @@ CF_API cf_dataset *cf_dataset_load_csv(const char *path, int label_col, int head
 /* Inputs alone, for prediction: an IDX file of bytes (images, scaled to [0, 1]) or a
  * CSV file of numbers (every column a feature; header detected). Targets are 0. */
 CF_API cf_dataset *cf_dataset_load_inputs(const char *path);
+/* Text for character-level models: the file's bytes (plain or gzip'd). The
+ * vocabulary is its distinct bytes, ascending; a byte's class index is its position
+ * there. Samples are consecutive, non-overlapping pieces of seq_len (T) characters as
+ * indices, sample shape (T); the targets, T per sample, are the same characters
+ * shifted by one: sample j of a part starting at byte a has x = chars [a + jT,
+ * a + jT + T) and y = chars [a + jT + 1, a + jT + T + 1). The last held_out share of
+ * the file (0 <= held_out < 1; floor of it, in bytes) becomes *test, unless it is
+ * shorter than T + 1 characters (then *test is NULL and all of it trains). Both
+ * datasets are sequential and share the vocabulary. 0, or -1 with the error (a
+ * missing or empty file, a text shorter than T + 1 characters). */
+CF_API int cf_dataset_load_text(const char *path, int seq_len, double held_out, cf_dataset **train,
+                                cf_dataset **test);
 /* A data spec, as the tool takes it:
  *   fashion-mnist        Debian's dataset-fashion-mnist (/usr/share/datasets/fashion-mnist,
  *                        or the directory $CFLUX_DATA)
  *   idx:TRAIN_IMAGES,TRAIN_LABELS[,TEST_IMAGES,TEST_LABELS]
  *   csv:TRAIN[,TEST]     (label in column csv_label_col, header detected)
- * *test is set to NULL when the spec has none. 0 or -1. */
+ *   text:FILE            (all after "text:" is the path) cf_dataset_load_text with
+ *                        sequences of seq_len, the last 10% of the file the test set
+ * *test is set to NULL when the spec has none. 0 or -1. cf_data_open is
+ * cf_data_open_ex with seq_len 0, which text: refuses: a sequence length comes from
+ * the model (its input 0 of shape (T)). */
 CF_API int cf_data_open(const char *spec, int csv_label_col, cf_dataset **train, cf_dataset **test);
+CF_API int cf_data_open_ex(const char *spec, int csv_label_col, int seq_len, cf_dataset **train,
+                           cf_dataset **test);
 CF_API void cf_dataset_free(cf_dataset *d);
 
 CF_API size_t       cf_dataset_count(const cf_dataset *d);
@@ -579,6 +597,13 @@ CF_API int          cf_dataset_column_count(const cf_dataset *d);
 CF_API int          cf_dataset_label_column(const cf_dataset *d);
 CF_API const char  *cf_dataset_column_name(const cf_dataset *d, int col);
 
+/* Sequential data (text): sample j + 1 continues where sample j ends, so cf_fit keeps
+ * the order, as streams (see cf_fit). 1 or 0. Splits keep it. */
+CF_API int          cf_dataset_sequential(const cf_dataset *d);
+/* A text dataset's vocabulary: *n distinct bytes, ascending; class index i is byte
+ * vocab[i]. NULL and *n = 0 for other data. Valid as long as d. */
+CF_API const unsigned char *cf_dataset_vocab(const cf_dataset *d, int *n);
+
 /* A summary of the targets, for checks before training (a label column that holds one
  * class, or that looks like a feature). Over all n * target_size targets: distinct
  * values are counted exactly up to CF_TARGET_DISTINCT_MAX; past that, more is 1 and
@@ -594,7 +619,8 @@ typedef struct cf_target_stats {
     double min, max;
 } cf_target_stats;
 CF_API int cf_dataset_target_stats(const cf_dataset *d, cf_target_stats *s);
-/* Split off a validation set: round(fraction * n) samples, chosen by the seed. */
+/* Split off a validation set: round(fraction * n) samples, chosen by the seed (for
+ * sequential data, the last ones). */
 CF_API int cf_dataset_split(const cf_dataset *d, double fraction, uint64_t seed, cf_dataset **train,
                             cf_dataset **val);
 

@@ -759,6 +759,12 @@ CF_API void        cf_trainer_free(cf_trainer *t);
  * an error, before the update that would spoil the parameters, when the loss is not
  * finite or grows past 10^4 times the run's first (the largest of its first 16 steps,
  * and at least 1).
+ * Sequential data (text, cf_dataset_sequential) is not shuffled: with batch B and
+ * K = n / B, it is read as B streams of K contiguous samples, batch k's row i being
+ * sample i*K + k, so that each row goes on where it left off in the batch before; the
+ * n - K*B samples past the last whole batch are left out (n < B is an error), and
+ * evaluation reads test and validation data the same way (in one batch of n when
+ * n < B). Text data must have no more distinct characters than the model's classes.
  * Returns 0 when done (or on_epoch asked to stop), CF_STOPPED when cf_trainer_stop
  * asked (the place reached can be saved with cf_trainer_save), or -1. */
 #define CF_STOPPED 1

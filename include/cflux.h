@@ -790,6 +790,13 @@ CF_API int     cf_trainer_history(const cf_trainer *t, const cf_epoch_stats **h)
  * run done, so a batch size or a number of epochs may change. */
 CF_API int cf_trainer_save(cf_trainer *t, const char *path);
 CF_API int cf_trainer_load(cf_trainer *t, const char *path);
+/* A run on text data (cf_dataset_vocab) keeps the text's vocabulary in its checkpoints
+ * (metadata "text_vocab": the bytes ascending, printable ASCII as itself, '\' as "\\",
+ * others as "\xNN"); cf_trainer_load refuses a checkpoint whose vocabulary is not the
+ * data's (or that has one when the data is not text, or none when it is). This reads
+ * it back into vocab[0 .. count): the count (1 .. 256), 0 when the checkpoint has none
+ * (not trained on text), or -1 with the error. Class index i is byte vocab[i]. */
+CF_API int cf_checkpoint_vocab(const char *path, unsigned char vocab[256]);
 
 /* Input standardisation, part of the model: x' = (x - mean) / std for each of the
  * count numbers of input 0's sample, applied by cf_fit, cf_evaluate and cf_predict as

@@ -156,6 +156,11 @@ TEST(errors)
     CHECK(m && cf_trainer_new(m, tr, &o) == NULL);
     CHECK_HAS(cf_last_error(), "text data trains a classifier of characters");
     cf_model_free(m);
+    m = cf_model_parse("model = Chain(Input(2), Affine(6), softmax)\n", "flat.flux");
+    CHECK(m && cf_trainer_new(m, tr, &o) == NULL);
+    CHECK_HAS(cf_last_error(), "abc.txt: text data has a target for each of the 2 characters of a sequence, so the "
+                               "model's output is (B, 2, classes); this one's is (B, 6)");
+    cf_model_free(m);
 
     /* fewer sequences than a batch */
     m = cf_model_parse("model = Chain(Input(2), x -> reshape(x, 2, 1), Affine(6), softmax)\n", "c6.flux");

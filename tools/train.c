@@ -386,6 +386,7 @@ int cmd_train(const args *a)
         json_num("test_loss", last ? last->test_loss : NAN, 0);
         json_num("test_accuracy", last ? last->test_accuracy : NAN, 0);
         json_num("samples_per_sec", sps, 0);
+        if (r.text) json_num("chars_per_sec", sps * r.text, 0);
         json_num("seconds", secs, 0);
         printf("\"params\": %zu}\n", cf_model_weight_count(m));
     }

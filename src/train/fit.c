@@ -126,6 +126,13 @@ static int check_vocab(const cf_trainer *t, const cf_dataset *d)
     if (nv > t->classes)
         return cf_seterr("error: %s: the text has %d distinct characters but the model's output has %d classes; it "
                          "needs at least %d", cf_dataset_name(d), nv, t->classes, nv);
+    int T = cf_dataset_target_size(d);
+    if ((size_t)T != t->ycount) {
+        char s1[96];
+        return cf_seterr("error: %s: text data has a target for each of the %d characters of a sequence, so the "
+                         "model's output is (B, %d, classes); this one's is %s", cf_dataset_name(d), T, T,
+                         cf_shape_format(t->m->outputs[0]->shape, s1, sizeof s1));
+    }
     return 0;
 }
 

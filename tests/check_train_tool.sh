@@ -1,7 +1,7 @@
 #!/bin/sh
 # check_train_tool.sh CFLUX - `cflux train`, `eval` and `predict` on small data made
 # here: records (--log, --plot, --json), repeatable checkpoints, --resume, and one
-# clear error line with exit 1 for each kind of bad input.
+# clear error line with exit 1 for each kind of bad input; text data in nats/char.
 set -u
 tool=$1 name=train-tool
 . "$(dirname "$0")/train_setup.sh"

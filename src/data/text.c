@@ -55,8 +55,8 @@ static int read_all(gzFile f, const char *name, unsigned char **out, size_t *len
     return 0;
 }
 
-/* Samples of seq_len from the indices idx[0 .. len), len > seq_len, as a sequential
- * dataset with the vocabulary of from. NULL with the message. */
+/* The sequences of seq_len in the indices idx[0 .. len), len > seq_len, as a
+ * sequential dataset with the vocabulary given. NULL with the message. */
 static cf_dataset *sequences(const unsigned char *idx, size_t len, int seq_len, const unsigned char *vocab,
                              int nvocab, const char *name)
 {

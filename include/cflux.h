@@ -557,13 +557,31 @@ CF_API cf_dataset *cf_dataset_load_csv(const char *path, int label_col, int head
 /* Inputs alone, for prediction: an IDX file of bytes (images, scaled to [0, 1]) or a
  * CSV file of numbers (every column a feature; header detected). Targets are 0. */
 CF_API cf_dataset *cf_dataset_load_inputs(const char *path);
+/* Text for character-level models: the file's bytes (plain or gzip'd). The
+ * vocabulary is its distinct bytes, ascending; a byte's class index is its position
+ * there. Samples are consecutive, non-overlapping pieces of seq_len (T) characters as
+ * indices, sample shape (T); the targets, T per sample, are the same characters
+ * shifted by one: sample j of a part starting at byte a has x = chars [a + jT,
+ * a + jT + T) and y = chars [a + jT + 1, a + jT + T + 1). The last held_out share of
+ * the file (0 <= held_out < 1; floor of it, in bytes) becomes *test, unless it is
+ * shorter than T + 1 characters (then *test is NULL and all of it trains). Both
+ * datasets are sequential and share the vocabulary. 0, or -1 with the error (a
+ * missing or empty file, a text shorter than T + 1 characters). */
+CF_API int cf_dataset_load_text(const char *path, int seq_len, double held_out, cf_dataset **train,
+                                cf_dataset **test);
 /* A data spec, as the tool takes it:
  *   fashion-mnist        Debian's dataset-fashion-mnist (/usr/share/datasets/fashion-mnist,
  *                        or the directory $CFLUX_DATA)
  *   idx:TRAIN_IMAGES,TRAIN_LABELS[,TEST_IMAGES,TEST_LABELS]
  *   csv:TRAIN[,TEST]     (label in column csv_label_col, header detected)
- * *test is set to NULL when the spec has none. 0 or -1. */
+ *   text:FILE            (all after "text:" is the path) cf_dataset_load_text with
+ *                        sequences of seq_len, the last 10% of the file the test set
+ * *test is set to NULL when the spec has none. 0 or -1. cf_data_open is
+ * cf_data_open_ex with seq_len 0, which text: refuses: a sequence length comes from
+ * the model (its input 0 of shape (T)). */
 CF_API int cf_data_open(const char *spec, int csv_label_col, cf_dataset **train, cf_dataset **test);
+CF_API int cf_data_open_ex(const char *spec, int csv_label_col, int seq_len, cf_dataset **train,
+                           cf_dataset **test);
 CF_API void cf_dataset_free(cf_dataset *d);
 
 CF_API size_t       cf_dataset_count(const cf_dataset *d);
@@ -590,6 +608,13 @@ CF_API int          cf_dataset_column_count(const cf_dataset *d);
 CF_API int          cf_dataset_label_column(const cf_dataset *d);
 CF_API const char  *cf_dataset_column_name(const cf_dataset *d, int col);
 
+/* Sequential data (text): sample j + 1 continues where sample j ends, so cf_fit keeps
+ * the order, as streams (see cf_fit). 1 or 0. Splits keep it. */
+CF_API int          cf_dataset_sequential(const cf_dataset *d);
+/* A text dataset's vocabulary: *n distinct bytes, ascending; class index i is byte
+ * vocab[i]. NULL and *n = 0 for other data. Valid as long as d. */
+CF_API const unsigned char *cf_dataset_vocab(const cf_dataset *d, int *n);
+
 /* A summary of the targets, for checks before training (a label column that holds one
  * class, or that looks like a feature). Over all n * target_size targets: distinct
  * values are counted exactly up to CF_TARGET_DISTINCT_MAX; past that, more is 1 and
@@ -605,7 +630,8 @@ typedef struct cf_target_stats {
     double min, max;
 } cf_target_stats;
 CF_API int cf_dataset_target_stats(const cf_dataset *d, cf_target_stats *s);
-/* Split off a validation set: round(fraction * n) samples, chosen by the seed. */
+/* Split off a validation set: round(fraction * n) samples, chosen by the seed (for
+ * sequential data, the last ones). */
 CF_API int cf_dataset_split(const cf_dataset *d, double fraction, uint64_t seed, cf_dataset **train,
                             cf_dataset **val);
 
@@ -744,6 +770,12 @@ CF_API void        cf_trainer_free(cf_trainer *t);
  * an error, before the update that would spoil the parameters, when the loss is not
  * finite or grows past 10^4 times the run's first (the largest of its first 16 steps,
  * and at least 1).
+ * Sequential data (text, cf_dataset_sequential) is not shuffled: with batch B and
+ * K = n / B, it is read as B streams of K contiguous samples, batch k's row i being
+ * sample i*K + k, so that each row goes on where it left off in the batch before; the
+ * n - K*B samples past the last whole batch are left out (n < B is an error), and
+ * evaluation reads test and validation data the same way (in one batch of n when
+ * n < B). Text data must have no more distinct characters than the model's classes.
  * Returns 0 when done (or on_epoch asked to stop), CF_STOPPED when cf_trainer_stop
  * asked (the place reached can be saved with cf_trainer_save), or -1. */
 #define CF_STOPPED 1
@@ -769,6 +801,13 @@ CF_API int     cf_trainer_history(const cf_trainer *t, const cf_epoch_stats **h)
  * run done, so a batch size or a number of epochs may change. */
 CF_API int cf_trainer_save(cf_trainer *t, const char *path);
 CF_API int cf_trainer_load(cf_trainer *t, const char *path);
+/* A run on text data (cf_dataset_vocab) keeps the text's vocabulary in its checkpoints
+ * (metadata "text_vocab": the bytes ascending, printable ASCII as itself, '\' as "\\",
+ * others as "\xNN"); cf_trainer_load refuses a checkpoint whose vocabulary is not the
+ * data's (or that has one when the data is not text, or none when it is). This reads
+ * it back into vocab[0 .. count): the count (1 .. 256), 0 when the checkpoint has none
+ * (not trained on text), or -1 with the error. Class index i is byte vocab[i]. */
+CF_API int cf_checkpoint_vocab(const char *path, unsigned char vocab[256]);
 
 /* Input standardisation, part of the model: x' = (x - mean) / std for each of the
  * count numbers of input 0's sample, applied by cf_fit, cf_evaluate and cf_predict as

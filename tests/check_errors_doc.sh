@@ -23,6 +23,14 @@ echo 'model = Chain(Input(4), Affine(3), softmax)' > small.flux
 echo 'model = Chain(Input(3), Affine(3), softmax)' > small3.flux
 echo 'model = Chain(Input(2), Affine(8), relu, Affine(1))' > house.flux
 echo 'model = Chain(Input(784), Affine(3000000), softmax)' > big.flux
+echo 'model = Chain(Input(8), x -> reshape(x, 8, 1), Affine(30), softmax)' > char.flux
+echo 'model = Chain(Input(8), x -> reshape(x, 8, 1), Affine(20), softmax)' > char20.flux
+echo 'model = Chain(Input(8), Affine(30), softmax)' > flat.flux
+echo 'model = Chain(Input(2, 4), flatten, Affine(30), softmax)' > grid.flux
+for i in $(seq 40); do echo 'the quick brown fox jumps over the lazy dog'; done > words.txt
+sed 's/^the/The/' words.txt > other.txt
+printf 'hello' > short.txt
+: > empty.txt
 awk 'BEGIN { srand(7); print "label,a,b,c,d";
   for (i = 0; i < 300; i++) { a = rand(); b = rand(); c = rand(); d = rand();
     l = (a > b && a > c) ? 0 : (b > c ? 1 : 2); printf "%d,%.4f,%.4f,%.4f,%.4f\n", l, a, b, c, d } }' > train.csv
@@ -41,6 +49,7 @@ printf '\000\000\010\001\000\000\000\002\000\001' > lab2.idx
 awk 'BEGIN { print "label,a,b,c,d"; for (i = 0; i < 200000; i++) printf "%d,0.1,0.2,0.3,0.4\n", i % 3 }' > many.csv
 awk 'BEGIN { for (i = 0; i < 5; i++) { s = i % 3; for (j = 0; j < 784; j++) s = s ",0.5"; print s } }' > wide.csv
 "$tool" train m.flux --data csv:train.csv --epochs 2 --seed 3 --save m.ckpt --quiet > /dev/null || exit 1
+"$tool" train char.flux --data text:words.txt --epochs 1 --batch 16 --save char.ckpt --quiet > /dev/null || exit 1
 # weights for small.flux (1.W (4, 3), 1.b (1, 3)): one NaN, or all 3e38
 weights() {  # weights FILE HEX: a safetensors file, every float the 4 bytes HEX
   h='{"1.W":{"dtype":"F32","shape":[4,3],"data_offsets":[0,48]},"1.b":{"dtype":"F32","shape":[1,3],"data_offsets":[48,60]}}'

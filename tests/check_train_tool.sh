@@ -1,7 +1,7 @@
 #!/bin/sh
 # check_train_tool.sh CFLUX - `cflux train`, `eval` and `predict` on small data made
 # here: records (--log, --plot, --json), repeatable checkpoints, --resume, and one
-# clear error line with exit 1 for each kind of bad input.
+# clear error line with exit 1 for each kind of bad input; text data in nats/char.
 set -u
 tool=$1 name=train-tool
 . "$(dirname "$0")/train_setup.sh"
@@ -67,6 +67,17 @@ one_line "classifier models must end with softmax, but this one ends with relu a
   "$tool" train "$t/nosoft.flux" --data "csv:$t/train.csv" --loss xent
 "$tool" train "$t/m.flux" --epochs 0 > /dev/null 2>&1; [ $? -eq 2 ] && ok || bad "--epochs 0 is bad usage"
 "$tool" train "$t/m.flux" --optim rmsprop > /dev/null 2>&1; [ $? -eq 2 ] && ok || bad "unknown optimizer is bad usage"
+
+# text data: losses per character, chars/s, the vocabulary kept for eval
+echo 'model = Chain(Input(8), x -> reshape(x, 8, 1), Affine(30), softmax)' > "$t/char.flux"
+for i in $(seq 40); do echo 'the quick brown fox jumps over the lazy dog'; done > "$t/words.txt"
+"$tool" train "$t/char.flux" --data "text:$t/words.txt" --epochs 2 --batch 16 --json --save "$t/char.ckpt" > "$t/out" 2> "$t/err"
+grep -q '^training .*: 197 train, 21 test sequences of 8 characters' "$t/out" && ok || bad "text: header: $(cat "$t/out" "$t/err")"
+grep -q '^epoch  2/2  train loss [0-9.]* nats/char acc 0\.[0-9]* | val loss - acc - | test loss [0-9.]* nats/char .* chars/s$' "$t/out" \
+  && ok || bad "text: epoch line: $(cat "$t/out")"
+grep -q '^test loss [0-9.]* nats/char, accuracy 0\.' "$t/out" && grep -q '"chars_per_sec": ' "$t/out" && ok || bad "text: summary"
+"$tool" eval "$t/char.flux" --params "$t/char.ckpt" --data "text:$t/words.txt" | grep -q 'on the test set (21 sequences): loss [0-9.]* nats/char, accuracy 0\.' \
+  && ok || bad "text: eval"
 
 echo "train tool: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

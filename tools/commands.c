@@ -28,7 +28,7 @@ static const opt graph_opts[] = {
 };
 
 static const opt train_opts[] = {
-    DATA("fashion-mnist (default), idx:TRAIN_IMAGES,TRAIN_LABELS[,TEST_IMAGES,\nTEST_LABELS] or csv:TRAIN[,TEST]"),
+    DATA("fashion-mnist (default), idx:TRAIN_IMAGES,TRAIN_LABELS[,TEST_IMAGES,\nTEST_LABELS], csv:TRAIN[,TEST] or text:FILE (its last 10% the test set;\nsequences of the model's input length)"),
     LABELCOL,
     LOSS,
     {"--normalize", OPT_FLAG, 0, 0, OFF(normalize), NULL, "standardise each input feature with the training split's mean and\nstd (kept in the checkpoint; eval and predict apply it)"},

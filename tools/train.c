@@ -22,12 +22,21 @@ typedef struct run {
     double last_draw;
     int failed;               /* a record or checkpoint could not be written */
     int saved_epoch;          /* the epoch of the last checkpoint written, or -1 */
+    int text;                 /* text data: the sequence length T (losses are per character); else 0 */
 } run;
 
 static const char *fmt_num(double v, char *buf)
 {
     if (isnan(v)) return "-";
     snprintf(buf, 32, "%.4f", v);
+    return buf;
+}
+
+/* A loss, and for text data its unit: "2.1234 nats/char" ("-" for none). */
+static const char *fmt_loss(double v, int text, char *buf)
+{
+    if (isnan(v)) return "-";
+    snprintf(buf, 32, text ? "%.4f nats/char" : "%.4f", v);
     return buf;
 }
 
@@ -99,9 +108,10 @@ static void on_batch(int epoch, long step, long steps, double loss, double acc, 
     for (int i = 0; i < width; i++) bar[i] = i < fill ? '=' : i == fill ? '>' : ' ';
     bar[width] = 0;
     double eta = sps > 0 ? (double)(steps - step) * (double)r->batch / sps : 0;
-    char b1[32];
-    fprintf(stderr, "\repoch %d/%d [%s] %3d%%  loss %.4f  acc %s  %.0f samples/s  ETA %.0fs \033[K", epoch, r->epochs,
-            bar, (int)(100 * step / steps), loss, fmt_num(acc, b1), sps, eta);
+    char b1[32], b2[32];
+    fprintf(stderr, "\repoch %d/%d [%s] %3d%%  loss %s  acc %s  %.0f %s/s  ETA %.0fs \033[K", epoch, r->epochs, bar,
+            (int)(100 * step / steps), fmt_loss(loss, r->text, b2), fmt_num(acc, b1), r->text ? sps * r->text : sps,
+            r->text ? "chars" : "samples", eta);
     fflush(stderr);
     r->drawn = 1;
 }
@@ -132,10 +142,11 @@ static int on_epoch(const cf_epoch_stats *s, void *user)
     char a[32], b[32], c[32], d[32], e[32], f[32];
     end_progress(r);
     if (!r->a->quiet)
-        printf("epoch %2d/%d  train loss %s acc %s | val loss %s acc %s | test loss %s acc %s | %.1f s, %.0f samples/s\n",
-               s->epoch, s->epochs, fmt_num(s->train_loss, a), fmt_num(s->train_accuracy, b), fmt_num(s->val_loss, c),
-               fmt_num(s->val_accuracy, d), fmt_num(s->test_loss, e), fmt_num(s->test_accuracy, f), s->seconds,
-               s->samples_per_sec);
+        printf("epoch %2d/%d  train loss %s acc %s | val loss %s acc %s | test loss %s acc %s | %.1f s, %.0f %s/s\n",
+               s->epoch, s->epochs, fmt_loss(s->train_loss, r->text, a), fmt_num(s->train_accuracy, b),
+               fmt_loss(s->val_loss, r->text, c), fmt_num(s->val_accuracy, d), fmt_loss(s->test_loss, r->text, e),
+               fmt_num(s->test_accuracy, f), s->seconds, r->text ? s->samples_per_sec * r->text : s->samples_per_sec,
+               r->text ? "chars" : "samples");
     fflush(stdout);
     const cf_epoch_stats *h;
     int n = cf_trainer_history(r->trainer, &h);
@@ -160,8 +171,14 @@ static int on_epoch(const cf_epoch_stats *s, void *user)
  * and for CSV data which column holds the labels and which the features. */
 static void describe_task(const cf_dataset *d, cf_trainer *t, const cf_model *m)
 {
-    int xent = cf_trainer_loss(t) == CF_LOSS_XENT;
+    int xent = cf_trainer_loss(t) == CF_LOSS_XENT, nvocab;
     cf_shape out = cf_model_output_shape(m, 0);
+    if (cf_dataset_vocab(d, &nvocab)) {
+        printf("task: the next character, of %d distinct in the text (the model has %d classes), at each of %d "
+               "steps; cross-entropy in nats per character\n", nvocab, out.d[out.rank - 1],
+               cf_dataset_sample_shape(d).d[0]);
+        return;
+    }
     if (xent) printf("task: classification into %d classes (cross-entropy)", out.d[out.rank - 1]);
     else printf("task: regression (mean squared error)");
     int col = cf_dataset_label_column(d), ncols = cf_dataset_column_count(d);
@@ -210,11 +227,26 @@ static cf_loss loss_arg(const char *s)
     return (cf_loss)-1;
 }
 
-/* The data spec's datasets; the label column defaults to 0. */
-static int open_data(const args *a, cf_dataset **train, cf_dataset **test)
+/* The sequence length T of a model whose input 0 is one sequence, (T): what text data
+ * is cut into. 0 for any other input. */
+static int model_seq_len(const cf_model *m)
+{
+    cf_shape s = cf_model_input_shape(m, 0);
+    int k = s.rank > 0 && s.d[0] == CF_BATCH;
+    return s.rank - k == 1 ? s.d[k] : 0;
+}
+
+/* The data spec's datasets for model m; the label column defaults to 0. */
+static int open_data(const args *a, const cf_model *m, cf_dataset **train, cf_dataset **test)
 {
     int col = isnan(a->label_col) ? 0 : (int)a->label_col;
-    return cf_data_open(a->data ? a->data : "fashion-mnist", col, train, test);
+    return cf_data_open_ex(a->data ? a->data : "fashion-mnist", col, model_seq_len(m), train, test);
+}
+
+/* The sequence length of text data (its losses are per character); 0 for other data. */
+static int text_seq_len(const cf_dataset *d)
+{
+    return cf_dataset_vocab(d, NULL) ? cf_dataset_sample_shape(d).d[0] : 0;
 }
 
 int cmd_train(const args *a)
@@ -255,7 +287,8 @@ int cmd_train(const args *a)
     int rc = 1;
     if (!m) return fail();
     cf_model_set_seed(m, a->seed);
-    if (open_data(a, &train, &test)) goto out;
+    if (open_data(a, m, &train, &test)) goto out;
+    r.text = text_seq_len(train);
     cf_fit_opts fo = cf_fit_defaults();
     fo.epochs = r.epochs;
     fo.batch = r.batch;
@@ -285,9 +318,11 @@ int cmd_train(const args *a)
     }
     if (!a->quiet) {
         int nt = cf_threads();
-        printf("training %s on %s: %zu train%s%zu test samples, %zu weights, %s lr %g, batch %d, %d thread%s\n",
+        char what[64] = "samples";
+        if (r.text) snprintf(what, sizeof what, "sequences of %d characters", r.text);
+        printf("training %s on %s: %zu train%s%zu test %s, %zu weights, %s lr %g, batch %d, %d thread%s\n",
                a->pos[0], a->data ? a->data : "fashion-mnist", cf_dataset_count(train),
-               fo.val_fraction > 0 ? " (less a validation split), " : ", ", test ? cf_dataset_count(test) : 0,
+               fo.val_fraction > 0 ? " (less a validation split), " : ", ", test ? cf_dataset_count(test) : 0, what,
                cf_model_weight_count(m), oo.name, (double)oo.lr, r.batch, nt, nt == 1 ? "" : "s");
         describe_task(train, r.trainer, m);
         if (a->init) printf("starting from the weights in %s\n", a->init);
@@ -336,7 +371,10 @@ int cmd_train(const args *a)
     for (int i = 0; i < nh; i++)
         if (h[i].epoch > first) samples += h[i].samples_per_sec * h[i].seconds;
     double sps = secs > 0 ? samples / secs : 0;   /* evaluation included: what a user waits for */
-    if (last && !a->quiet && !isnan(last->test_accuracy)) printf("test accuracy %.4f\n", last->test_accuracy);
+    if (last && !a->quiet && r.text && !isnan(last->test_loss))
+        printf("test loss %.4f nats/char, accuracy %.4f\n", last->test_loss, last->test_accuracy);
+    else if (last && !a->quiet && !isnan(last->test_accuracy))
+        printf("test accuracy %.4f\n", last->test_accuracy);
     if (r.saved_epoch >= 0 && !a->quiet) printf("saved %s (epoch %d)\n", a->save, r.saved_epoch);
     if (a->json) {
         printf("{");
@@ -348,6 +386,7 @@ int cmd_train(const args *a)
         json_num("test_loss", last ? last->test_loss : NAN, 0);
         json_num("test_accuracy", last ? last->test_accuracy : NAN, 0);
         json_num("samples_per_sec", sps, 0);
+        if (r.text) json_num("chars_per_sec", sps * r.text, 0);
         json_num("seconds", secs, 0);
         printf("\"params\": %zu}\n", cf_model_weight_count(m));
     }
@@ -372,6 +411,22 @@ done:
 
 /* ---- eval ---- */
 
+/* Text data must be the characters the checkpoint was trained on, when it says (a
+ * parameter file does not): 0; 1 when they are not (said here); -1 when the file
+ * cannot be read (cf_last_error). */
+static int check_params_vocab(const char *params, const cf_dataset *d)
+{
+    int n;
+    const unsigned char *v = cf_dataset_vocab(d, &n);
+    unsigned char cv[256];
+    int cn = v ? cf_checkpoint_vocab(params, cv) : 0;
+    if (cn < 0) return -1;
+    if (cn == 0 || (cn == n && memcmp(cv, v, (size_t)n) == 0)) return 0;
+    fprintf(stderr, "error: %s: the checkpoint was trained on text of other characters (%d distinct, %s has %d)\n",
+            params, cn, cf_dataset_name(d), n);
+    return 1;
+}
+
 int cmd_eval(const args *a)
 {
     if (!a->params) {
@@ -388,8 +443,12 @@ int cmd_eval(const args *a)
     cf_model *m = cf_model_load(a->pos[0]);
     int rc = 1;
     if (!m) return fail();
-    if (open_data(a, &train, &test)) goto out;
+    if (open_data(a, m, &train, &test)) goto out;
+    int vocab = check_params_vocab(a->params, train);
+    if (vocab < 0) goto out;
+    if (vocab > 0) goto done;
     const cf_dataset *d = test ? test : train;
+    int text = text_seq_len(d);
     if (loss && cf_model_add_loss(m, loss)) goto out;
     if (cf_model_load_params(m, a->params)) goto out;
     double l, acc;
@@ -405,8 +464,8 @@ int cmd_eval(const args *a)
         json_num("accuracy", acc, 1);
         printf("}\n");
     } else {
-        printf("%s on %s (%zu samples): loss %.4f", a->pos[0], test ? "the test set" : "the data", cf_dataset_count(d),
-               l);
+        printf("%s on %s (%zu %s): loss %.4f%s", a->pos[0], test ? "the test set" : "the data", cf_dataset_count(d),
+               text ? "sequences" : "samples", l, text ? " nats/char" : "");
         if (!isnan(acc)) printf(", accuracy %.4f", acc);
         printf("\n");
     }

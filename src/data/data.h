@@ -33,6 +33,9 @@ struct cf_dataset {
     int ncols;        /* CSV: columns in the file; else 0 */
     int label_col;    /* CSV with labels: the label's column (0-based); else -1 */
     char *colnames;   /* CSV with a header: ncols uint32 offsets, then the names; counted; else NULL */
+    int sequential;   /* 1: sample j + 1 goes on where sample j ends (text): cf_fit keeps the order */
+    int nvocab;       /* text: distinct bytes of the file, 1 .. 256; else 0 */
+    unsigned char vocab[256];   /* text: those bytes, ascending; class index = position */
 };
 
 /* A dataset that takes ownership of x and y (counted blocks, sized n * count(shape)
@@ -45,6 +48,11 @@ cf_dataset *cf_dataset_adopt(float *x, cf_shape shape, float *y, int ysize, size
  * every column of a CSV file as a feature (header detected). */
 cf_dataset *cf_data_idx_inputs(gzFile f, const char *path);
 cf_dataset *cf_data_csv_inputs(gzFile f, const char *path);
+
+/* Text read from f (named name in messages) as sequences of seq_len characters; see
+ * cf_dataset_load_text. 0, or -1 with the message and nothing to free. */
+int cf_data_text_read(gzFile f, const char *name, int seq_len, double held_out, cf_dataset **train,
+                      cf_dataset **test);
 
 /* Open a file for reading with zlib (which reads plain files as they are). NULL with
  * "error: PATH: cannot open: REASON" on failure. */

@@ -138,9 +138,12 @@ const char *cf_dataset_column_name(const cf_dataset *d, int col)
     return d->colnames + off;
 }
 
-/* Give `to` the names and columns of `from` (a part of it). 0 or -1. */
+/* Give `to` the names and columns, and the vocabulary, of `from` (a part of it). 0 or -1. */
 static int copy_columns(cf_dataset *to, const cf_dataset *from)
 {
+    to->sequential = from->sequential;
+    to->nvocab = from->nvocab;
+    memcpy(to->vocab, from->vocab, sizeof to->vocab);
     to->ncols = from->ncols;
     to->label_col = from->label_col;
     if (from->target_name && !(to->target_name = strdup(from->target_name)))
@@ -179,8 +182,9 @@ static cf_dataset *gather(const cf_dataset *d, const unsigned char *pick, int wa
 }
 
 /* val: round(fraction * n) samples chosen by a partial Fisher-Yates shuffle seeded
- * with seed; train: the rest. Both keep the original order of their samples. When
- * the fraction rounds to no samples, *val is NULL and train is a copy. */
+ * with seed (sequential data: the last ones, so that both parts stay streams); train:
+ * the rest. Both keep the original order of their samples. When the fraction rounds
+ * to no samples, *val is NULL and train is a copy. */
 int cf_dataset_split(const cf_dataset *d, double fraction, uint64_t seed, cf_dataset **train, cf_dataset **val)
 {
     if (train) *train = NULL;
@@ -201,7 +205,9 @@ int cf_dataset_split(const cf_dataset *d, double fraction, uint64_t seed, cf_dat
         free(perm);
         return cf_oom(n * (1 + sizeof *perm));
     }
-    if (k) {
+    if (k && d->sequential) {
+        memset(pick + (n - k), 1, k);
+    } else if (k) {
         cf_rng r;
         cf_rng_seed(&r, seed);
         for (size_t i = 0; i < n; i++) perm[i] = (uint32_t)i;

@@ -1,5 +1,5 @@
 /* spec.c - data specs, as the tool takes them: "fashion-mnist", "idx:A,B[,C,D]",
- * "csv:TRAIN[,TEST]", opened into a training set and perhaps a test set; and inputs
+ * "csv:TRAIN[,TEST]", "text:FILE", opened into a training set and perhaps a test set; and inputs
  * for prediction, IDX or CSV told apart by their first bytes. */
 #include <errno.h>
 #include <stdlib.h>
@@ -10,7 +10,10 @@
 #include "data/data.h"
 
 #define FASHION_DIR "/usr/share/datasets/fashion-mnist"
-#define FORMS "fashion-mnist, idx:TRAIN_IMAGES,TRAIN_LABELS[,TEST_IMAGES,TEST_LABELS] or csv:TRAIN[,TEST]"
+#define FORMS "fashion-mnist, idx:TRAIN_IMAGES,TRAIN_LABELS[,TEST_IMAGES,TEST_LABELS], csv:TRAIN[,TEST] or text:FILE"
+
+/* The share of a text file held out as its test set: its end. */
+#define TEXT_HELD_OUT 0.1
 
 /* Split s at commas into at most max parts (copied into one block, *block to free). */
 static int split_commas(const char *s, char **parts, int max, char **block)
@@ -115,6 +118,7 @@ static const char *hint(const char *spec)
     if (n >= 4 && (strcmp(spec + n - 4, ".csv") == 0 || (n >= 7 && strcmp(spec + n - 7, ".csv.gz") == 0)))
         return " (a CSV file is written csv:PATH)";
     if (strstr(spec, "ubyte") || strstr(spec, ".idx")) return " (IDX files are written idx:IMAGES,LABELS)";
+    if (n >= 4 && strcmp(spec + n - 4, ".txt") == 0) return " (a text file is written text:PATH)";
     if (strcmp(spec, "mnist") == 0 || strcmp(spec, "fashion_mnist") == 0 || strcmp(spec, "fashionmnist") == 0)
         return " (did you mean fashion-mnist?)";
     return "";
@@ -143,10 +147,23 @@ cf_dataset *cf_dataset_load_inputs(const char *path)
 
 int cf_data_open(const char *spec, int csv_label_col, cf_dataset **train, cf_dataset **test)
 {
+    return cf_data_open_ex(spec, csv_label_col, 0, train, test);
+}
+
+int cf_data_open_ex(const char *spec, int csv_label_col, int seq_len, cf_dataset **train, cf_dataset **test)
+{
     if (train) *train = NULL;
     if (test) *test = NULL;
     if (!spec || !train || !test) return cf_seterr("error: cf_data_open: no spec or no place for the datasets");
     if (strcmp(spec, "fashion-mnist") == 0) return open_fashion(train, test);
+    if (strncmp(spec, "text:", 5) == 0) {
+        /* the rest is the path, commas and all */
+        if (!spec[5]) return cf_seterr("error: data spec '%s': text: takes a file name: text:FILE", spec);
+        if (seq_len < 1)
+            return cf_seterr("error: data spec '%s': text data takes its sequence length T from the model, whose "
+                             "input must be one sequence of T character indices, shape (T)", spec);
+        return cf_dataset_load_text(spec + 5, seq_len, TEXT_HELD_OUT, train, test);
+    }
 
     int idx = strncmp(spec, "idx:", 4) == 0, csv = strncmp(spec, "csv:", 4) == 0;
     if (!idx && !csv) return cf_seterr("error: unknown data spec '%s'%s; use %s", spec, hint(spec), FORMS);

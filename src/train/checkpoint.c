@@ -10,7 +10,13 @@
  * another, and the graph must be this model's. Differences that a resumed run can
  * live with (another seed, batch size, schedule, number of epochs) are passed to
  * on_warning, saying what they change. Version 1 checkpoints (no position within an
- * epoch, no graph hash) still load. */
+ * epoch, no graph hash) still load.
+ *
+ * A run on text data also records the text's vocabulary ("text_vocab", the distinct
+ * bytes in ascending order, written as text: printable ASCII as itself, a backslash
+ * as two, any other byte as \xNN with two lowercase hex digits), so that it resumes
+ * only on text of the same characters and `cflux sample` can turn classes back into
+ * characters. The field is optional: a checkpoint without it is a run on other data. */
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -96,6 +102,97 @@ static int parse_history(const char *text, const char *path, int epoch, cf_epoch
     return 0;
 }
 
+/* A field that is missing or malformed, as an error. */
+static int bad_field(const char *path, const char *key, const char *v, const char *want)
+{
+    if (!v) return cf_seterr("error: %s: the checkpoint has no '%s'", path, key);
+    return cf_seterr("error: %s: the checkpoint's '%s' is \"%.40s%s\", not %s", path, key, v,
+                     strlen(v) > 40 ? "..." : "", want);
+}
+
+/* ---- the vocabulary of text data ---- */
+
+#define VOCAB_TEXT (256 * 4 + 1)
+
+static void vocab_encode(const unsigned char *v, int n, char out[VOCAB_TEXT])
+{
+    size_t k = 0;
+    for (int i = 0; i < n; i++) {
+        if (v[i] == '\\') k += (size_t)sprintf(out + k, "\\\\");
+        else if (v[i] >= 0x20 && v[i] < 0x7f) out[k++] = (char)v[i];
+        else k += (size_t)sprintf(out + k, "\\x%02x", v[i]);
+    }
+    out[k] = 0;
+}
+
+static int hex_digit(char c) { return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1; }
+
+/* text (NULL: none) back into v: the count, 0 for none, or -1 with the message. The
+ * bytes must be distinct and ascending, as the writer makes them. */
+static int vocab_decode(const char *text, const char *path, unsigned char v[256])
+{
+    if (!text) return 0;
+    int n = 0;
+    for (const char *p = text; *p; n++) {
+        int c;
+        if (*p == '\\' && p[1] == '\\') {
+            c = '\\';
+            p += 2;
+        } else if (*p == '\\' && p[1] == 'x' && hex_digit(p[2]) >= 0 && hex_digit(p[3]) >= 0) {
+            c = hex_digit(p[2]) * 16 + hex_digit(p[3]);
+            p += 4;
+        } else if ((unsigned char)*p >= 0x20 && (unsigned char)*p < 0x7f && *p != '\\') {
+            c = (unsigned char)*p++;
+        } else {
+            return bad_field(path, "text_vocab", text, "distinct bytes in ascending order (\\\\ and \\xNN escaped)");
+        }
+        if (n >= 256 || (n > 0 && c <= v[n - 1]))
+            return bad_field(path, "text_vocab", text, "distinct bytes in ascending order (\\\\ and \\xNN escaped)");
+        v[n] = (unsigned char)c;
+    }
+    if (n == 0) return bad_field(path, "text_vocab", text, "at least one character");
+    return n;
+}
+
+/* A character for a message: itself when printable, else \xNN. */
+static const char *show_char(unsigned char c, char buf[8])
+{
+    if (c >= 0x20 && c < 0x7f && c != '\'') snprintf(buf, 8, "'%c'", c);
+    else snprintf(buf, 8, "\\x%02x", c);
+    return buf;
+}
+
+/* The checkpoint's vocabulary (n of v; 0: none) must be the trainer's. */
+static int check_vocab(const cf_trainer *t, const unsigned char *v, int n, const char *path)
+{
+    if (n == t->nvocab && memcmp(v, t->vocab, (size_t)n) == 0) return 0;
+    if (!n) return cf_seterr("error: %s: the checkpoint's run was not trained on text, and this one is", path);
+    if (!t->nvocab)
+        return cf_seterr("error: %s: the checkpoint's run was trained on text (%d distinct characters), and this "
+                         "data is not text", path, n);
+    int i = 0;
+    while (i < n && i < t->nvocab && v[i] == t->vocab[i]) i++;
+    char a[8], b[8], where[96];
+    if (i < n && i < t->nvocab)
+        snprintf(where, sizeof where, "; class %d is %s there and %s here", i, show_char(v[i], a),
+                 show_char(t->vocab[i], b));
+    else
+        snprintf(where, sizeof where, "; this text %s %s", i < n ? "lacks" : "adds",
+                 show_char(i < n ? v[i] : t->vocab[i], a));
+    return cf_seterr("error: %s: the checkpoint was trained on text of other characters (%d distinct, this text has "
+                     "%d%s): a run resumes only on text with the same characters", path, n, t->nvocab, where);
+}
+
+int cf_checkpoint_vocab(const char *path, unsigned char vocab[256])
+{
+    if (!path || !vocab) return cf_seterr("error: cf_checkpoint_vocab: no path or no place for the vocabulary");
+    cf_st_file *f = cf_st_read(path);
+    if (!f) return -1;
+    int n = vocab_decode(cf_st_meta(f, "text_vocab"), path, vocab);
+    cf_st_free(f);
+    return n;
+}
+
 static const char *loss_name(int kind) { return kind == CF_LOSS_XENT ? "cross-entropy" : "mean squared error"; }
 
 int cf_trainer_save(cf_trainer *t, const char *path)
@@ -149,7 +246,7 @@ int cf_trainer_save(cf_trainer *t, const char *path)
              "{\"lr\": %.9g, \"momentum\": %.9g, \"beta1\": %.9g, \"beta2\": %.9g, \"eps\": %.9g, "
              "\"weight_decay\": %.9g, \"clip_norm\": %.9g}",
              op->lr, op->momentum, op->beta1, op->beta2, op->eps, op->weight_decay, op->clip_norm);
-    const char *keys[24], *vals[24];
+    const char *keys[32], *vals[32];
     int nmeta = 0;
 #define META(k, v) (keys[nmeta] = (k), vals[nmeta++] = (v))
     META("format", CKPT_FORMAT);
@@ -175,6 +272,9 @@ int cf_trainer_save(cf_trainer *t, const char *path)
     char *hist = history_json(t);
     if (!hist) rc = -1;
     META("history", hist ? hist : "[]");
+    char vocab[VOCAB_TEXT];
+    vocab_encode(t->vocab, t->nvocab, vocab);
+    if (t->nvocab) META("text_vocab", vocab);
     META("model_file", m->source_name ? m->source_name : "");
     META("model_source", m->source ? m->source : "");
 #undef META
@@ -197,14 +297,6 @@ typedef struct ckpt_meta {
     double lr, val_fraction, initial_loss;   /* NAN: not recorded */
     const char *optim, *schedule, *loss, *hash, *model_file;
 } ckpt_meta;
-
-/* A field that is missing or malformed, as an error. */
-static int bad_field(const char *path, const char *key, const char *v, const char *want)
-{
-    if (!v) return cf_seterr("error: %s: the checkpoint has no '%s'", path, key);
-    return cf_seterr("error: %s: the checkpoint's '%s' is \"%.40s%s\", not %s", path, key, v,
-                     strlen(v) > 40 ? "..." : "", want);
-}
 
 static int get_int(const cf_st_file *f, const char *path, const char *key, int64_t lo, int64_t hi, int64_t *out,
                    int required)
@@ -362,7 +454,11 @@ int cf_trainer_load(cf_trainer *t, const char *path)
     cf_epoch_stats *hist = NULL;
     int nhist = 0, rc = -1;
     /* everything is checked before anything changes */
-    if (read_meta(f, path, &k) || check_same_run(t, &k, f, path) || check_optim_state(t, f, path) ||
+    unsigned char vocab[256];
+    int nvocab = 0;
+    if (read_meta(f, path, &k) || check_same_run(t, &k, f, path) ||
+        (nvocab = vocab_decode(cf_st_meta(f, "text_vocab"), path, vocab)) < 0 ||
+        check_vocab(t, vocab, nvocab, path) || check_optim_state(t, f, path) ||
         parse_history(cf_st_meta(f, "history"), path, k.epoch, &hist, &nhist))
         goto out;
     if (cf_model_params_from(t->m, f, path, 0)) goto out;   /* by name; skips optim.* */

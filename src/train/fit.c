@@ -3,7 +3,9 @@
  * Everything random in a run comes from the seed: epoch e's order of samples is a
  * Fisher-Yates shuffle from a generator seeded by (seed, e), so a run resumed at any
  * point (an epoch's end, or the middle of one after cf_trainer_stop) continues
- * exactly as the uninterrupted one would. The learning-rate schedule is a function
+ * exactly as the uninterrupted one would. Sequential data (text) is not shuffled but
+ * read as B contiguous streams, one per row of the batch, so that state carried from
+ * one batch to the next (a recurrent model's) goes on along the text: see order(). The learning-rate schedule is a function
  * of the position in the run, (epoch - 1) * steps + step, so a run resumed with
  * another batch size or more epochs continues it by the fraction of the run done.
  * Executors are bound once: one for full batches, one for the smaller last batch of
@@ -100,6 +102,40 @@ static const char *label_source(const cf_dataset *d, char *buf, size_t size)
     return buf;
 }
 
+/* Text data must be the text the trainer was made for (its vocabulary is saved in
+ * checkpoints), and a classifier with a class for each of its characters. */
+static int check_vocab(const cf_trainer *t, const cf_dataset *d)
+{
+    int nv;
+    const unsigned char *v = cf_dataset_vocab(d, &nv);
+    if (nv != t->nvocab || (nv && memcmp(v, t->vocab, (size_t)nv) != 0)) {
+        if (!t->nvocab) return cf_seterr("error: %s: text data, but the trainer was made for data that is not text",
+                                         cf_dataset_name(d));
+        if (!nv) return cf_seterr("error: %s: the trainer was made for text data and this is not text",
+                                  cf_dataset_name(d));
+        return cf_seterr("error: %s: the text's %d distinct characters are not the %d the trainer was made for",
+                         cf_dataset_name(d), nv, t->nvocab);
+    }
+    if (!nv) return 0;
+    if (!t->classes) {
+        char at[256];
+        return cf_seterr("error: %s: text data trains a classifier of characters; the model must end with softmax "
+                         "over them, and this one ends with %s", cf_dataset_name(d),
+                         cf_node_describe(t->m->outputs[0], at, sizeof at));
+    }
+    if (nv > t->classes)
+        return cf_seterr("error: %s: the text has %d distinct characters but the model's output has %d classes; it "
+                         "needs at least %d", cf_dataset_name(d), nv, t->classes, nv);
+    int T = cf_dataset_target_size(d);
+    if ((size_t)T != t->ycount) {
+        char s1[96];
+        return cf_seterr("error: %s: text data has a target for each of the %d characters of a sequence, so the "
+                         "model's output is (B, %d, classes); this one's is %s", cf_dataset_name(d), T, T,
+                         cf_shape_format(t->m->outputs[0]->shape, s1, sizeof s1));
+    }
+    return 0;
+}
+
 /* How much check_data looks at: the shapes and every number, and for a classifier's
  * training set also whether there is more than one class. */
 enum { CHECK_VALUES, CHECK_TRAINING };
@@ -108,7 +144,7 @@ enum { CHECK_VALUES, CHECK_TRAINING };
  * numbers; a training set for a classifier must have more than one class. */
 static int check_data(cf_trainer *t, const cf_dataset *d, int level)
 {
-    if (check_input(t->m, d)) return -1;
+    if (check_input(t->m, d) || check_vocab(t, d)) return -1;
     size_t ys = (size_t)cf_dataset_target_size(d), n = cf_dataset_count(d);
     char where[256], at[256];
     if (ys != t->ycount) {
@@ -177,6 +213,8 @@ cf_trainer *cf_trainer_new(cf_model *m, const cf_dataset *train, const cf_fit_op
     t->xcount = cf_shape_count(m->inputs[0]->shape);
     t->ycount = cf_shape_count(out->shape) / (t->classes ? (size_t)t->classes : 1);
     t->ntrain = cf_dataset_count(train);
+    const unsigned char *vocab = cf_dataset_vocab(train, &t->nvocab);
+    if (t->nvocab) memcpy(t->vocab, vocab, (size_t)t->nvocab);
     t->initial_loss = NAN;
     atomic_init(&t->stop, 0);
     /* the model changes (its loss) only once the data fits */
@@ -255,20 +293,45 @@ static size_t correct(const cf_trainer *t, cf_exec *e)
     return hits;
 }
 
+/* The sample at place p of an epoch of sequential data read as B streams of K
+ * samples each: place p is row p % B of batch p / B, and stream i is samples
+ * [iK, iK + K). */
+static size_t stream_sample(size_t p, size_t B, size_t K) { return p % B * K + p / B; }
+
+/* Where a stream of sequential data starts from its beginning: at the start of each
+ * epoch's training (not where a stopped epoch resumes) and before each evaluation of
+ * sequential data, with the executor that will run it. State that a model carries
+ * from one batch to the next is to be reset here. Nothing yet: no model carries any. */
+static void reset_streams(cf_trainer *t, cf_exec *e)
+{
+    (void)t;
+    (void)e;
+}
+
+/* Mean loss and accuracy over d, in its order; sequential data as streams in batches
+ * of o.batch (of n, when it has fewer samples), the samples past the last whole batch
+ * left out. */
 static int evaluate(cf_trainer *t, const cf_dataset *d, double *loss, double *acc)
 {
-    size_t n = cf_dataset_count(d);
+    size_t n = cf_dataset_count(d), B = (size_t)t->o.batch;
+    int seq = cf_dataset_sequential(d);
     *loss = *acc = NAN;
     if (n == 0) return 0;
-    if (bind_for(t->m, &t->eval, t->o.batch, n, CF_LOSS)) return -1;   /* d checked by the caller */
-    size_t *idx = malloc((size_t)t->o.batch * sizeof *idx);
-    if (!idx) return cf_oom((size_t)t->o.batch * sizeof *idx);
+    if (seq) {
+        if (n < B) B = n;
+        n = n / B * B;
+    }
+    size_t K = n / B;
+    if (bind_for(t->m, &t->eval, (int)B, n, CF_LOSS)) return -1;   /* d checked by the caller */
+    size_t *idx = malloc(B * sizeof *idx);
+    if (!idx) return cf_oom(B * sizeof *idx);
+    if (seq) reset_streams(t, t->eval.full);
     double total = 0;
     size_t hits = 0;
-    for (size_t at = 0; at < n; at += (size_t)t->o.batch) {
-        size_t b = n - at < (size_t)t->o.batch ? n - at : (size_t)t->o.batch;
-        cf_exec *e = b == (size_t)t->o.batch ? t->eval.full : t->eval.tail;
-        for (size_t i = 0; i < b; i++) idx[i] = at + i;
+    for (size_t at = 0; at < n; at += B) {
+        size_t b = n - at < B ? n - at : B;
+        cf_exec *e = b == B ? t->eval.full : t->eval.tail;
+        for (size_t i = 0; i < b; i++) idx[i] = seq ? stream_sample(at + i, B, K) : at + i;
         load_batch(t, e, d, idx, b);
         if (cf_forward(e, 0)) {
             free(idx);
@@ -283,9 +346,17 @@ static int evaluate(cf_trainer *t, const cf_dataset *d, double *loss, double *ac
     return 0;
 }
 
-/* Epoch e's order: a shuffle seeded by the run's seed and the epoch. */
-static void shuffle(cf_trainer *t, size_t n, int epoch)
+/* Epoch e's order of the n samples it trains. Sequential data: B streams of K = n / B
+ * contiguous samples (n is a multiple of B there), stream i in row i of every batch:
+ * batch k's row i is sample iK + k. Other data: a shuffle seeded by the run's seed and
+ * the epoch. */
+static void order(cf_trainer *t, size_t n, int epoch, int seq)
 {
+    if (seq) {
+        size_t B = (size_t)t->o.batch;
+        for (size_t p = 0; p < n; p++) t->perm[p] = stream_sample(p, B, n / B);
+        return;
+    }
     cf_rng r;
     cf_rng_seed(&r, t->o.seed ^ (0x9e3779b97f4a7c15ull * (uint64_t)(epoch + 1)));
     for (size_t i = 0; i < n; i++) t->perm[i] = i;
@@ -316,16 +387,17 @@ static int check_loss(cf_trainer *t, double loss, int epoch, long step, float lr
 
 /* Train samples [start, n) of the epoch's order; on_batch reports. Sets *stopped when
  * cf_trainer_stop asked to stop before the epoch's end. 0 or -1. */
-static int train_epoch(cf_trainer *t, const cf_dataset *train, int epoch, size_t start, cf_epoch_stats *st,
-                       int *stopped)
+static int train_epoch(cf_trainer *t, const cf_dataset *train, size_t n, int seq, int epoch, size_t start,
+                       cf_epoch_stats *st, int *stopped)
 {
-    size_t n = cf_dataset_count(train), B = (size_t)t->o.batch;
+    size_t B = (size_t)t->o.batch;
     long steps = (long)((n + B - 1) / B), total = steps * t->o.epochs;
     /* resumed where it stopped: the sums of the epoch's first part go on */
     int same = start == t->epoch_samples && start > 0;
     double t0 = now(), loss = same ? t->epoch_loss : 0;
     size_t hits = same ? t->epoch_hits : 0, done = same ? start : 0, timed = done;
     float lr = 0, lr_max = 0;
+    if (seq && start == 0) reset_streams(t, t->train.full);
     for (long s = (long)(start / B); s < steps; s++) {
         size_t at = (size_t)s * B, b = n - at < B ? n - at : B;
         cf_exec *e = b == B ? t->train.full : t->train.tail;
@@ -377,10 +449,18 @@ int cf_fit(cf_trainer *t, const cf_dataset *train_all, const cf_dataset *test)
         train = tr;
     }
     size_t n = cf_dataset_count(train), B = (size_t)t->o.batch;
+    int seq = cf_dataset_sequential(train);
     if (n == 0) {
         cf_seterr("error: %s: no samples to train on", cf_dataset_name(train_all));
         goto out;
     }
+    if (seq && n < B) {
+        cf_seterr("error: %s: the text makes %zu sequences of %d characters to train on, fewer than the batch size "
+                  "%zu; sequential data trains in whole batches: use a smaller batch (--batch) or a longer text",
+                  cf_dataset_name(train_all), n, cf_dataset_sample_shape(train).d[0], B);
+        goto out;
+    }
+    if (seq) n = n / B * B;   /* whole batches of streams: the rest is left out */
     /* once, before any epoch: the training data (the validation split comes from it) and the test data */
     if (check_data(t, train, CHECK_TRAINING) || (val && check_data(t, val, CHECK_VALUES)) ||
         (test && check_data(t, test, CHECK_VALUES)))
@@ -397,14 +477,14 @@ int cf_fit(cf_trainer *t, const cf_dataset *train_all, const cf_dataset *test)
     }
     rc = 0;
     for (int epoch = t->epoch + 1; epoch <= t->o.epochs; epoch++) {
-        shuffle(t, n, epoch);
+        order(t, n, epoch, seq);
         /* a run stopped mid-epoch goes on from its batch (from the batch that holds
          * its place, when the batch size changed) */
         size_t start = t->epoch_samples / B * B;
         if (start >= n) start = (n - 1) / B * B;
         cf_epoch_stats st = {epoch, t->o.epochs, NAN, NAN, NAN, NAN, NAN, NAN, 0, 0, 0};
         int stopped = 0;
-        if (train_epoch(t, train, epoch, start, &st, &stopped)) {
+        if (train_epoch(t, train, n, seq, epoch, start, &st, &stopped)) {
             rc = -1;
             break;
         }

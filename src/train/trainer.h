@@ -33,6 +33,8 @@ struct cf_trainer {
     int nhist, cap_hist;
     size_t *perm;
     size_t nperm;
+    int nvocab;                  /* text: the vocabulary of the data it was made with (saved in */
+    unsigned char vocab[256];    /* checkpoints); else 0 */
 };
 
 /* Whether a loss of this kind fits the model's output 0 (a batched value; a softmax

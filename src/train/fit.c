@@ -300,13 +300,9 @@ static size_t stream_sample(size_t p, size_t B, size_t K) { return p % B * K + p
 
 /* Where a stream of sequential data starts from its beginning: at the start of each
  * epoch's training (not where a stopped epoch resumes) and before each evaluation of
- * sequential data, with the executor that will run it. State that a model carries
- * from one batch to the next is to be reset here. Nothing yet: no model carries any. */
-static void reset_streams(cf_trainer *t, cf_exec *e)
-{
-    (void)t;
-    (void)e;
-}
+ * sequential data, with the executor that will run it. The state a model carries from
+ * one batch to the next (a stateful unroll) starts again from zeros. */
+static void reset_streams(cf_exec *e) { cf_exec_reset_state(e); }
 
 /* Mean loss and accuracy over d, in its order; sequential data as streams in batches
  * of o.batch (of n, when it has fewer samples), the samples past the last whole batch
@@ -325,7 +321,7 @@ static int evaluate(cf_trainer *t, const cf_dataset *d, double *loss, double *ac
     if (bind_for(t->m, &t->eval, (int)B, n, CF_LOSS)) return -1;   /* d checked by the caller */
     size_t *idx = malloc(B * sizeof *idx);
     if (!idx) return cf_oom(B * sizeof *idx);
-    if (seq) reset_streams(t, t->eval.full);
+    if (seq) reset_streams(t->eval.full);
     double total = 0;
     size_t hits = 0;
     for (size_t at = 0; at < n; at += B) {
@@ -397,7 +393,7 @@ static int train_epoch(cf_trainer *t, const cf_dataset *train, size_t n, int seq
     double t0 = now(), loss = same ? t->epoch_loss : 0;
     size_t hits = same ? t->epoch_hits : 0, done = same ? start : 0, timed = done;
     float lr = 0, lr_max = 0;
-    if (seq && start == 0) reset_streams(t, t->train.full);
+    if (seq && start == 0) reset_streams(t->train.full);
     for (long s = (long)(start / B); s < steps; s++) {
         size_t at = (size_t)s * B, b = n - at < B ? n - at : B;
         cf_exec *e = b == B ? t->train.full : t->train.tail;

@@ -79,5 +79,25 @@ grep -q '^test loss [0-9.]* nats/char, accuracy 0\.' "$t/out" && grep -q '"chars
 "$tool" eval "$t/char.flux" --params "$t/char.ckpt" --data "text:$t/words.txt" | grep -q 'on the test set (21 sequences): loss [0-9.]* nats/char, accuracy 0\.' \
   && ok || bad "text: eval"
 
+# sample: a recurrent character model trained on the same text, then generated from
+echo 'model = unroll(Chain(Input(), x -> reshape(x, 1), Affine(8), GRU(16), Affine(30), softmax), 8)' > "$t/rnn.flux"
+"$tool" train "$t/rnn.flux" --data "text:$t/words.txt" --epochs 3 --batch 8 --lr 0.01 --save "$t/rnn.ckpt" > "$t/out" 2> "$t/err" \
+  && ok || bad "sample: training: $(cat "$t/out" "$t/err")"
+"$tool" sample "$t/rnn.flux" --params "$t/rnn.ckpt" --length 60 --seed 4 --prime "the " > "$t/s1" 2> "$t/err" && ok || bad "sample: $(cat "$t/err")"
+"$tool" sample "$t/rnn.flux" --params "$t/rnn.ckpt" --length 60 --seed 4 --prime "the " > "$t/s2" 2>&1
+"$tool" sample "$t/rnn.flux" --params "$t/rnn.ckpt" --length 60 --seed 5 --prime "the " > "$t/s3" 2>&1
+cmp -s "$t/s1" "$t/s2" && ok || bad "sample: the same seed gave other text"
+cmp -s "$t/s1" "$t/s3" && bad "sample: another seed gave the same text" || ok
+# the prime, then 60 characters of the text's, then a newline
+[ "$(head -c 4 "$t/s1")" = "the " ] && [ "$(wc -c < "$t/s1")" -eq 65 ] && ! LC_ALL=C grep -q '[^a-z .\n]' "$t/s1" \
+  && ok || bad "sample: $(cat "$t/s1")"
+one_line "the prime text has 'Q', which the training text did not have" \
+  "$tool" sample "$t/rnn.flux" --params "$t/rnn.ckpt" --prime "Quick"
+"$tool" train "$t/m.flux" --data "csv:$t/train.csv" --epochs 1 --save "$t/csv.ckpt" > /dev/null 2>&1
+one_line "csv.ckpt: no text vocabulary: sample needs a checkpoint of a run on text" \
+  "$tool" sample "$t/rnn.flux" --params "$t/csv.ckpt"
+one_line "sample needs a model of character indices unrolled over steps" \
+  "$tool" sample "$t/char.flux" --params "$t/char.ckpt"
+
 echo "train tool: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -87,6 +87,17 @@ static const opt bench_opts[] = {
     END,
 };
 
+static const opt sample_opts[] = {
+    {"--params", OPT_STR, 0, 0, OFF(params), "CKPT", "the trained weights: a checkpoint of a run on text (required)"},
+    {"--length", OPT_INT, 1, 1e8, OFF(length), "N", "characters to generate (500)"},
+    {"--temperature", OPT_NUM, 0.01, 100, OFF(temperature), "T", "below 1 surer, above 1 wilder (1: the model's own\nprobabilities)"},
+    {"--prime", OPT_STR, 0, 0, OFF(prime), "TEXT", "text to read first, and to go on from (default: a newline)"},
+    {"--seed", OPT_U64, 0, 0, OFF(seed), "N", "the draws: the same seed, the same text (0)"},
+    THREADS,
+    MAXMEM,
+    END,
+};
+
 static const opt version_opts[] = {JSON, END};
 
 static const opt none[] = {END};
@@ -112,6 +123,11 @@ const command cf_commands[] = {
      "Also the matrix products' GFLOP/s against one core's measured FMA peak, the peak\n"
      "memory while training, and which kernels ran and why.\n",
      bench_opts, cmd_bench},
+    {"sample", "MODEL", 1, "Generate text from a character model trained on text:FILE.",
+     "MODEL runs one step at a time on batch 1 (its unroll over one step), sharing the\n"
+     "trained weights and carrying its state from each character to the next; each\n"
+     "character is drawn from the model's probabilities.\n",
+     sample_opts, cmd_sample},
     {"help", "[COMMAND]", 1, "Say what the commands do, or what one command takes.", NULL, none, NULL},
     {"version", "", 0, "Print the version, the CPU and which kernels run, and why.", NULL, version_opts, cmd_version},
     {NULL, NULL, 0, NULL, NULL, NULL, NULL},

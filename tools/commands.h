@@ -13,6 +13,7 @@ int cmd_train(const args *a);
 int cmd_eval(const args *a);
 int cmd_predict(const args *a);
 int cmd_bench(const args *a);
+int cmd_sample(const args *a);
 int cmd_version(const args *a);
 
 /* Print cf_last_error() to stderr and return 1 (cflux.c). */

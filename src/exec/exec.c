@@ -61,6 +61,9 @@ static int slot_differentiable(const cf_exec *e, const cf_node *n, int i)
     const cf_opdef *op = cf_ops[n->op];
     int fused = e->src_at[n->id + 1] - e->src_at[n->id] > n->nin;
     if (fused) return i == n->nin;          /* only the hidden logits */
+    /* nograd has bits for the first 32 slots only; later ones (a concat of an unroll's
+     * many steps) are differentiable, and shifting by 32 or more is undefined */
+    if (i >= (int)(sizeof op->nograd * 8)) return 1;
     return !(op->nograd >> i & 1u);
 }
 

@@ -99,5 +99,16 @@ one_line "csv.ckpt: no text vocabulary: sample needs a checkpoint of a run on te
 one_line "sample needs a model of character indices unrolled over steps" \
   "$tool" sample "$t/char.flux" --params "$t/char.ckpt"
 
+# a model file's own settings ("# train:" line), under the command line's
+printf '# a model with its settings\n# train: --epochs 1 --batch 8\nmodel = Chain(Input(4), Affine(3), softmax)\n' > "$t/own.flux"
+"$tool" train "$t/own.flux" --data "csv:$t/train.csv" > "$t/out" 2>&1
+grep -q "^settings from .*own.flux: --epochs 1 --batch 8 (the command line's win)$" "$t/out" && grep -q '^epoch  1/1 ' "$t/out" \
+  && ok || bad "model settings: $(cat "$t/out")"
+"$tool" train "$t/own.flux" --data "csv:$t/train.csv" --epochs 2 > "$t/out" 2>&1
+grep -q '^epoch  2/2 ' "$t/out" && ok || bad "model settings under the command line: $(cat "$t/out")"
+printf '# train: --epochs lots\nmodel = Chain(Input(4), Affine(3), softmax)\n' > "$t/badown.flux"
+"$tool" train "$t/badown.flux" --data "csv:$t/train.csv" > /dev/null 2> "$t/err"; rc=$?
+[ $rc -eq 2 ] && grep -q "needs a whole number" "$t/err" && ok || bad "bad model settings: exit $rc: $(cat "$t/err")"
+
 echo "train tool: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

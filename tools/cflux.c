@@ -54,6 +54,36 @@ int apply_common(const args *a)
     return 0;
 }
 
+/* A model file's own training settings: its first line that begins "# train:" holds
+ * options for `cflux train`, read as if they came before the command line's (which
+ * win). 0, or the exit status of a line that does not parse (its message printed). */
+static int model_defaults(const command *c, int argc, char **argv, args *a)
+{
+    enum { MAXTOK = 32 };
+    static char line[512];
+    static char *av[MAXTOK + 256];
+    FILE *f = fopen(a->pos[0], "r");
+    if (!f) return 0;   /* the command says what is wrong with the file */
+    int found = 0;
+    for (int n = 0; n < 200 && fgets(line, sizeof line, f); n++)
+        if (!strncmp(line, "# train:", 8)) {
+            found = 1;
+            break;
+        }
+    fclose(f);
+    if (!found || argc > 256) return 0;
+    int k = 0;
+    for (char *t = strtok(line + 8, " \t\r\n"); t && k < MAXTOK; t = strtok(NULL, " \t\r\n")) av[k++] = t;
+    for (int i = 0; i < argc; i++) av[k + i] = argv[i];
+    int rc = args_parse(c, k + argc, av, a);
+    if (rc == 0 && !a->quiet && k) {
+        printf("settings from %s:", a->pos[0]);
+        for (int i = 0; i < k; i++) printf(" %s", av[i]);
+        printf(" (the command line's win)\n");
+    }
+    return rc == 1 ? 0 : rc;
+}
+
 int cmd_check(const args *a)
 {
     if (apply_common(a)) return 1;
@@ -129,5 +159,6 @@ int main(int argc, char **argv)
     args a;
     int rc = args_parse(c, argc - 2, argv + 2, &a);
     if (rc) return rc == 1 ? 0 : rc;
+    if (!strcmp(c->name, "train") && (rc = model_defaults(c, argc - 2, argv + 2, &a))) return rc;
     return c->run(&a);
 }

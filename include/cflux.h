@@ -254,6 +254,11 @@ CF_API const char *cf_model_input_name(const cf_model *m, int i);
 CF_API cf_shape    cf_model_input_shape(const cf_model *m, int i);
 CF_API cf_shape    cf_model_output_shape(const cf_model *m, int i);
 CF_API const char *cf_model_output_op(const cf_model *m, int i);   /* "softmax", ... */
+/* V when input i holds class indices for an embedding (cf_embedding, the notation's
+ * embedding and Embedding) with a table of V rows, seen through reshape, flatten and
+ * slice; the smallest V if it feeds several; 0 when it holds ordinary values. Tools
+ * fill such an input with whole numbers in 0..V-1 and check that a vocabulary fits. */
+CF_API int         cf_model_input_classes(const cf_model *m, int i);
 
 /* Seal the graph and initialise its parameters from the seed; no node can be added
  * afterwards. cf_bind does this for you. 0 or -1. */
@@ -402,6 +407,12 @@ CF_API void cf_scope_end(cf_model *m);
  * eps (0: 1e-5) and momentum (0: 0.1). */
 #define cf_batchnorm(m, x, gamma, beta, run_mean, run_var) cf_op_at(m, CF_OP_BATCHNORM, 5, \
     (cf_node *const[]){(x), (gamma), (beta), (run_mean), (run_var)}, 0, 0, 0, 0, __FILE__, __LINE__, 0)
+/* Rows of a table by index, as PyTorch's nn.Embedding: x (B, ...) holds class indices
+ * stored as floats, E (V, D) is a parameter; y (B, ..., D), y[..., :] = E[x[...], :].
+ * An index that is not a whole number in 0..V-1 makes cf_forward fail, naming it, its
+ * place in x and V. No gradient reaches x; E's is a scatter-add of dy's rows, the same
+ * bits at any thread count. cf_model_input_classes tells which inputs hold indices. */
+#define cf_embedding(m, x, E) cf_binary_at(m, CF_OP_EMBEDDING, x, E, __FILE__, __LINE__, 0)
 #define cf_leakyrelu(m, x, a) cf_unary_at(m, CF_OP_LEAKYRELU, x, a, __FILE__, __LINE__, 0)
 #define cf_exp(m, x)     cf_unary_at(m, CF_OP_EXP, x, 0, __FILE__, __LINE__, 0)
 #define cf_log(m, x)     cf_unary_at(m, CF_OP_LOG, x, 0, __FILE__, __LINE__, 0)
@@ -457,6 +468,7 @@ typedef enum cf_opcode {
     CF_OP_CONV2D,
     CF_OP_MAXPOOL, CF_OP_AVGPOOL, CF_OP_GLOBALAVGPOOL, CF_OP_DROPOUT,
     CF_OP_STATE, CF_OP_BATCHNORM,
+    CF_OP_EMBEDDING,
     CF_OP_COUNT_
 } cf_opcode;
 

@@ -446,6 +446,37 @@ TEST(kinks_at_zero)
     }
 }
 
+/* Embedding: x holds indices, with repeats (their rows' gradients add up) and a row
+ * that no index picks (its gradient stays 0). x gets no gradient: the checker skips it
+ * (cf_exec_input_grad is NULL) and perturbs only the table. The table feeds two
+ * embeddings, so its gradient is both written and added to. */
+TEST(embedding)
+{
+    cf_model *m = cf_model_new();
+    cf_node *x = cf_input(m, "x", CF_SHAPE(4));       /* (B, T) indices */
+    cf_node *s = cf_input(m, "s", CF_SCALAR);         /* (B) indices */
+    cf_node *E = cf_param(m, "E", CF_SHAPE(6, 3), CF_UNIFORM(1.0f));
+    cf_node *q = cf_param(m, "q", CF_SHAPE(3), CF_UNIFORM(1.0f));
+    cf_output(m, cf_tanh(m, cf_embedding(m, x, E)));                 /* (B, 4, 3) */
+    cf_output(m, cf_mul(m, cf_embedding(m, s, E), q));              /* (B, 3) */
+    cf_exec *e = cf_bind(m, 3, CF_INPUT_GRADS);
+    CHECK(e != NULL);
+    if (!e) {
+        fprintf(stderr, "bind: %s\n", cf_last_error());
+        cf_model_free(m);
+        return;
+    }
+    static const float xi[12] = {0, 2, 2, 5, 1, 0, 3, 2, 5, 5, 1, 0}, si[3] = {3, 0, 2};   /* row 4 unused */
+    memcpy(cf_exec_input(e, 0, NULL), xi, sizeof xi);
+    memcpy(cf_exec_input(e, 1, NULL), si, sizeof si);
+    CHECK(cf_exec_input_grad(e, 0, NULL) == NULL && cf_exec_input_grad(e, 1, NULL) == NULL);
+    CHECK(gradcheck_ops(e, m, 19) == 0);
+    const float *g = cf_model_param_grad(m, cf_model_param_index(m, "E"));
+    CHECK(g && g[12] == 0 && g[13] == 0 && g[14] == 0);
+    cf_exec_free(e);
+    cf_model_free(m);
+}
+
 /* A sigmoid whose backward forgets the factor (1 - y). */
 static void wrong_sigmoid_backward(const cf_inst *k)
 {
@@ -505,6 +536,7 @@ int main(void)
     RUN(pooling);
     RUN(dropout);
     RUN(batchnorm);
+    RUN(embedding);
     RUN(kinks_at_zero);
     RUN(checker_catches_wrong_backward);
     RUN(every_op_has_a_row_a_name_and_a_check);

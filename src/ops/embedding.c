@@ -1,0 +1,130 @@
+/* embedding.c - embedding(x, E): rows of a table picked by index, PyTorch's
+ * nn.Embedding without a one-hot matrix product.
+ *
+ *   x (B, ...) class indices stored as floats, E (V, D) a parameter -> y (B, ..., D),
+ *   y[..., :] = E[x[...], :]
+ *
+ * Forward first checks every index (a whole number in 0..V-1; anything else fails
+ * with the value, its place in x and V), then copies the rows. No gradient reaches x
+ * (nograd bit 0). dE is a scatter-add of dy's rows: dE[x[r], c] += dy[r, c] for every
+ * row r in order. The columns c are split between threads, each thread adding its
+ * columns of every row in the order of r, so every element of dE sums the same terms
+ * in the same order at any thread count: the same bits.
+ *
+ * cf_model_input_classes, the public query that tells tools an input holds indices,
+ * lives here too: it is a question about this op. */
+#include <stdio.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "core/graph.h"
+#include "ops/op.h"
+
+static int embedding_infer(cf_node *n)
+{
+    const cf_node *x = n->in[0], *E = n->in[1];
+    char sx[96], se[96];
+    if (E->shape.rank != 2 || E->batched)
+        return cf_seterr("error: embedding takes the table E as (V, D) without the batch dimension, not %s",
+                         cf_shape_str(E->shape, se, sizeof se));
+    if (x->shape.rank >= CF_MAX_DIMS)
+        return cf_seterr("error: embedding of indices %s would have more than %d dimensions",
+                         cf_shape_str(x->shape, sx, sizeof sx), CF_MAX_DIMS);
+    n->shape = x->shape;
+    n->shape.d[n->shape.rank++] = E->shape.d[1];
+    return 0;
+}
+
+/* Write x's multi-index of flat position r, "[3, 12]", into buf. */
+static char *position(cf_shape s, size_t r, char *buf, size_t size)
+{
+    size_t idx[CF_MAX_DIMS];
+    for (int i = s.rank - 1; i >= 0; i--) {
+        idx[i] = r % (size_t)s.d[i];
+        r /= (size_t)s.d[i];
+    }
+    size_t k = (size_t)snprintf(buf, size, "[");
+    for (int i = 0; i < s.rank && k < size; i++) k += (size_t)snprintf(buf + k, size - k, "%s%zu", i ? ", " : "", idx[i]);
+    if (k < size) snprintf(buf + k, size - k, "]");
+    return buf;
+}
+
+typedef struct {
+    const cf_inst *k;
+    size_t rows;     /* indices in x */
+    int V, D;
+} job;
+
+static void copy_rows(void *v, size_t b, size_t e)
+{
+    const job *j = v;
+    const float *restrict x = j->k->x[0], *restrict E = j->k->x[1];
+    float *restrict y = j->k->y;
+    size_t D = (size_t)j->D;
+    for (size_t r = b; r < e; r++) memcpy(y + r * D, E + (size_t)x[r] * D, D * sizeof *y);
+}
+
+static int embedding_forward(const cf_inst *k)
+{
+    job j = {k, cf_shape_count_b(k->xs[0], 1), k->xs[1].d[0], k->xs[1].d[1]};
+    const float *x = k->x[0];
+    for (size_t r = 0; r < j.rows; r++) {
+        float v = x[r];
+        if (!(v >= 0 && v < (float)j.V && v == (float)(long)v)) {
+            char at[160], s[96];
+            return cf_seterr("error: embedding: x%s is %g, not an index in 0..%d (the table E has %d rows; x is %s)",
+                             position(k->xs[0], r, at, sizeof at), (double)v, j.V - 1, j.V,
+                             cf_shape_str(k->xs[0], s, sizeof s));
+        }
+    }
+    cf_parallel_range(j.rows, (size_t)j.D, copy_rows, &j);
+    return 0;
+}
+
+/* Columns [b, e) of dE: zeroed unless accumulating, then every row of dy added in order. */
+static void scatter_cols(void *v, size_t b, size_t e)
+{
+    const job *j = v;
+    const float *restrict x = j->k->x[0], *restrict dy = j->k->dy;
+    float *restrict dE = j->k->dx[1];
+    size_t D = (size_t)j->D, w = e - b;
+    if (!j->k->acc[1])
+        for (size_t i = 0; i < (size_t)j->V; i++) memset(dE + i * D + b, 0, w * sizeof *dE);
+    for (size_t r = 0; r < j->rows; r++) {
+        float *restrict to = dE + (size_t)x[r] * D + b;
+        const float *restrict from = dy + r * D + b;
+        for (size_t c = 0; c < w; c++) to[c] += from[c];
+    }
+}
+
+static void embedding_backward(const cf_inst *k)
+{
+    if (!k->dx[1]) return;
+    job j = {k, cf_shape_count_b(k->xs[0], 1), k->xs[1].d[0], k->xs[1].d[1]};
+    cf_parallel_range((size_t)j.D, j.rows + (size_t)j.V, scatter_cols, &j);
+}
+
+const cf_opdef cf_op_embedding = {"embedding", "embedding", embedding_infer, NULL, NULL, embedding_forward,
+                                  embedding_backward, CF_BWD_X, 1u, 2, 0, NULL};
+
+/* The input that `n` reads, seen through ops that only move values (reshape, flatten,
+ * slice): the model's input node whose values reach n's input 0 unchanged, or NULL. */
+static const cf_node *source_input(const cf_node *n)
+{
+    const cf_node *s = n->in[0];
+    while (s->op == CF_OP_RESHAPE || s->op == CF_OP_FLATTEN || s->op == CF_OP_SLICE) s = s->in[0];
+    return s->op == CF_OP_INPUT ? s : NULL;
+}
+
+int cf_model_input_classes(const cf_model *m, int i)
+{
+    if (!m || i < 0 || i >= m->ninputs) return 0;
+    int V = 0;
+    for (int k = 0; k < m->nnodes; k++) {
+        const cf_node *n = m->nodes[k];
+        if (n->op != CF_OP_EMBEDDING || source_input(n) != m->inputs[i]) continue;
+        int rows = n->in[1]->shape.rank == 2 ? n->in[1]->shape.d[0] : 0;
+        if (rows > 0 && (V == 0 || rows < V)) V = rows;
+    }
+    return V;
+}

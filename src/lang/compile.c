@@ -151,7 +151,7 @@ typedef struct cc {
  * table) are found there, by their names; this table holds the rest, and aliases. */
 enum {
     B_OP, B_RESHAPE, B_HCAT, B_PARAM, B_STAT, B_STATE, B_NORMAL, B_UNIFORM, B_INPUT, B_CHAIN, B_UNROLL,
-    B_CONV2D, B_MAXPOOL, B_AVGPOOL, B_DROPOUT, B_BATCHNORM, B_CHUNK
+    B_CONV2D, B_MAXPOOL, B_AVGPOOL, B_DROPOUT, B_BATCHNORM, B_CHUNK, B_EMBEDDING
 };
 
 static const struct builtin {
@@ -169,6 +169,7 @@ static const struct builtin {
     {"unroll", B_UNROLL, 0, 0},               {"conv2d", B_CONV2D, 0, 0},
     {"maxpool", B_MAXPOOL, 0, 0},             {"avgpool", B_AVGPOOL, 0, 0},
     {"dropout", B_DROPOUT, 0, 0},             {"batchnorm", B_BATCHNORM, 0, 0},
+    {"embedding", B_EMBEDDING, CF_OP_EMBEDDING, 0},
 };
 #define NBUILTINS ((int)(sizeof builtins / sizeof builtins[0]))
 
@@ -895,6 +896,20 @@ static int dropout_call(cc *c, env *en, const ast *e, value *args, int nargs, in
     return 0;
 }
 
+/* embedding(x, E): the rows of the table E (V, D) that the indices x (B, ...) pick. */
+static int embedding_call(cc *c, env *en, const ast *e, value *args, int nargs, int nkw, const char **kwn, value *out)
+{
+    if (no_keywords(c, en, e, "embedding", nkw, kwn)) return -1;
+    if (nargs != 2 || args[0].kind != V_TENSOR || args[1].kind != V_TENSOR)
+        return ERR(c, en, e, "embedding takes indices and a table: embedding(x, E)");
+    for (int k = 0; k < 2; k++)
+        if (is_unresolved(c, args[k].node)) return unresolved_error(c, en, e, args[k].node, "embedding");
+    cf_node *n = cf_binary_at(c->m, CF_OP_EMBEDDING, args[0].node, args[1].node, en->file, e->line, e->col);
+    if (made(c, en, e, n)) return -1;
+    *out = tensor_value(n);
+    return 0;
+}
+
 /* batchnorm(x, γ, β, mean, var, eps = 1e-5, momentum = 0.1): mean and var are states
  * (stat(...)) that training updates. */
 static int batchnorm_call(cc *c, env *en, const ast *e, value *args, int nargs, const char **kwn, value *kwv,
@@ -1091,6 +1106,7 @@ static int call_builtin(cc *c, env *en, const ast *e, int fi, value *args, int n
     case B_AVGPOOL: return pool_call(c, en, e, CF_OP_AVGPOOL, "avgpool", args, nargs, kwn, kwv, nkw, out);
     case B_DROPOUT: return dropout_call(c, en, e, args, nargs, nkw, kwn, out);
     case B_BATCHNORM: return batchnorm_call(c, en, e, args, nargs, kwn, kwv, nkw, out);
+    case B_EMBEDDING: return embedding_call(c, en, e, args, nargs, nkw, kwn, out);
     default: break;
     }
 

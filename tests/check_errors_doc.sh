@@ -31,6 +31,7 @@ for i in $(seq 40); do echo 'the quick brown fox jumps over the lazy dog'; done 
 sed 's/^the/The/' words.txt > other.txt
 printf 'hello' > short.txt
 : > empty.txt
+echo 'model = Chain(Input(4), Embedding(10, 8), flatten, Affine(3), softmax)' > emb.flux
 awk 'BEGIN { srand(7); print "label,a,b,c,d";
   for (i = 0; i < 300; i++) { a = rand(); b = rand(); c = rand(); d = rand();
     l = (a > b && a > c) ? 0 : (b > c ? 1 : 2); printf "%d,%.4f,%.4f,%.4f,%.4f\n", l, a, b, c, d } }' > train.csv

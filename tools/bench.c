@@ -2,7 +2,8 @@
  * and which kernels it runs.
  *
  * bench binds the model three times on random data (inputs uniform in [0, 1), random
- * labels or targets) and times, each after a warm-up:
+ * labels or targets; an input of indices, cf_model_input_classes, whole numbers below
+ * its vocabulary, as a text loader hands them) and times, each after a warm-up:
  *   train     forward, loss, backward and an SGD update (lr 0.01) at --batch, for
  *             --seconds; samples/s, and the matrix products' GFLOP/s (2 per
  *             multiply-add of every product forward and backward, counted by the
@@ -37,7 +38,8 @@ static float uniform(void)
 }
 
 /* Random contents for every input of e: POOL batches of each, cycled by fill(). The
-   label input of a classifier gets class indices below `classes`. */
+   label input of a classifier gets class indices below `classes`, an input of
+   embedding whole numbers below its vocabulary (cf_model_input_classes). */
 typedef struct {
     int n;
     float **pool;
@@ -47,7 +49,7 @@ typedef struct {
 /* Set when a failure was already reported here, not through cf_last_error. */
 static int reported;
 
-static int inputs_make(inputs *in, cf_exec *e, int label, int classes)
+static int inputs_make(inputs *in, const cf_model *m, cf_exec *e, int label, int classes)
 {
     int n = cf_exec_input_count(e);
     in->pool = calloc((size_t)n + 1, sizeof *in->pool);
@@ -58,8 +60,9 @@ static int inputs_make(inputs *in, cf_exec *e, int label, int classes)
         cf_exec_input(e, i, &in->count[i]);
         in->pool[i] = malloc(POOL * in->count[i] * sizeof(float));
         if (!in->pool[i]) goto no_memory;
+        int v = i == label ? classes : cf_model_input_classes(m, i);
         for (size_t j = 0; j < POOL * in->count[i]; j++)
-            in->pool[i][j] = i == label ? (float)(int)(uniform() * (float)classes) : uniform();
+            in->pool[i][j] = v ? (float)(int)(uniform() * (float)v) : uniform();
     }
     return 0;
 no_memory:
@@ -107,7 +110,7 @@ static int time_train(cf_model *m, int batch, double seconds, figures *f)
     cf_shape out = cf_model_output_shape(m, 0);
     inputs in = {0};
     int rc = -1;
-    if (inputs_make(&in, e, label, out.rank ? out.d[out.rank - 1] : 1)) goto out;
+    if (inputs_make(&in, m, e, label, out.rank ? out.d[out.rank - 1] : 1)) goto out;
     long steps = 0;
     double t0 = now(), flops0 = 0, t = 0;
     int warm = 1;
@@ -144,7 +147,7 @@ static int time_infer(cf_model *m, double seconds, figures *f)
     if (!e) return -1;
     inputs in = {0};
     int rc = -1;
-    if (inputs_make(&in, e, -1, 0)) goto out;
+    if (inputs_make(&in, m, e, -1, 0)) goto out;
     long calls = 0;
     double t0 = now(), t;
     for (int i = 0; i < 3; i++)
@@ -161,7 +164,7 @@ static int time_infer(cf_model *m, double seconds, figures *f)
     cf_exec_free(e);
 
     e = cf_bind(m, 1, 0);
-    if (!e || inputs_make(&in, e, -1, 0)) goto out;
+    if (!e || inputs_make(&in, m, e, -1, 0)) goto out;
     static double lat[LAT_CALLS];
     for (int i = 0; i < 1000; i++) {
         inputs_point(&in, e, i);

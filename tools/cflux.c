@@ -96,8 +96,12 @@ int cmd_check(const args *a)
     for (int i = 0; i < cf_model_state_count(m); i++) s += cf_shape_count(cf_model_state_shape(m, i));
     if (s) printf(", %zu numbers of state in %d states (running statistics)", s, cf_model_state_count(m));
     printf("\n");
-    for (int i = 0; i < cf_model_input_count(m); i++)
-        printf("  input %s: %s\n", cf_model_input_name(m, i), cf_shape_format(cf_model_input_shape(m, i), buf, sizeof buf));
+    for (int i = 0; i < cf_model_input_count(m); i++) {
+        int v = cf_model_input_classes(m, i);
+        printf("  input %s: %s", cf_model_input_name(m, i), cf_shape_format(cf_model_input_shape(m, i), buf, sizeof buf));
+        if (v) printf(", indices in 0..%d", v - 1);
+        printf("\n");
+    }
     for (int i = 0; i < cf_model_output_count(m); i++)
         printf("  output %d: %s\n", i, cf_shape_format(cf_model_output_shape(m, i), buf, sizeof buf));
     cf_model_free(m);

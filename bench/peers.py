@@ -1,8 +1,8 @@
 """The peers of `make bench`: a model of models/ in PyTorch 2 or in MXNet 1.9.1,
-trained with softmax cross-entropy and SGD at lr 0.01, batch 64, on random data (a
-pool of 64 random batches, cycled, as a data loader would hand them over). One case
-per process, one JSON line on standard output. A benchmark, not a test; bench/run.sh
-runs it with bench/pyenv.sh's python.
+trained with softmax cross-entropy and SGD at lr 0.01, batch 64 (lstm: 32), on random
+data (a pool of 64 random batches, cycled, as a data loader would hand them over).
+One case per process, one JSON line on standard output. A benchmark, not a test;
+bench/run.sh runs it with bench/pyenv.sh's python.
 
   python3 bench/peers.py torch|mxnet train|latency|infer [--model M] [--threads T] [--seconds S]
 
@@ -10,13 +10,23 @@ runs it with bench/pyenv.sh's python.
   cnn      models/cnn.flux: inputs (B, 1, 28, 28); 5x5 convolution of 8 filters, relu,
            2x2 max-pooling, 5x5 convolution of 16, relu, 2x2 max-pooling, flatten,
            dense 256-10, softmax
+  lstm     models/char-rnn.flux: a character model over sequences of T = 50 indices
+           in 0..75 (B, 50); embedding 76 -> 64, one LSTM layer of 128 (batch first,
+           zero initial state), dense 128-76 at every step, softmax, and the
+           cross-entropy of every step, averaged over B x T (PyTorch: nn.Embedding,
+           nn.LSTM, nn.Linear, F.cross_entropy over (B T, 76); MXNet: Gluon's
+           nn.Embedding, rnn.LSTM(128, layout='NTC') and nn.Dense(76, flatten=False),
+           hybridized, with SoftmaxCrossEntropyLoss and a Trainer's sgd). Its lines
+           also give "seq_len": 50 and chars_per_sec = samples_per_sec x 50; its
+           latency is one sequence of 50 at batch 1, its inference batches of 1000
+           sequences
 
   train    training samples/s over S seconds after a 0.5 s warm-up, and the peak
            resident memory of the process (ru_maxrss) right after: the training's,
            since each case runs in its own process
   latency  median microseconds of one forward pass of one sample to the softmax
-           output (PyTorch: in torch.inference_mode), over >= 10000 calls and >= S s
-           after 1000 warm-up calls
+           output (PyTorch: in torch.inference_mode), over >= 10000 calls (lstm:
+           1000, each a sequence of 50) and >= S s after a tenth as many warm-up calls
   infer    samples/s of forward passes of batches of 1000, over S seconds
 
 Threads: OMP_NUM_THREADS, MKL_NUM_THREADS, OPENBLAS_NUM_THREADS and
@@ -24,6 +34,9 @@ MXNET_CPU_WORKER_NTHREADS are set to T before the framework is imported, and
 PyTorch also gets torch.set_num_threads(T).
 
   {"peer": "torch", "model": "mlp", "case": "train", "threads": 1, "samples_per_sec": 87000.0, ...}
+
+A sample is one input: an image of the MLP and the CNN, a sequence of 50 characters
+of the LSTM.
 """
 import argparse
 import json
@@ -37,6 +50,9 @@ SIZES = (784, 128, 64, 10)                 # the MLP's layers
 SHAPE = {"mlp": (784,), "cnn": (1, 28, 28)}  # one sample's input
 CLASSES = 10
 BATCH, INFER_BATCH, POOL, LR = 64, 1000, 64, 0.01
+# the LSTM: a character model, vocabulary V, embedding E, hidden H, T steps, batch 32
+V, EMBED, HIDDEN, STEPS, LSTM_BATCH = 76, 64, 128, 50, 32
+LSTM_LATENCY_CALLS = 1000
 WARMUP_S, LATENCY_CALLS = 0.5, 10000
 
 
@@ -57,15 +73,15 @@ def rate(step, sync, seconds, chunk):
     return run(seconds)
 
 
-def latency(call, seconds):
+def latency(call, seconds, calls=LATENCY_CALLS):
     """Median microseconds of call(i), which returns once its result is ready, over at
-    least LATENCY_CALLS calls and at least `seconds`, after 1000 warm-up calls."""
-    for i in range(1000):
+    least `calls` calls and at least `seconds`, after calls / 10 warm-up calls."""
+    for i in range(calls // 10):
         call(i)
     clock, times = time.perf_counter_ns, []
     end = clock() + int(seconds * 1e9)
     i = 0
-    while i < LATENCY_CALLS or clock() < end:
+    while i < calls or clock() < end:
         t0 = clock()
         call(i)
         times.append(clock() - t0)
@@ -92,8 +108,72 @@ def torch_model(name):
     return nn.Sequential(*layers)
 
 
+def torch_char_rnn():
+    """Embedding, LSTM, Linear: (B, T) indices -> (B, T, V) logits."""
+    import torch
+    nn = torch.nn
+
+    class CharRNN(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.embed = nn.Embedding(V, EMBED)
+            self.lstm = nn.LSTM(EMBED, HIDDEN, batch_first=True)
+            self.out = nn.Linear(HIDDEN, V)
+
+        def forward(self, x):
+            h, _ = self.lstm(self.embed(x))
+            return self.out(h)
+
+    return CharRNN()
+
+
+def run_torch_lstm(case, threads, seconds):
+    import torch
+    torch.set_num_threads(threads)
+    torch.manual_seed(1)
+    model = torch_char_rnn()
+    out = {"version": torch.__version__, "seq_len": STEPS}
+    if case == "train":
+        opt = torch.optim.SGD(model.parameters(), lr=LR)
+        data = torch.randint(0, V, (POOL, LSTM_BATCH, STEPS))
+        labels = torch.randint(0, V, (POOL, LSTM_BATCH, STEPS))
+        x = torch.empty(LSTM_BATCH, STEPS, dtype=torch.long)
+        y = torch.empty(LSTM_BATCH, STEPS, dtype=torch.long)
+        last = {}
+
+        def step(i):
+            b = i % POOL
+            x.copy_(data[b])
+            y.copy_(labels[b])
+            opt.zero_grad()
+            loss = torch.nn.functional.cross_entropy(model(x).reshape(-1, V), y.reshape(-1))
+            loss.backward()
+            opt.step()
+            last["loss"] = loss
+
+        per_s, n = rate(step, lambda: None, seconds, 5)
+        out.update(batch=LSTM_BATCH, samples_per_sec=per_s * LSTM_BATCH, chars_per_sec=per_s * LSTM_BATCH * STEPS,
+                   steps=n, peak_rss_mb=peak_rss_mb(), loss=last["loss"].item())
+    elif case == "latency":
+        model.eval()
+        xs = torch.randint(0, V, (POOL, 1, STEPS))
+        with torch.inference_mode():
+            us, n = latency(lambda i: torch.softmax(model(xs[i % POOL]), dim=-1), seconds, LSTM_LATENCY_CALLS)
+        out.update(batch=1, latency_us=us, calls=n)
+    else:
+        model.eval()
+        xs = torch.randint(0, V, (8, INFER_BATCH, STEPS))
+        with torch.inference_mode():
+            per_s, n = rate(lambda i: torch.softmax(model(xs[i % 8]), dim=-1), lambda: None, seconds, 1)
+        out.update(batch=INFER_BATCH, samples_per_sec=per_s * INFER_BATCH,
+                   chars_per_sec=per_s * INFER_BATCH * STEPS, batches=n)
+    return out
+
+
 def run_torch(name, case, threads, seconds):
     import torch
+    if name == "lstm":
+        return run_torch_lstm(case, threads, seconds)
     torch.set_num_threads(threads)
     torch.manual_seed(1)
     model = torch_model(name)
@@ -154,10 +234,64 @@ def mxnet_symbol(name):
     return h, ["fc1", "fc2", "fc3"]
 
 
+def run_mxnet_lstm(case, seconds):
+    """Gluon, the usual way to write an LSTM in MXNet 1.x: nn.Embedding, rnn.LSTM (the
+    fused RNN operator; oneDNN's on CPU) and nn.Dense in a HybridSequential,
+    hybridized with static memory, under autograd.record; the loss is
+    SoftmaxCrossEntropyLoss (its per-sample value the mean over the T steps), and
+    Trainer.step(B) applies SGD to the gradient of the mean over B x T."""
+    import mxnet as mx
+    import numpy as np
+    from mxnet import autograd, gluon
+    from mxnet.gluon import nn, rnn
+    mx.random.seed(1)
+    rng = np.random.default_rng(1)
+    net = nn.HybridSequential()
+    net.add(nn.Embedding(V, EMBED), rnn.LSTM(HIDDEN, layout="NTC", input_size=EMBED),
+            nn.Dense(V, flatten=False, in_units=HIDDEN))
+    net.initialize(mx.init.Uniform(HIDDEN ** -0.5), ctx=mx.cpu())
+    net.hybridize(static_alloc=True, static_shape=True)
+    out = {"version": mx.__version__, "seq_len": STEPS}
+    if case == "train":
+        batch = LSTM_BATCH
+        xs = [mx.nd.array(rng.integers(0, V, (batch, STEPS)).astype(np.float32)) for _ in range(POOL)]
+        ys = [mx.nd.array(rng.integers(0, V, (batch, STEPS)).astype(np.float32)) for _ in range(POOL)]
+        lossf = gluon.loss.SoftmaxCrossEntropyLoss()
+        trainer = gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": LR})
+        last = {}
+
+        def step(i):
+            with autograd.record():
+                loss = lossf(net(xs[i % POOL]), ys[i % POOL])
+            loss.backward()
+            trainer.step(batch)
+            last["loss"] = loss
+
+        per_s, n = rate(step, mx.nd.waitall, seconds, 5)
+        out.update(batch=batch, samples_per_sec=per_s * batch, chars_per_sec=per_s * batch * STEPS, steps=n,
+                   peak_rss_mb=peak_rss_mb(), loss=float(last["loss"].mean().asscalar()))
+    elif case == "latency":
+        xs = [mx.nd.array(rng.integers(0, V, (1, STEPS)).astype(np.float32)) for _ in range(POOL)]
+
+        def call(i):
+            mx.nd.softmax(net(xs[i % POOL]), axis=-1).wait_to_read()
+
+        us, n = latency(call, seconds, LSTM_LATENCY_CALLS)
+        out.update(batch=1, latency_us=us, calls=n)
+    else:
+        xs = [mx.nd.array(rng.integers(0, V, (INFER_BATCH, STEPS)).astype(np.float32)) for _ in range(8)]
+        per_s, n = rate(lambda i: mx.nd.softmax(net(xs[i % 8]), axis=-1), mx.nd.waitall, seconds, 1)
+        out.update(batch=INFER_BATCH, samples_per_sec=per_s * INFER_BATCH,
+                   chars_per_sec=per_s * INFER_BATCH * STEPS, batches=n)
+    return out
+
+
 def run_mxnet(name, case, threads, seconds):
     """The classic symbolic API: FullyConnected (and Convolution, Pooling)/Activation/
     SoftmaxOutput, an executor from simple_bind, forward/backward, and
-    mx.nd.sgd_update on each parameter."""
+    mx.nd.sgd_update on each parameter. The LSTM: run_mxnet_lstm."""
+    if name == "lstm":
+        return run_mxnet_lstm(case, seconds)
     import mxnet as mx
     import numpy as np
     mx.random.seed(1)
@@ -221,7 +355,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("peer", choices=("torch", "mxnet"))
     ap.add_argument("case", choices=("train", "latency", "infer"))
-    ap.add_argument("--model", choices=("mlp", "cnn"), default="mlp")
+    ap.add_argument("--model", choices=("mlp", "cnn", "lstm"), default="mlp")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--seconds", type=float, default=3.0)
     a = ap.parse_args()

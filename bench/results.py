@@ -1,10 +1,11 @@
 """The results of `make bench` (bench/run.sh): tags each contender's JSON line as it
 comes, then reports the medians and writes the whole as one JSON file.
 
-  python3 bench/results.py tag CONTENDER ROUND < JSON > LINE
+  python3 bench/results.py tag CONTENDER ROUND [MODEL] < JSON > LINE
       the JSON object on standard input (cflux's or bench/peers.py's) as one line,
-      with "contender" and "round" added, and "model" as a name: mlp, cnn (cflux's
-      model file, e.g. models/cnn.flux, goes to "model_file")
+      with "contender" and "round" added, and "model" as a name: mlp, cnn, lstm
+      (MODEL when given, as run.sh does; cflux's model file, e.g.
+      models/char-rnn.flux, goes to "model_file")
   python3 bench/results.py report RAW OUT [--rounds R] [--seconds S] [--commit C] [--load L0 L1]
       prints, for each model, for each contender and thread count, the median
       (min..max) of each figure over the rounds, then a table of each contender at
@@ -14,6 +15,9 @@ comes, then reports the medians and writes the whole as one JSON file.
 Figures: train (samples/s, batch 64), infer (samples/s, batch 1000), latency (µs,
 batch 1, median of calls) and memory (peak RSS of the training process, MB). Ratios
 are > 1 where cflux is better: cflux/peer for samples/s, peer/cflux for latency.
+The LSTM's samples are sequences of 50 characters: its train (batch 32) and infer
+figures are in characters/s (samples/s x 50, for every contender alike), its latency
+that of one whole sequence.
 """
 import argparse
 import datetime
@@ -27,9 +31,15 @@ FIGURES = (("train", "train samples/s", 1), ("infer", "infer samples/s", 1),
            ("latency", "latency µs", -1), ("memory", "peak RSS MB", 0))
 LEGEND = ("train: training, batch 64; infer: forward passes, batch 1000; latency: one forward"
           " pass of batch 1, median call; peak RSS: the training process's")
+# Models whose samples are sequences: steps a sample, training batch, legend. Their
+# train and infer figures are reported per step (characters/s).
+SEQUENCES = {"lstm": (50, 32, "lstm: train and infer in characters/s (sequences/s x 50), training batch 32"
+                              " sequences; latency: one sequence of 50 at batch 1")}
+# A model's name by the file cflux ran, where it differs.
+FILES = {"char-rnn": "lstm"}
 
 
-def tag(contender, rnd):
+def tag(contender, rnd, model=None):
     text = sys.stdin.read()
     try:
         obj = json.loads(text[text.index("{"):text.rindex("}") + 1])
@@ -39,19 +49,22 @@ def tag(contender, rnd):
     line.update(obj)
     if str(line.get("model", "")).endswith(".flux"):
         line["model_file"] = line["model"]
-    line["model"] = model_name(line)
+    line["model"] = model or model_name(line)
     print(json.dumps(line))
 
 
 def model_name(line):
-    """mlp, cnn: the name of a raw line's model; its file's name for cflux's (which
-    gives the path), and mlp for the lines of runs from before the CNN, which name none."""
+    """mlp, cnn, lstm: the name of a raw line's model; its file's name for cflux's
+    (which gives the path; FILES where the two differ), and mlp for the lines of runs
+    from before the CNN, which name none."""
     model = str(line.get("model", "mlp"))
-    return os.path.basename(model)[:-len(".flux")] if model.endswith(".flux") else model
+    name = os.path.basename(model)[:-len(".flux")] if model.endswith(".flux") else model
+    return FILES.get(name, name)
 
 
 def figures(line):
-    """The (figure, value) pairs of one raw line."""
+    """The (figure, value) pairs of one raw line; per step for a sequence model."""
+    steps = SEQUENCES.get(model_name(line), (1,))[0]
     if line["contender"].startswith("cflux"):   # cflux, and cflux-prescott
         pairs = (("train", "train_samples_per_sec"), ("infer", "infer_samples_per_sec"),
                  ("latency", "latency_us"), ("memory", "peak_rss_mb"))
@@ -59,7 +72,8 @@ def figures(line):
         pairs = {"train": (("train", "samples_per_sec"), ("memory", "peak_rss_mb")),
                  "infer": (("infer", "samples_per_sec"),),
                  "latency": (("latency", "latency_us"),)}[line["case"]]
-    return [(f, float(line[k])) for f, k in pairs if line.get(k) is not None]
+    return [(f, float(line[k]) * (steps if f in ("train", "infer") else 1)) for f, k in pairs
+            if line.get(k) is not None]
 
 
 def cpu_info():
@@ -100,6 +114,9 @@ def report(a):
         if c != "cflux":
             print("%s %s" % (c, versions.get(c, "?")))
     print("\n" + LEGEND)
+    for m in dict.fromkeys(model_name(line) for line in raw):
+        if m in SEQUENCES:
+            print(SEQUENCES[m][2])
 
     models = {}  # model -> its raw lines
     for line in raw:
@@ -108,7 +125,7 @@ def report(a):
     for m, lines in models.items():
         print("\n== %s (%s) ==" % (m, next((x["model_file"] for x in lines if "model_file" in x),
                                             "models/%s.flux" % m)))
-        results[m] = report_model(lines)
+        results[m] = report_model(lines, m)
 
     doc = {"date": datetime.datetime.now().isoformat(timespec="seconds"), "cpu": model, "flags": flags,
            "rounds": a.rounds, "seconds": a.seconds, "cflux_commit": a.commit, "load_average": a.load,
@@ -120,8 +137,10 @@ def report(a):
     print("\nresults: %s (raw lines: %s)" % (a.out, a.raw))
 
 
-def report_model(raw):
+def report_model(raw, model="mlp"):
     """Prints the tables of one model's raw lines; returns their medians and bests."""
+    unit = "chars/s" if model in SEQUENCES else "samples/s"
+    labels = {fig: label.replace("samples/s", unit) for fig, label, _ in FIGURES}
     contenders = list(dict.fromkeys(line["contender"] for line in raw))
     values = {}  # contender -> threads -> figure -> [values]
     for line in raw:
@@ -134,7 +153,7 @@ def report_model(raw):
                    for t, figs in sorted(per.items())}
                for c, per in values.items()}
     print("median (min..max) over the rounds, per contender and thread count:")
-    head = "%-14s %-7s" % ("", "threads") + "".join(" %-26s" % label for _, label, _ in FIGURES)
+    head = "%-14s %-7s" % ("", "threads") + "".join(" %-26s" % labels[fig] for fig, _, _ in FIGURES)
     print(head.rstrip())
     for c in contenders:
         for t, figs in medians[c].items():
@@ -168,7 +187,8 @@ def report_model(raw):
     peers = [c for c in contenders if c != "cflux"]
     print("\neach at its best thread count (@N: the one that won; ratio > 1: cflux is better):")
     print(("%-16s %-16s" % ("", "cflux") + "".join(" %-16s %-14s" % (p, "ratio") for p in peers)).rstrip())
-    for fig, label, better in FIGURES:
+    for fig, _, better in FIGURES:
+        label = labels[fig]
         row = best[fig]
         cell = lambda c: "%s @%d" % (fmt(row[c]["median"]), row[c]["threads"]) if c in row else "-"
         line = "%-16s %-16s" % (label, cell("cflux"))
@@ -176,20 +196,21 @@ def report_model(raw):
             r = row.get(p, {}).get("ratio")
             line += " %-16s %-14s" % (cell(p), "%.2f" % r if r is not None else "-")
         print(line.rstrip())
-    print("(ratio: cflux/peer for samples/s, peer/cflux for latency; memory at each one's best"
-          " training thread count)")
+    print("(ratio: cflux/peer for %s, peer/cflux for latency; memory at each one's best"
+          " training thread count)" % unit)
     t = best["train"].get("cflux", {}).get("threads")
     at_t = [line for line in raw if line["contender"] == "cflux" and line["threads"] == t
             and line.get("train_gflops") is not None and line.get("peak_gflops") is not None]
     if at_t:
         print("cflux training at %d thread(s): median %.1f GFLOP/s of a measured peak of %.1f" % (
             t, statistics.median(x["train_gflops"] for x in at_t), statistics.median(x["peak_gflops"] for x in at_t)))
-    return {"medians": {c: {str(t): m for t, m in per.items()} for c, per in medians.items()}, "best": best}
+    return {"unit": unit, "medians": {c: {str(t): m for t, m in per.items()} for c, per in medians.items()},
+            "best": best}
 
 
 def main():
-    if len(sys.argv) == 4 and sys.argv[1] == "tag":
-        return tag(sys.argv[2], sys.argv[3])
+    if len(sys.argv) in (4, 5) and sys.argv[1] == "tag":
+        return tag(*sys.argv[2:])
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("cmd", choices=("report",))
     ap.add_argument("raw")

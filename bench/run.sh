@@ -1,8 +1,9 @@
 #!/bin/sh
 # run.sh [ROUNDS] [SECONDS] - cflux side by side with PyTorch 2 and MXNet 1.9.1 (make
-# bench) on the MLP of models/mlp.flux, then on the CNN of models/cnn.flux: training
-# samples/s (batch 64, SGD), batch-1 latency, batch-1000 inference samples/s and the
-# training's peak memory. For each model, each round runs every contender once at
+# bench) on the MLP of models/mlp.flux, then on the CNN of models/cnn.flux (and, when
+# asked, the LSTM of models/char-rnn.flux): training samples/s (batch 64, SGD; the
+# LSTM: batch 32, in characters/s), batch-1 latency, batch-1000 inference samples/s
+# and the training's peak memory. For each model, each round runs every contender once at
 # every thread count from 1 to the CPU count (the order of the contenders turns each
 # round, so none always runs first); then bench/results.py prints, for each model, the
 # medians of each contender at each thread count and a table of each at its best.
@@ -12,7 +13,8 @@
 # bench/results-DATE.json, with every raw line; the raw lines are also kept, as they
 # come, in the same name with .raw.jsonl. Other settings:
 #   CFLUX=path             the cflux binary (default build/cflux; needs `cflux bench`)
-#   CFLUX_BENCH_MODELS     the models to run, of mlp and cnn (default "mlp cnn")
+#   CFLUX_BENCH_MODELS     the models to run, of mlp, cnn and lstm (default "mlp cnn");
+#                          lstm is models/char-rnn.flux, sequences of 50 characters
 #   CFLUX_BENCH_PEERS      the peers to run (default "torch mxnet")
 #   CFLUX_BENCH_VENV       the peers' Python environment (bench/pyenv.sh makes it)
 #   CFLUX_BENCH_PRESCOTT   1 (the default): also run cflux as "cflux-prescott", with
@@ -29,8 +31,12 @@ out=${CFLUX_BENCH_OUT:-$here/bench/results-$(date +%Y-%m-%d-%H%M%S).json}
 raw=${out%.json}.raw.jsonl
 cpus=$(nproc)
 [ -x "$cflux" ] || { echo "run.sh: no $cflux: build first (make)" >&2; exit 1; }
+# the model file of a case, and its training batch
+model_file() { if [ "$1" = lstm ]; then echo "$here/models/char-rnn.flux"; else echo "$here/models/$1.flux"; fi; }
+batch_of() { if [ "$1" = lstm ]; then echo 32; else echo 64; fi; }
 for m in $models; do
-  case $m in mlp | cnn) ;; *) echo "run.sh: CFLUX_BENCH_MODELS: no model '$m' (mlp, cnn)" >&2; exit 2 ;; esac
+  case $m in mlp | cnn | lstm) ;; *) echo "run.sh: CFLUX_BENCH_MODELS: no model '$m' (mlp, cnn, lstm)" >&2; exit 2 ;; esac
+  [ -f "$(model_file "$m")" ] || { echo "run.sh: no $(model_file "$m") for the case $m" >&2; exit 1; }
 done
 py=$(sh "$here/bench/pyenv.sh")
 
@@ -46,11 +52,12 @@ awk -v m="$(echo "$models" | wc -w)" -v r="$rounds" -v c="$cpus" -v n="$n" -v s=
 got=$(mktemp) err=$(mktemp)
 trap 'rm -f "$got" "$err"' EXIT
 # record NAME ROUND COMMAND... - runs COMMAND and appends its JSON object, tagged with
-# NAME and ROUND, to the raw lines; a failure stops the benchmark, with its output
+# NAME, ROUND and the case $m, to the raw lines; a failure stops the benchmark, with
+# its output
 record() {
   name=$1 round=$2
   shift 2
-  if ! "$@" > "$got" 2> "$err" || ! "$py" "$here/bench/results.py" tag "$name" "$round" < "$got" >> "$raw"; then
+  if ! "$@" > "$got" 2> "$err" || ! "$py" "$here/bench/results.py" tag "$name" "$round" "$m" < "$got" >> "$raw"; then
     echo
     cat "$got" "$err" >&2
     echo "run.sh: $name failed: $*" >&2
@@ -78,11 +85,11 @@ for m in $models; do
       printf ' %s thread(s)' "$t"
       for c in $order; do
         if [ "$c" = cflux ]; then
-          record cflux "$r" "$cflux" bench "$here/models/$m.flux" --batch 64 --threads "$t" --seconds "$secs" \
-            --json
+          record cflux "$r" "$cflux" bench "$(model_file "$m")" --batch "$(batch_of "$m")" --threads "$t" \
+            --seconds "$secs" --json
         elif [ "$c" = cflux-prescott ]; then
-          record "$c" "$r" env OPENBLAS_CORETYPE=Prescott "$cflux" bench "$here/models/$m.flux" --batch 64 \
-            --threads "$t" --seconds "$secs" --json
+          record "$c" "$r" env OPENBLAS_CORETYPE=Prescott "$cflux" bench "$(model_file "$m")" \
+            --batch "$(batch_of "$m")" --threads "$t" --seconds "$secs" --json
         else
           for case in train latency infer; do
             record "$c" "$r" "$py" "$here/bench/peers.py" "$c" "$case" --model "$m" --threads "$t" --seconds "$secs"

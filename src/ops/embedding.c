@@ -91,6 +91,7 @@ static void scatter_cols(void *v, size_t b, size_t e)
     if (!j->k->acc[1])
         for (size_t i = 0; i < (size_t)j->V; i++) memset(dE + i * D + b, 0, w * sizeof *dE);
     for (size_t r = 0; r < j->rows; r++) {
+        if (!(x[r] >= 0 && x[r] < (float)j->V)) continue;   /* checked by forward; x rewritten since: never out of E */
         float *restrict to = dE + (size_t)x[r] * D + b;
         const float *restrict from = dy + r * D + b;
         for (size_t c = 0; c < w; c++) to[c] += from[c];

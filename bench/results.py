@@ -123,8 +123,9 @@ def report(a):
         models.setdefault(model_name(line), []).append(line)
     results = {}
     for m, lines in models.items():
+        files = {v: "models/%s.flux" % k for k, v in FILES.items()}
         print("\n== %s (%s) ==" % (m, next((x["model_file"] for x in lines if "model_file" in x),
-                                            "models/%s.flux" % m)))
+                                            files.get(m, "models/%s.flux" % m))))
         results[m] = report_model(lines, m)
 
     doc = {"date": datetime.datetime.now().isoformat(timespec="seconds"), "cpu": model, "flags": flags,

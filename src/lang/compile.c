@@ -503,7 +503,6 @@ static int call_model(cc *c, inst *mdl, value *args, int nargs, const char *file
 static int instantiate(cc *c, const value *tmpl, value *args, int nargs, const char **kwn, value *kwv, int nkw,
                        const char *file, int line, int col, int in_chain, value *out);
 
-static int not_yet(cc *c, env *en, const ast *e, const char *what);
 
 /* The full name of what a net instance declares: "outer.inner.W". 0, or -1 with the
  * message when it is too long. */
@@ -617,9 +616,6 @@ static int eval_name(cc *c, env *en, const ast *e, value *out)
         *out = num_value(e->name[0] == 't');
         return 0;
     }
-    static const char *coming[] = {"Embedding"};
-    for (int i = 0; i < (int)(sizeof coming / sizeof coming[0]); i++)
-        if (strcmp(coming[i], e->name) == 0) return not_yet(c, en, e, e->name);
     const char *s = suggest(en, e->name);
     if (s) return ERR(c, en, e, "unknown name '%s' (did you mean '%s'?)", e->name, s);
     return ERR(c, en, e, "unknown name '%s'", e->name);
@@ -811,11 +807,6 @@ static int no_keywords(cc *c, env *en, const ast *e, const char *fname, int nkw,
 {
     if (nkw) return ERR(c, en, e, "%s has no argument named '%s'", fname, kwn[0]);
     return 0;
-}
-
-static int not_yet(cc *c, env *en, const ast *e, const char *what)
-{
-    return ERR(c, en, e, "%s is not supported yet by this version of cflux", what);
 }
 
 /* conv2d(x, K, b, stride = 1, pad = 0, dilation = 1, groups = 1): the convolution of
@@ -1740,7 +1731,8 @@ static cf_model *compile(const char *text, size_t len, const char *file, int kee
 {
     cc c = {0};
     c.steps = steps;
-    cf_ast *user = NULL, *libs[8] = {0};
+    enum { MAXLIBS = 32 };
+    cf_ast *user = NULL, *libs[MAXLIBS] = {0};
     cf_model *m = cf_model_new();
     if (!m) return NULL;
     c.m = m;
@@ -1748,7 +1740,8 @@ static cf_model *compile(const char *text, size_t len, const char *file, int kee
      * through the parent, every other library net. */
     env *std = env_new(&c, NULL, "<stdlib>");
     int rc = std ? 0 : -1;
-    for (int i = 0; i < cf_stdlib_count && i < 8 && rc == 0; i++) {
+    if (cf_stdlib_count > MAXLIBS) rc = cf_seterr("error: the standard library has more than %d files", MAXLIBS);
+    for (int i = 0; i < cf_stdlib_count && rc == 0; i++) {
         const cf_stdlib_file *sf = &cf_stdlib_files[i];
         env *fe = env_new(&c, std, sf->name);
         libs[i] = cf_parse(sf->text, strlen(sf->text), sf->name);
@@ -1766,7 +1759,7 @@ static cf_model *compile(const char *text, size_t len, const char *file, int kee
     if (rc == 0) rc = eval_top(&c, top, cf_ast_root(user));
     if (rc == 0) rc = build_model(&c, top, file);
     if (rc == 0) rc = cf_model_infer_shapes(m);
-    for (int i = 0; i < 8; i++) cf_ast_free(libs[i]);
+    for (int i = 0; i < MAXLIBS; i++) cf_ast_free(libs[i]);
     cf_ast_free(user);
     cf_arena_free(&c.arena);
     if (rc == 0) {

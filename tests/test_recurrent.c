@@ -40,6 +40,35 @@ static int check_layer(const char *layer)
     return bad;
 }
 
+/* A step that gives two values: unrolled, two outputs (B, T, 4) and (B, T, 2), each
+ * with its own head gradient, checked through time together. */
+TEST(tuple_outputs_through_time)
+{
+    const char *src = "net Two(in) {\n"
+                      "  W = param(in, 4)\n  U = param(4, 4)\n  V = param(4, 2)\n  h = state(4)\n"
+                      "  x -> {\n    h = tanh(x * W + h{-1} * U)\n    (h, σ(h * V))\n  }\n}\n"
+                      "model = unroll(Chain(Input(3), Two()), 3, stateful = false)\n";
+    cf_model *m = cf_model_parse(src, "two.flux");
+    CHECK(m != NULL);
+    if (!m) {
+        fprintf(stderr, "%s\n", cf_last_error());
+        return;
+    }
+    CHECK(cf_model_output_count(m) == 2);
+    cf_shape a = cf_model_output_shape(m, 0), b = cf_model_output_shape(m, 1);
+    CHECK(a.rank == 3 && a.d[1] == 3 && a.d[2] == 4 && b.rank == 3 && b.d[1] == 3 && b.d[2] == 2);
+    cf_exec *e = cf_bind(m, 2, CF_INPUT_GRADS);
+    CHECK(e != NULL);
+    if (e) {
+        size_t n;
+        float *x = cf_exec_input(e, 0, &n);
+        for (size_t i = 0; i < n; i++) x[i] = cosf((float)i * 1.3f);
+        CHECK(gradcheck_exec(e, m, 9, NULL) == 0);
+    }
+    cf_exec_free(e);
+    cf_model_free(m);
+}
+
 TEST(gradients_through_time)
 {
     CHECK(check_layer("Recurrent") == 0);
@@ -193,6 +222,7 @@ TEST(one_step_model_generates_what_the_unrolled_one_computes)
 int main(void)
 {
     RUN(gradients_through_time);
+    RUN(tuple_outputs_through_time);
     RUN(a_stateful_unroll_carries_its_state);
     RUN(backward_stops_at_the_carried_state);
     RUN(one_step_model_generates_what_the_unrolled_one_computes);

@@ -540,6 +540,15 @@ CF_API void cf_exec_set_step(cf_exec *e, long step);
  * time) goes back to its start (zeros, unless the state says otherwise). Each
  * executor carries its own, from its bind. */
 CF_API void cf_exec_reset_state(cf_exec *e);
+/* The carried states of an executor, by the names of the model's states ("1.h"): each
+ * (batch, d...) as its shape says. get copies out the values the next forward starts
+ * from; set replaces them (call it between a backward and the next forward, as
+ * resuming a run does). 0, or -1 for an index out of range. */
+CF_API int         cf_exec_state_count(const cf_exec *e);
+CF_API const char *cf_exec_state_name(const cf_exec *e, int i);
+CF_API cf_shape    cf_exec_state_shape(const cf_exec *e, int i);
+CF_API int         cf_exec_state_get(const cf_exec *e, int i, float *out);
+CF_API int         cf_exec_state_set(cf_exec *e, int i, const float *in);
 /* Back-propagate the head gradients of the last forward; parameter gradients
  * accumulate or are overwritten as their grad_req says. Needs CF_TRAIN. 0 or -1. */
 CF_API int cf_backward(cf_exec *e);

@@ -205,6 +205,46 @@ TEST(state_and_dropout_resume_exactly)
     cf_dataset_free(d);
 }
 
+/* A stateful recurrent model on text: the state it carries from batch to batch is
+ * saved with the run, so a run stopped mid-epoch and resumed ends as one never
+ * stopped. */
+TEST(carried_state_resumes_exactly)
+{
+    static const char *const rnn =
+        "model = unroll(Chain(Input(), Embedding(28, 6), GRU(8), Affine(28), softmax), 6)\n";
+    FILE *f = fopen(tmp("fox.txt"), "w");
+    for (int i = 0; i < 12; i++) fputs("the quick brown fox jumps over the lazy dog\n", f);
+    fclose(f);
+    cf_dataset *d, *te;
+    CHECK(cf_dataset_load_text(tmp("fox.txt"), 6, 0, &d, &te) == 0);
+    if (!d) return;
+    cf_model *ma, *mb;
+    seen a = {0}, s = {0}, b = {0};
+    cf_fit_opts o = watched(3, &a);
+    o.batch = 8;   /* 88 sequences: 8 streams of 11 */
+    CHECK(train_model(rnn, o, d, NULL, NULL, &ma) == 0);
+    cf_fit_opts os = watched(3, &s);
+    os.batch = 8;
+    os.on_batch = stop_in_batch;
+    s.stop_epoch = 2;
+    s.stop_step = 5;
+    CHECK(train_model(rnn, os, d, NULL, tmp("rnn.ckpt"), NULL) == CF_STOPPED);
+    cf_fit_opts ob = watched(3, &b);
+    ob.batch = 8;
+    CHECK(train_model(rnn, ob, d, tmp("rnn.ckpt"), NULL, &mb) == 0);
+    size_t na, nb;
+    float *pa = params_copy(ma, &na), *pb = params_copy(mb, &nb);
+    CHECK(na == nb && memcmp(pa, pb, na * sizeof *pa) == 0);
+    CHECK(b.loss[3] == a.loss[3] && b.loss[2] == a.loss[2]);
+    CHECK(strstr(b.warnings, "carried state") == NULL);
+    free(pa);
+    free(pb);
+    cf_model_free(ma);
+    cf_model_free(mb);
+    cf_dataset_free(d);
+    cf_dataset_free(te);
+}
+
 TEST(stop_position_and_history_are_kept)
 {
     cf_dataset *d = spirals(200, 6);
@@ -471,6 +511,7 @@ int main(void)
     RUN(cosine_counts_the_short_batch);
     RUN(a_stop_mid_epoch_resumes_exactly);
     RUN(state_and_dropout_resume_exactly);
+    RUN(carried_state_resumes_exactly);
     RUN(stop_position_and_history_are_kept);
     RUN(divergence_is_stopped);
     RUN(non_finite_parameters_are_refused);

@@ -169,7 +169,8 @@ int cf_model_params_from(cf_model *m, const cf_st_file *f, const char *path, uns
     }
     const cf_st_tensor *mean = cf_st_find(f, NORM_MEAN), *std = cf_st_find(f, NORM_STD);
     if (check_norm(m, mean, std, path)) return -1;
-    /* a training checkpoint also holds the optimizer's state: not parameters */
+    /* a training checkpoint also holds the optimizer's state and the carried state of
+       its run: not parameters */
     int ckpt = format && strcmp(format, "cflux-checkpoint") == 0;
     /* check everything before changing anything */
     char missing[512] = "", unexpected[512] = "";
@@ -193,7 +194,7 @@ int cf_model_params_from(cf_model *m, const cf_st_file *f, const char *path, uns
     }
     for (int i = 0; i < cf_st_count(f); i++) {
         const cf_st_tensor *t = cf_st_get(f, i);
-        if (ckpt && strncmp(t->name, "optim.", 6) == 0) continue;
+        if (ckpt && (strncmp(t->name, "optim.", 6) == 0 || strncmp(t->name, "carry.", 6) == 0)) continue;
         if (t == mean || t == std) continue;
         if (held_index(m, t->name) < 0) {
             nunexpected++;

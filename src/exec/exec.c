@@ -94,16 +94,55 @@ void cf_exec_reset_state(cf_exec *e)
     e->carry_pending = 0;
 }
 
+/* Where carried state i's next value is: what the last forward left, if it left one,
+ * else its own. */
+static const float *carry_next(const cf_exec *e, int i)
+{
+    const cf_node *next = e->m->carries[i].next;
+    if (e->carry_pending && next && e->val[next->id]) return e->val[next->id];
+    return e->carry + e->carry_off[i];
+}
+
 /* The next values the last forward left for the carried states become theirs. */
 static void take_carries(cf_exec *e)
 {
+    if (!e->carry_pending) return;
     for (int i = 0; i < e->m->ncarries; i++) {
-        const cf_node *next = e->m->carries[i].next;
-        if (!next || !e->val[next->id]) continue;
         const cf_node *c = e->m->carries[i].state;
-        memcpy(e->carry + e->carry_off[i], e->val[next->id], cf_shape_count_b(c->shape, e->batch) * sizeof(float));
+        const float *src = carry_next(e, i);
+        if (src != e->carry + e->carry_off[i])
+            memcpy(e->carry + e->carry_off[i], src, cf_shape_count_b(c->shape, e->batch) * sizeof(float));
     }
     e->carry_pending = 0;
+}
+
+int cf_exec_state_count(const cf_exec *e) { return e && e->carry ? e->m->ncarries : 0; }
+
+const char *cf_exec_state_name(const cf_exec *e, int i)
+{
+    return i >= 0 && i < cf_exec_state_count(e) ? e->m->carries[i].state->name : NULL;
+}
+
+cf_shape cf_exec_state_shape(const cf_exec *e, int i)
+{
+    return i >= 0 && i < cf_exec_state_count(e) ? e->shape[e->m->carries[i].state->id] : (cf_shape){0, {0}};
+}
+
+int cf_exec_state_get(const cf_exec *e, int i, float *out)
+{
+    if (i < 0 || i >= cf_exec_state_count(e) || !out)
+        return cf_seterr("error: cf_exec_state_get: no carried state %d", i);
+    memcpy(out, carry_next(e, i), cf_shape_count(cf_exec_state_shape(e, i)) * sizeof *out);
+    return 0;
+}
+
+int cf_exec_state_set(cf_exec *e, int i, const float *in)
+{
+    if (i < 0 || i >= cf_exec_state_count(e) || !in)
+        return cf_seterr("error: cf_exec_state_set: no carried state %d", i);
+    take_carries(e);
+    memcpy(e->carry + e->carry_off[i], in, cf_shape_count(cf_exec_state_shape(e, i)) * sizeof *in);
+    return 0;
 }
 
 void cf_exec_free(cf_exec *e)
@@ -491,7 +530,7 @@ int cf_forward(cf_exec *e, int train)
     e->ctx.train = train != 0;
     e->ctx.step++;
     e->ctx.key = (e->m->seed ^ 0x243f6a8885a308d3ull) * 0x9e3779b97f4a7c15ull + (uint64_t)e->ctx.step;
-    if (e->carry_pending) take_carries(e);
+    take_carries(e);
     for (int s = 0; s < e->nfwd; s++) {
         int i = e->fwd[s];
         const cf_inst *k = &e->inst[i];

@@ -199,9 +199,11 @@ int cf_trainer_save(cf_trainer *t, const char *path)
 {
     if (!t || !path) return cf_seterr("error: cf_trainer_save: no trainer or path");
     cf_model *m = t->m;
-    int np = cf_model_params_tensor_count(m), ns = cf_optim_state_count(t->opt), n = np + ns;
+    cf_exec *run = t->train.full;
+    int np = cf_model_params_tensor_count(m), ns = cf_optim_state_count(t->opt), nc = cf_exec_state_count(run);
+    int n = np + ns + nc;
     cf_st_tensor *ts = calloc((size_t)n + 1, sizeof *ts);
-    char **names = calloc((size_t)ns + 1, sizeof *names);
+    char **names = calloc((size_t)(ns + nc) + 1, sizeof *names);
     if (!ts || !names) {
         free(ts);
         free(names);
@@ -209,6 +211,28 @@ int cf_trainer_save(cf_trainer *t, const char *path)
     }
     cf_model_params_as_tensors(m, ts);
     int rc = 0;
+    /* the state a stateful unroll carries to the next batch: resuming mid-epoch goes
+       on from it */
+    for (int i = 0; i < nc && rc == 0; i++) {
+        const char *sn = cf_exec_state_name(run, i);
+        cf_shape sh = cf_exec_state_shape(run, i);
+        cf_st_tensor *x = &ts[np + ns + i];
+        size_t count = cf_shape_count(sh);
+        float *data = malloc(count * sizeof *data);
+        names[ns + i] = malloc(strlen(sn) + 8);
+        if (!data || !names[ns + i]) {
+            free(data);
+            rc = cf_oom(count * sizeof *data);
+            break;
+        }
+        sprintf(names[ns + i], "carry.%s", sn);
+        cf_exec_state_get(run, i, data);
+        x->name = names[ns + i];
+        x->data = data;
+        x->rank = sh.rank;
+        for (int d = 0; d < sh.rank; d++) x->shape[d] = sh.d[d];
+        x->count = count;
+    }
     for (int i = 0; i < ns; i++) {
         size_t count;
         const char *sn = cf_optim_state_name(t->opt, i);
@@ -279,7 +303,8 @@ int cf_trainer_save(cf_trainer *t, const char *path)
     META("model_source", m->source ? m->source : "");
 #undef META
     if (rc == 0) rc = cf_st_write(path, n, ts, nmeta, keys, vals);
-    for (int i = 0; i < ns; i++) free(names[i]);
+    for (int i = 0; i < nc; i++) free((float *)ts[np + ns + i].data);
+    for (int i = 0; i < ns + nc; i++) free(names[i]);
     free(names);
     free(ts);
     free(hist);
@@ -445,6 +470,45 @@ static int check_optim_state(const cf_trainer *t, const cf_st_file *f, const cha
     return 0;
 }
 
+void cf_trainer_drop_carry(cf_trainer *t)
+{
+    for (int i = 0; i < t->ncarry; i++) free(t->carry[i].name), free(t->carry[i].data);
+    free(t->carry);
+    t->carry = NULL;
+    t->ncarry = 0;
+}
+
+/* Keep the carried state saved with the run (carry.NAME) for cf_fit, which gives it
+ * to its training executor. A value that is not finite is refused. 0 or -1. */
+static int keep_carries(cf_trainer *t, const cf_st_file *f, const char *path)
+{
+    cf_trainer_drop_carry(t);
+    int n = 0;
+    for (int i = 0; i < cf_st_count(f); i++) n += strncmp(cf_st_get(f, i)->name, "carry.", 6) == 0;
+    if (!n) return 0;
+    if (!(t->carry = calloc((size_t)n, sizeof *t->carry))) return cf_oom((size_t)n * sizeof *t->carry);
+    for (int i = 0; i < cf_st_count(f); i++) {
+        const cf_st_tensor *x = cf_st_get(f, i);
+        if (strncmp(x->name, "carry.", 6) != 0) continue;
+        for (size_t j = 0; j < x->count; j++)
+            if (!isfinite(x->data[j])) {
+                cf_trainer_drop_carry(t);
+                return cf_seterr("error: %s: the carried state '%s' holds %g (element %zu), not a finite number",
+                                 path, x->name, (double)x->data[j], j);
+            }
+        struct cf_saved_carry *c = &t->carry[t->ncarry++];
+        c->name = strdup(x->name + 6);
+        c->data = malloc((x->count ? x->count : 1) * sizeof *c->data);
+        c->count = x->count;
+        if (!c->name || !c->data) {
+            cf_trainer_drop_carry(t);
+            return cf_oom(x->count * sizeof(float));
+        }
+        memcpy(c->data, x->data, x->count * sizeof *c->data);
+    }
+    return 0;
+}
+
 int cf_trainer_load(cf_trainer *t, const char *path)
 {
     if (!t || !path) return cf_seterr("error: cf_trainer_load: no trainer or path");
@@ -469,6 +533,7 @@ int cf_trainer_load(cf_trainer *t, const char *path)
         float *dst = cf_optim_state_data(t->opt, i, &count);
         memcpy(dst, cf_st_find(f, name)->data, count * sizeof *dst);
     }
+    if (keep_carries(t, f, path)) goto out;
     cf_optim_set_steps(t->opt, (long)k.steps);
     t->epoch = k.epoch;
     t->epoch_samples = (size_t)k.epoch_samples;

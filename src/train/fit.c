@@ -234,6 +234,7 @@ void cf_trainer_free(cf_trainer *t)
     cf_optim_free(t->opt);
     free(t->perm);
     free(t->hist);
+    cf_trainer_drop_carry(t);
     free(t);
 }
 
@@ -303,6 +304,29 @@ static size_t stream_sample(size_t p, size_t B, size_t K) { return p % B * K + p
  * sequential data, with the executor that will run it. The state a model carries from
  * one batch to the next (a stateful unroll) starts again from zeros. */
 static void reset_streams(cf_exec *e) { cf_exec_reset_state(e); }
+
+/* The carried state a resumed run's checkpoint held goes to the training executor:
+ * each state by name. One missing or of another size (the batch changed) starts
+ * every state from zeros, with a note: the run goes on, only not exactly as the one
+ * that was stopped would have. */
+static void give_carries(cf_trainer *t, cf_exec *e)
+{
+    if (!t->ncarry || !e) return;
+    for (int i = 0; i < cf_exec_state_count(e); i++) {
+        const char *name = cf_exec_state_name(e, i);
+        const struct cf_saved_carry *c = NULL;
+        for (int k = 0; k < t->ncarry && !c; k++)
+            if (strcmp(t->carry[k].name, name) == 0) c = &t->carry[k];
+        if (!c || c->count != cf_shape_count(cf_exec_state_shape(e, i))) {
+            cf_exec_reset_state(e);
+            cf_trainer_warn(t, "note: the checkpoint's carried state '%s' %s: the resumed epoch starts it from zeros",
+                            name, c ? "was for another batch size" : "is missing");
+            break;
+        }
+        cf_exec_state_set(e, i, c->data);
+    }
+    cf_trainer_drop_carry(t);
+}
 
 /* Mean loss and accuracy over d, in its order; sequential data as streams in batches
  * of o.batch (of n, when it has fewer samples), the samples past the last whole batch
@@ -463,6 +487,7 @@ int cf_fit(cf_trainer *t, const cf_dataset *train_all, const cf_dataset *test)
         goto out;
     if (t->o.normalize && !t->m->norm_count && cf_norm_fit(t->m, train)) goto out;
     if (bind_for(t->m, &t->train, (int)B, n, CF_TRAIN)) goto out;
+    give_carries(t, t->train.full);
     if (t->nperm < n) {
         free(t->perm);
         if (!(t->perm = malloc(n * sizeof *t->perm))) {

@@ -35,7 +35,14 @@ struct cf_trainer {
     size_t nperm;
     int nvocab;                  /* text: the vocabulary of the data it was made with (saved in */
     unsigned char vocab[256];    /* checkpoints); else 0 */
+    /* the carried state a checkpoint held (carry.NAME), waiting for the training
+       executor that cf_fit binds; given to it and freed there */
+    struct cf_saved_carry { char *name; float *data; size_t count; } *carry;
+    int ncarry;
 };
+
+/* Free what cf_trainer_load kept of a checkpoint's carried state. */
+void cf_trainer_drop_carry(cf_trainer *t);
 
 /* Whether a loss of this kind fits the model's output 0 (a batched value; a softmax
  * for cross-entropy), changing nothing: 0, or -1 with the message. */

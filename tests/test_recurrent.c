@@ -104,6 +104,11 @@ TEST(a_stateful_unroll_carries_its_state)
         if (!m6 || !m3) return;
         cf_exec *e6 = cf_bind(m6, 2, 0), *e3 = cf_bind(m3, 2, 0);
         CHECK(e6 && e3);
+        /* the carried states, named by where the net put them: 1.h (and 1.c) */
+        CHECK(cf_exec_state_count(e3) == (l == 2 ? 2 : 1) && strcmp(cf_exec_state_name(e3, 0), "1.h") == 0);
+        if (l == 2) CHECK(strcmp(cf_exec_state_name(e3, 1), "1.c") == 0);
+        cf_shape cs = cf_exec_state_shape(e3, 0);
+        CHECK(cs.rank == 2 && cs.d[0] == 2 && cs.d[1] == 5);
         float x[2 * 6 * 3], half[2][2 * 3 * 3];
         for (int i = 0; i < 36; i++) x[i] = sinf((float)i * 0.7f);
         for (int h = 0; h < 2; h++)

@@ -328,6 +328,9 @@ cf_node *cf_carry_at(cf_model *m, const char *name, cf_shape s, cf_init init, co
         return cf_build_fail(m, loc, "state '%s' starts from zeros, ones or a constant", name);
     if (s.rank + 1 > CF_MAX_DIMS)
         return cf_build_fail(m, loc, "state '%s' has too many dimensions (%d, and the batch)", name, s.rank);
+    for (int i = 0; i < m->ncarries; i++)
+        if (strcmp(m->carries[i].state->name, name) == 0)
+            return cf_build_fail(m, loc, "there is already a state named '%s'", name);
     if (m->ncarries == m->cap_carries) {
         int cap = m->cap_carries ? 2 * m->cap_carries : 8;
         struct cf_carry *p = realloc(m->carries, (size_t)cap * sizeof *p);

@@ -1350,6 +1350,7 @@ static int instantiate(cc *c, const value *tmpl, value *args, int nargs, const c
         }
         if (eval(c, body, s->a, &v)) goto done;
         if (v.kind == V_PARAM && !v.param->local && v.param->owner == self) v.param->local = s->name;
+        if (v.kind == V_STATE && !v.state->local && v.state->owner == self) v.state->local = s->name;
         if (v.kind == V_MODEL) place(v.model, self, s->name);
         if (bind(c, body, s->name, v, s)) goto done;
     }

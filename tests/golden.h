@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "cflux.h"
 #include "core/safetensors.h"
 
 static uint32_t golden_state;
@@ -24,6 +25,14 @@ static uint32_t golden_next(void)
 
 static __attribute__((unused)) float golden_uniform(void) { return (float)(golden_next() >> 8) * (1.0f / 16777216.0f); }       /* [0, 1) */
 static __attribute__((unused)) float golden_sym(void) { return golden_uniform() * 2.0f - 1.0f; }                                /* [-1, 1) */
+
+/* The fixture file, or NULL with the reason printed. */
+static __attribute__((unused)) cf_st_file *golden_open(const char *path)
+{
+    cf_st_file *f = cf_st_read(path);
+    if (!f) fprintf(stderr, "%s\n", cf_last_error());
+    return f;
+}
 
 /* |got - want| <= rtol |want| + atol for every element; returns the mismatches,
  * printing the first few. */

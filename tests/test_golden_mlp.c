@@ -29,12 +29,9 @@ static int compare(const char *what, const float *got, const cf_st_tensor *want,
 
 static void run_golden(const char *engine, int threads)
 {
-    cf_st_file *gold = cf_st_read(GOLDEN);
+    cf_st_file *gold = golden_open(GOLDEN);
     CHECK(gold != NULL);
-    if (!gold) {
-        fprintf(stderr, "%s\n", cf_last_error());
-        return;
-    }
+    if (!gold) return;
     CHECK(cf_set_gemm(engine) == 0);
     cf_set_threads(threads);
     cf_model *m = mlp_classifier();

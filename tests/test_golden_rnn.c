@@ -157,12 +157,9 @@ static void run_case(const cf_st_file *gold, const rcase *c)
 
 static void run_golden(const char *engine, int threads)
 {
-    cf_st_file *gold = cf_st_read(GOLDEN);
+    cf_st_file *gold = golden_open(GOLDEN);
     CHECK(gold != NULL);
-    if (!gold) {
-        fprintf(stderr, "%s\n", cf_last_error());
-        return;
-    }
+    if (!gold) return;
     CHECK(cf_set_gemm(engine) == 0);
     cf_set_threads(threads);
     golden_state = SEED;   /* the cases draw from it in turn, as the script does */

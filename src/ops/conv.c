@@ -98,10 +98,13 @@ static int conv_infer(cf_node *n)
                          g.G);
     long long eh = (long long)g.dh * (KH - 1) + 1, ew = (long long)g.dw * (KW - 1) + 1;   /* dilated kernel */
     long long hp = H + 2LL * g.ph, wp = W + 2LL * g.pw;                                    /* padded input */
-    if (eh > hp || ew > wp)
-        return cf_seterr("error: conv2d kernel %lldx%lld (%lldx%lld with dilation %dx%d) is larger than the input "
-                         "%lldx%lld (%lldx%lld with padding %dx%d): x %s, weights %s",
-                         KH, KW, eh, ew, g.dh, g.dw, H, W, hp, wp, g.ph, g.pw, sx, sw);
+    if (eh > hp || ew > wp) {
+        char k[96] = "", in[96] = "";   /* dilation and padding, where there are some */
+        if (g.dh > 1 || g.dw > 1) snprintf(k, sizeof k, " (%lldx%lld with dilation %dx%d)", eh, ew, g.dh, g.dw);
+        if (g.ph || g.pw) snprintf(in, sizeof in, " (%lldx%lld with padding %dx%d)", hp, wp, g.ph, g.pw);
+        return cf_seterr("error: conv2d kernel %lldx%lld%s is larger than the input %lldx%lld%s: x %s, weights %s", KH,
+                         KW, k, H, W, in, sx, sw);
+    }
     if (hp > INT_MAX || wp > INT_MAX)
         return cf_seterr("error: conv2d padding %dx%d of x %s is too large", g.ph, g.pw, sx);
     long long OH = (hp - eh) / g.sh + 1, OW = (wp - ew) / g.sw + 1;

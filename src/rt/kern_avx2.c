@@ -178,7 +178,17 @@ static void kernel_4x16(int kc, const float *restrict a, const float *restrict b
    stored transposed. */
 static void pack_a_rows4(const float *restrict src, ptrdiff_t lda, int kc, float *restrict dst)
 {
-    for (int k = 0; k < kc; k++, dst += 4)
+    int k = 0;
+    for (; k + 4 <= kc; k += 4, dst += 16) {   /* a 4 x 4 block, transposed */
+        __m128 r0 = _mm_loadu_ps(src + k), r1 = _mm_loadu_ps(src + lda + k),
+               r2 = _mm_loadu_ps(src + 2 * lda + k), r3 = _mm_loadu_ps(src + 3 * lda + k);
+        _MM_TRANSPOSE4_PS(r0, r1, r2, r3);
+        _mm_storeu_ps(dst, r0);
+        _mm_storeu_ps(dst + 4, r1);
+        _mm_storeu_ps(dst + 8, r2);
+        _mm_storeu_ps(dst + 12, r3);
+    }
+    for (; k < kc; k++, dst += 4)
         for (int r = 0; r < 4; r++) dst[r] = src[r * lda + k];
 }
 

@@ -92,7 +92,7 @@ static void sweep(void)
         {65, 130, 7}, {130, 65, 300}, {145, 33, 257}, {200, 1030, 40}, {13, 1100, 513},
         {300, 20, 600}, {33, 40, 256}, {20, 50, 500}, {64, 128, 784}, {64, 784, 128},
         {784, 128, 64}, {2, 100, 50}, {3, 33, 784}, {4, 128, 64}, {1, 128, 784}, {4, 10, 3},
-        {5, 40, 40}, {1, 600, 50}, {1, 200, 33},
+        {5, 40, 40}, {1, 600, 50}, {1, 200, 33}, {32, 76, 130}, {36, 40, 33},
     };
     static const float ab[][2] = {{1, 0}, {1, 1}, {-0.5f, 0}, {2, -1.5f}, {0.25f, 0.5f}};
     rng_t r = {0x9e3779b97f4a7c15ULL};
@@ -123,10 +123,11 @@ extern const cf_gemm_impl test_gemm_avx512_tile;
 
 TEST(every_implementation_matches_reference)
 {
-    const cf_gemm_impl *all[] = {&cf_gemm_portable, &cf_gemm_avx2, &test_gemm_avx512_tile, &cf_gemm_avx512};
-    int runs[] = {1, cf_cpu_avx2(cf_cpu()), cf_cpu_avx2(cf_cpu()), cf_cpu_avx512(cf_cpu())};
+    const cf_gemm_impl *all[] = {&cf_gemm_portable, &cf_gemm_avx2, &cf_gemm_avx2_4, &test_gemm_avx512_tile,
+                                 &cf_gemm_avx512};
+    int runs[] = {1, cf_cpu_avx2(cf_cpu()), cf_cpu_avx2(cf_cpu()), cf_cpu_avx2(cf_cpu()), cf_cpu_avx512(cf_cpu())};
     int ran = 0;
-    for (int i = 0; i < 4; i++) {
+    for (int i = 0; i < 5; i++) {
         if (!runs[i]) {
             printf("  (%s: this CPU does not run it)\n", all[i]->name);
             continue;

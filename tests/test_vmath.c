@@ -13,6 +13,7 @@
 #include <stdlib.h>
 
 #include "cflux.h"
+#include "rt/cpu.h"
 #include "rt/vmath.h"
 #include "test.h"
 
@@ -133,6 +134,41 @@ TEST(all_floats)
         }
     }
     free(x);
+}
+
+/* The eight-lane maps (rt/vmath_avx2.c) give the four-lane maps' bits: every 2039th
+   bit pattern, then arrays of every length up to 40, so every tail is tried. */
+TEST(avx2_same_bits)
+{
+#if defined(__x86_64__)
+    if (!cf_cpu_avx2(cf_cpu())) {
+        printf("  (this CPU has no AVX2)\n");
+        return;
+    }
+    void (*four[])(float *, const float *, size_t) = {run_exp, run_log, run_sigmoid, run_tanh};
+    void (*eight[])(float *, const float *, size_t) = {cf_vexp_avx2, cf_vlog_avx2, cf_vsigmoid_avx2,
+                                                       cf_vtanh_avx2};
+    enum { STRIDE = 2039, N = (int)(UINT32_MAX / STRIDE) + 1 };
+    float *x = malloc(N * sizeof *x), *y4 = malloc(N * sizeof *y4), *y8 = malloc(N * sizeof *y8);
+    for (int i = 0; i < N; i++) {
+        uint32_t u = (uint32_t)((uint64_t)i * STRIDE);
+        memcpy(&x[i], &u, sizeof u);
+    }
+    for (int f = 0; f < 4; f++) {
+        four[f](y4, x, N);
+        eight[f](y8, x, N);
+        CHECK(memcmp(y4, y8, N * sizeof *y4) == 0);
+        for (size_t n = 1; n <= 40; n++) {
+            const float *xs = x + 1000003 + 97 * n;   /* mixed values, any alignment */
+            four[f](y4, xs, n);
+            eight[f](y8, xs, n);
+            CHECK(memcmp(y4, y8, n * sizeof *y4) == 0);
+        }
+    }
+    free(x);
+    free(y4);
+    free(y8);
+#endif
 }
 
 static float f1(void (*fn)(float *, const float *, size_t), float x)
@@ -291,6 +327,7 @@ int main(void)
 {
     RUN(dense_sweeps);
     RUN(all_floats);
+    RUN(avx2_same_bits);
     RUN(special_values);
     RUN(within_bounds);
     RUN(position_independent);

@@ -2,10 +2,12 @@
  * exp, log. y has x's shape. The transcendental ones run four at a time through
  * rt/vmath.h, whose result for an element does not depend on the chunk it is in. */
 #include "ops/op.h"
+#include "rt/cpu.h"
 #include "rt/vmath.h"
 
 typedef struct {
     const cf_inst *k;
+    int avx2;   /* the transcendental maps eight at a time (the same results) */
 } job;
 
 static void forward_range(void *p, size_t b, size_t e)
@@ -14,6 +16,17 @@ static void forward_range(void *p, size_t b, size_t e)
     const float *restrict x = k->x[0];
     float *restrict y = k->y;
     float a = k->node->attr.f[0];
+#if defined(__x86_64__)
+    if (((job *)p)->avx2) {
+        switch (k->node->op) {
+        case CF_OP_SIGMOID: cf_vsigmoid_avx2(y + b, x + b, e - b); return;
+        case CF_OP_TANH:    cf_vtanh_avx2(y + b, x + b, e - b); return;
+        case CF_OP_EXP:     cf_vexp_avx2(y + b, x + b, e - b); return;
+        case CF_OP_LOG:     cf_vlog_avx2(y + b, x + b, e - b); return;
+        default: break;
+        }
+    }
+#endif
     switch (k->node->op) {
     case CF_OP_NEG:     for (size_t i = b; i < e; i++) y[i] = -x[i]; break;
     case CF_OP_SIGMOID: cf_vsigmoid(y + b, x + b, e - b); break;
@@ -61,14 +74,18 @@ static size_t cost(cf_opcode op)
 
 static int act_forward(const cf_inst *k)
 {
-    job j = {k};
+#if defined(__x86_64__)
+    job j = {k, cf_cpu_avx2(cf_cpu())};
+#else
+    job j = {k, 0};
+#endif
     cf_parallel_range(cf_shape_count_b(k->ys, 1), cost(k->node->op), forward_range, &j);
     return 0;
 }
 
 static void act_backward(const cf_inst *k)
 {
-    job j = {k};
+    job j = {k, 0};
     cf_parallel_range(cf_shape_count_b(k->ys, 1), 2, backward_range, &j);
 }
 

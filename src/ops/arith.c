@@ -150,6 +150,12 @@ static void backward_rows_full(void *p, size_t r0, size_t r1)
             else for (size_t i = 0; i < n; i++) dx[i] = sign * dy[i];
             continue;
         }
+        if (op == CF_OP_MUL && sa == 1 && sb == 1) {   /* the common case, in vectors */
+            const float *o = j->which ? a : b;        /* d(u v)/du = v, d(u v)/dv = u */
+            if (acc) for (size_t i = 0; i < n; i++) dx[i] += dy[i] * o[i];
+            else for (size_t i = 0; i < n; i++) dx[i] = dy[i] * o[i];
+            continue;
+        }
         for (size_t i = 0; i < n; i++) {
             float g = local_grad(op, j->which, dy[i], a[i * sa], b[i * sb]);
             dx[i] = acc ? dx[i] + g : g;

@@ -206,6 +206,14 @@ void cf_gemm_builtin_ep(const cf_gemm_impl *im, int ta, int tb, int M, int N, in
         if (ep) cf_gemm_ep_apply(ep, M, N, C, ldc);
         return;
     }
+#if defined(__x86_64__)
+    /* M rows in 6-row tiles pad the last one; where 4 divides M and the padding is
+       more than 1/64 of the rows, the 4-row tile pads none: on a Zen 1, 12% faster
+       on the LSTM's 32-row products, 3-7% on its 64- and 128-row weight gradients
+       (K = 32), 4% on 64 x 128 x 784. The choice depends on M only, so results stay
+       repeatable. */
+    if (im == &cf_gemm_avx2 && M % 4 == 0 && M % 6 && 64 * (6 - M % 6) > M) im = &cf_gemm_avx2_4;
+#endif
     float *pack_a_buf = pack_buf, *pack_b_buf = pack_buf + MC * KC;
     int ncb = block_size(N, NC, im->nr), kcb = block_size(K, KC, 1), mcb = block_size(M, MC, im->mr);
     for (int jc = 0; jc < N; jc += ncb) {

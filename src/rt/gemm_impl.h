@@ -44,6 +44,9 @@ typedef struct cf_gemm_impl {
 extern const cf_gemm_impl cf_gemm_portable;
 #if defined(__x86_64__)
 extern const cf_gemm_impl cf_gemm_avx2, cf_gemm_avx512;
+/* AVX2 with a 4-row tile, which the driver runs instead of cf_gemm_avx2 for row
+   counts that 4 divides and 6 does not (see cf_gemm_builtin_ep) */
+extern const cf_gemm_impl cf_gemm_avx2_4;
 #endif
 
 /* The product with one implementation (the public entry, cf_gemm_builtin, picks it),

@@ -5,7 +5,8 @@
  *   float s = cf_vexp_sum(y, x, mx, n);         y[i] = exp(x[i] - mx); s = sum of them
  *
  * GCC's generic vectors of 4 floats: SSE2 on the baseline x86-64 build, NEON on
- * arm64, scalar code where there is neither; no intrinsics and no -m flags. Each
+ * arm64, scalar code where there is neither; no intrinsics and no -m flags (and
+ * vectors of 8, AVX2, in rt/vmath_avx2.c, for CPUs that have it). Each
  * lane is computed alone by the same operations, and an array's last n % 4 elements
  * go through the same function in a padded vector, so an element's result depends on
  * its value only, never on where it sits or which thread's chunk holds it.
@@ -23,11 +24,23 @@
 #include <stdint.h>
 #include <string.h>
 
-typedef float cf_v4 __attribute__((vector_size(16)));
-typedef int32_t cf_v4i __attribute__((vector_size(16)));
-typedef uint32_t cf_v4u __attribute__((vector_size(16)));
+/* Lanes in a vector: 4 unless the including file asks for more (rt/vmath_avx2.c
+ * asks for 8 and is built with -mavx2, without -mfma). The same operations on each
+ * lane whatever the width, so every width gives the same bits for an element. The
+ * names keep their 4. */
+#ifndef CF_VMATH_LANES
+#define CF_VMATH_LANES 4
+#endif
+typedef float cf_v4 __attribute__((vector_size(CF_VMATH_LANES * 4)));
+typedef int32_t cf_v4i __attribute__((vector_size(CF_VMATH_LANES * 4)));
+typedef uint32_t cf_v4u __attribute__((vector_size(CF_VMATH_LANES * 4)));
 
-static inline cf_v4 cf_v4_set1(float a) { return (cf_v4){a, a, a, a}; }
+static inline cf_v4 cf_v4_set1(float a)
+{
+    cf_v4 v;
+    for (int i = 0; i < CF_VMATH_LANES; i++) v[i] = a;
+    return v;
+}
 
 /* m ? a : b lane by lane, m a comparison's result (all ones or all zeros). */
 static inline cf_v4 cf_v4_select(cf_v4i m, cf_v4 a, cf_v4 b)
@@ -141,14 +154,14 @@ static inline cf_v4 cf_v4_tanh(cf_v4 x)
         float *y_ = (y);                                                       \
         const float *x_ = (x);                                                 \
         size_t n_ = (n), i_ = 0;                                               \
-        for (; i_ + 4 <= n_; i_ += 4) {                                        \
+        for (; i_ + CF_VMATH_LANES <= n_; i_ += CF_VMATH_LANES) {              \
             cf_v4 v_;                                                          \
             memcpy(&v_, x_ + i_, sizeof v_);                                   \
             v_ = F(v_);                                                        \
             memcpy(y_ + i_, &v_, sizeof v_);                                   \
         }                                                                      \
         if (i_ < n_) {                                                         \
-            cf_v4 v_ = {0, 0, 0, 0};                                           \
+            cf_v4 v_ = {0};                                                    \
             memcpy(&v_, x_ + i_, (n_ - i_) * sizeof(float));                   \
             v_ = F(v_);                                                        \
             memcpy(y_ + i_, &v_, (n_ - i_) * sizeof(float));                   \
@@ -160,6 +173,7 @@ static inline void cf_vlog(float *y, const float *x, size_t n) { CF_V4_MAP(cf_v4
 static inline void cf_vsigmoid(float *y, const float *x, size_t n) { CF_V4_MAP(cf_v4_sigmoid, y, x, n); }
 static inline void cf_vtanh(float *y, const float *x, size_t n) { CF_V4_MAP(cf_v4_tanh, y, x, n); }
 
+#if CF_VMATH_LANES == 4
 /* The sum of exp(x[i] - c), i < n, also stored to y[i] unless y is NULL: a softmax's
  * numerators and denominator. Summed in four lanes, (l0 + l1) + (l2 + l3) at the
  * end: the same order for the same n, whatever the threads. */
@@ -186,5 +200,15 @@ static inline float cf_vexp_sum(float *y, const float *x, float c, size_t n)
     }
     return (acc[0] + acc[1]) + (acc[2] + acc[3]);
 }
+#endif
+
+#if defined(__x86_64__)
+/* The four maps eight lanes at a time (rt/vmath_avx2.c), for CPUs with AVX2
+ * (rt/cpu.h): the same results as cf_vexp, cf_vlog, cf_vsigmoid and cf_vtanh. */
+void cf_vexp_avx2(float *y, const float *x, size_t n);
+void cf_vlog_avx2(float *y, const float *x, size_t n);
+void cf_vsigmoid_avx2(float *y, const float *x, size_t n);
+void cf_vtanh_avx2(float *y, const float *x, size_t n);
+#endif
 
 #endif

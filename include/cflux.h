@@ -829,6 +829,10 @@ CF_API int cf_trainer_load(cf_trainer *t, const char *path);
  * it back into vocab[0 .. count): the count (1 .. 256), 0 when the checkpoint has none
  * (not trained on text), or -1 with the error. Class index i is byte vocab[i]. */
 CF_API int cf_checkpoint_vocab(const char *path, unsigned char vocab[256]);
+/* The batch size a checkpoint's run trained with: evaluating text in batches of it
+ * reads the same streams, with the same carried state, as the run's own test figures
+ * did. 0 for a parameter file (no run), -1 with the error. */
+CF_API int cf_checkpoint_batch(const char *path);
 
 /* Input standardisation, part of the model: x' = (x - mean) / std for each of the
  * count numbers of input 0's sample, applied by cf_fit, cf_evaluate and cf_predict as

@@ -76,6 +76,10 @@ grep -q '^training .*: 197 train, 21 test sequences of 8 characters' "$t/out" &&
 grep -q '^epoch  2/2  train loss [0-9.]* nats/char acc 0\.[0-9]* | val loss - acc - | test loss [0-9.]* nats/char .* chars/s$' "$t/out" \
   && ok || bad "text: epoch line: $(cat "$t/out")"
 grep -q '^test loss [0-9.]* nats/char, accuracy 0\.' "$t/out" && grep -q '"chars_per_sec": ' "$t/out" && ok || bad "text: summary"
+# eval reads the text in the run's batches: the run's own test loss, to the digit
+want=$(sed -n 's/^test loss \([0-9.]*\) nats.char.*/\1/p' "$t/out")
+"$tool" eval "$t/char.flux" --params "$t/char.ckpt" --data "text:$t/words.txt" | grep -q "loss $want nats/char" \
+  && ok || bad "text: eval's loss is not the run's $want: $("$tool" eval "$t/char.flux" --params "$t/char.ckpt" --data "text:$t/words.txt")"
 "$tool" eval "$t/char.flux" --params "$t/char.ckpt" --data "text:$t/words.txt" | grep -q 'on the test set (21 sequences): loss [0-9.]* nats/char, accuracy 0\.' \
   && ok || bad "text: eval"
 

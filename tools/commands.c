@@ -61,7 +61,7 @@ static const opt eval_opts[] = {
     DATA("the data to evaluate on: its test set when it has one, else\nall of it (default fashion-mnist)"),
     LABELCOL,
     LOSS,
-    {"--batch", OPT_INT, 1, 1 << 20, OFF(batch), "N", "samples per step (256)"},
+    {"--batch", OPT_INT, 1, 1 << 20, OFF(batch), "N", "samples per step (256; text: the checkpoint's training\nbatch, so that its streams are the run's)"},
     THREADS,
     MAXMEM,
     JSON,

@@ -452,7 +452,13 @@ int cmd_eval(const args *a)
     if (loss && cf_model_add_loss(m, loss)) goto out;
     if (cf_model_load_params(m, a->params)) goto out;
     double l, acc;
-    if (cf_evaluate(m, d, isnan(a->batch) ? 256 : (int)a->batch, &l, &acc)) goto out;
+    /* text: in the run's batches by default, so that its streams and carried state are
+       those the run's test figures came from */
+    int batch = isnan(a->batch) ? 256 : (int)a->batch;
+    int trained = text && isnan(a->batch) ? cf_checkpoint_batch(a->params) : 0;
+    if (trained < 0) goto out;
+    if (trained > 0) batch = trained;
+    if (cf_evaluate(m, d, batch, &l, &acc)) goto out;
     if (!isfinite(l)) {
         fprintf(stderr, "error: %s: the loss on %s is %s: the weights overflow on this data\n", a->params,
                 cf_dataset_name(d), isnan(l) ? "not a number" : "infinite");

@@ -193,6 +193,20 @@ int cf_checkpoint_vocab(const char *path, unsigned char vocab[256])
     return n;
 }
 
+int cf_checkpoint_batch(const char *path)
+{
+    if (!path) return cf_seterr("error: cf_checkpoint_batch: no path");
+    cf_st_file *f = cf_st_read(path);
+    if (!f) return -1;
+    const char *format = cf_st_meta(f, "format"), *v = cf_st_meta(f, "batch");
+    int64_t b = 0;
+    int rc = 0;
+    if (format && strcmp(format, "cflux-checkpoint") == 0 && (!v || cf_parse_i64(v, 1, INT32_MAX, &b)))
+        rc = bad_field(path, "batch", v, "a whole number of at least 1");
+    cf_st_free(f);
+    return rc ? -1 : (int)b;
+}
+
 static const char *loss_name(int kind) { return kind == CF_LOSS_XENT ? "cross-entropy" : "mean squared error"; }
 
 int cf_trainer_save(cf_trainer *t, const char *path)

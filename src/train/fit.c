@@ -5,8 +5,10 @@
  * point (an epoch's end, or the middle of one after cf_trainer_stop) continues
  * exactly as the uninterrupted one would. Sequential data (text) is not shuffled but
  * read as B contiguous streams, one per row of the batch, so that state carried from
- * one batch to the next (a recurrent model's) goes on along the text: see order(). The learning-rate schedule is a function
- * of the position in the run, (epoch - 1) * steps + step, so a run resumed with
+ * one batch to the next (a recurrent model's) goes on along the text: see order(); that
+ * state starts from zeros where a stream starts from its beginning, at each epoch's
+ * training (not where a stopped epoch resumes) and each evaluation. The learning-rate
+ * schedule is a function of the position in the run, (epoch - 1) * steps + step, so a run resumed with
  * another batch size or more epochs continues it by the fraction of the run done.
  * Executors are bound once: one for full batches, one for the smaller last batch of
  * an epoch, and the same two without gradients for evaluation.
@@ -299,12 +301,6 @@ static size_t correct(const cf_trainer *t, cf_exec *e)
  * [iK, iK + K). */
 static size_t stream_sample(size_t p, size_t B, size_t K) { return p % B * K + p / B; }
 
-/* Where a stream of sequential data starts from its beginning: at the start of each
- * epoch's training (not where a stopped epoch resumes) and before each evaluation of
- * sequential data, with the executor that will run it. The state a model carries from
- * one batch to the next (a stateful unroll) starts again from zeros. */
-static void reset_streams(cf_exec *e) { cf_exec_reset_state(e); }
-
 /* The carried state a resumed run's checkpoint held goes to the training executor:
  * each state by name. One missing or of another size (the batch changed) starts
  * every state from zeros, with a note: the run goes on, only not exactly as the one
@@ -345,7 +341,7 @@ static int evaluate(cf_trainer *t, const cf_dataset *d, double *loss, double *ac
     if (bind_for(t->m, &t->eval, (int)B, n, CF_LOSS)) return -1;   /* d checked by the caller */
     size_t *idx = malloc(B * sizeof *idx);
     if (!idx) return cf_oom(B * sizeof *idx);
-    if (seq) reset_streams(t->eval.full);
+    if (seq) cf_exec_reset_state(t->eval.full);   /* the streams start from their beginning */
     double total = 0;
     size_t hits = 0;
     for (size_t at = 0; at < n; at += B) {
@@ -417,7 +413,7 @@ static int train_epoch(cf_trainer *t, const cf_dataset *train, size_t n, int seq
     double t0 = now(), loss = same ? t->epoch_loss : 0;
     size_t hits = same ? t->epoch_hits : 0, done = same ? start : 0, timed = done;
     float lr = 0, lr_max = 0;
-    if (seq && start == 0) reset_streams(t->train.full);
+    if (seq && start == 0) cf_exec_reset_state(t->train.full);   /* the epoch starts the streams again */
     for (long s = (long)(start / B); s < steps; s++) {
         size_t at = (size_t)s * B, b = n - at < B ? n - at : B;
         cf_exec *e = b == B ? t->train.full : t->train.tail;

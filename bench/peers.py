@@ -127,6 +127,33 @@ def torch_char_rnn():
     return CharRNN()
 
 
+def torch_train(model, data, labels, seconds, chunk, classes=None):
+    """SGD steps of softmax cross-entropy on batches cycled from a pool (data[i % POOL],
+    copied in as a data loader would hand them over), for `seconds`; returns steps/s,
+    the steps timed and the last loss. With `classes`, the outputs (..., classes) and
+    labels (...) are flattened: a classifier at every step of a sequence."""
+    import torch
+    opt = torch.optim.SGD(model.parameters(), lr=LR)
+    x, y = torch.empty_like(data[0]), torch.empty_like(labels[0])
+    last = {}
+
+    def step(i):
+        x.copy_(data[i % POOL])
+        y.copy_(labels[i % POOL])
+        opt.zero_grad()
+        z = model(x)
+        if classes:
+            loss = torch.nn.functional.cross_entropy(z.reshape(-1, classes), y.reshape(-1))
+        else:
+            loss = torch.nn.functional.cross_entropy(z, y)
+        loss.backward()
+        opt.step()
+        last["loss"] = loss
+
+    per_s, n = rate(step, lambda: None, seconds, chunk)
+    return per_s, n, last["loss"].item()
+
+
 def run_torch_lstm(case, threads, seconds):
     import torch
     torch.set_num_threads(threads)
@@ -134,26 +161,11 @@ def run_torch_lstm(case, threads, seconds):
     model = torch_char_rnn()
     out = {"version": torch.__version__, "seq_len": STEPS}
     if case == "train":
-        opt = torch.optim.SGD(model.parameters(), lr=LR)
         data = torch.randint(0, V, (POOL, LSTM_BATCH, STEPS))
         labels = torch.randint(0, V, (POOL, LSTM_BATCH, STEPS))
-        x = torch.empty(LSTM_BATCH, STEPS, dtype=torch.long)
-        y = torch.empty(LSTM_BATCH, STEPS, dtype=torch.long)
-        last = {}
-
-        def step(i):
-            b = i % POOL
-            x.copy_(data[b])
-            y.copy_(labels[b])
-            opt.zero_grad()
-            loss = torch.nn.functional.cross_entropy(model(x).reshape(-1, V), y.reshape(-1))
-            loss.backward()
-            opt.step()
-            last["loss"] = loss
-
-        per_s, n = rate(step, lambda: None, seconds, 5)
+        per_s, n, loss = torch_train(model, data, labels, seconds, 5, classes=V)
         out.update(batch=LSTM_BATCH, samples_per_sec=per_s * LSTM_BATCH, chars_per_sec=per_s * LSTM_BATCH * STEPS,
-                   steps=n, peak_rss_mb=peak_rss_mb(), loss=last["loss"].item())
+                   steps=n, peak_rss_mb=peak_rss_mb(), loss=loss)
     elif case == "latency":
         model.eval()
         xs = torch.randint(0, V, (POOL, 1, STEPS))
@@ -180,26 +192,10 @@ def run_torch(name, case, threads, seconds):
     shape = SHAPE[name]
     out = {"version": torch.__version__}
     if case == "train":
-        opt = torch.optim.SGD(model.parameters(), lr=LR)
         data = torch.rand(POOL, BATCH, *shape)
         labels = torch.randint(0, CLASSES, (POOL, BATCH))
-        x = torch.empty(BATCH, *shape)
-        y = torch.empty(BATCH, dtype=torch.long)
-        last = {}
-
-        def step(i):
-            b = i % POOL
-            x.copy_(data[b])
-            y.copy_(labels[b])
-            opt.zero_grad()
-            loss = torch.nn.functional.cross_entropy(model(x), y)
-            loss.backward()
-            opt.step()
-            last["loss"] = loss
-
-        per_s, n = rate(step, lambda: None, seconds, 50)
-        out.update(batch=BATCH, samples_per_sec=per_s * BATCH, steps=n,
-                   peak_rss_mb=peak_rss_mb(), loss=last["loss"].item())
+        per_s, n, loss = torch_train(model, data, labels, seconds, 50)
+        out.update(batch=BATCH, samples_per_sec=per_s * BATCH, steps=n, peak_rss_mb=peak_rss_mb(), loss=loss)
     elif case == "latency":
         model.eval()
         xs = torch.rand(POOL, 1, *shape)

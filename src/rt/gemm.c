@@ -294,3 +294,28 @@ void cf_gemm_ep_run(int ta, int tb, int M, int N, int K, float alpha, const floa
     job j = {ta, tb, M, N, K, lda, ldb, ldc, by_rows, per, ep, alpha, beta, A, B, C};
     cf_parallel_for((len + per - 1) / per, panel, &j);
 }
+
+size_t cf_gemm_pb_floats(int K, int N) { return (size_t)((N + 31) / 32 * 32) * (size_t)(K > 0 ? K : 0); }
+
+void cf_gemm_pb_make(cf_gemm_pb *p, int tb, int K, int N, const float *B, int ldb, float *buf)
+{
+    pthread_once(&once, gemm_init);
+    *p = (cf_gemm_pb){tb, K, N, ldb, B, NULL, impl};
+    if (impl && K > 0 && N > 0 && buf) {
+        cf_gemm_builtin_pack_b(impl, tb, K, N, B, ldb, buf);
+        p->packed = buf;
+    }
+}
+
+void cf_gemm_pb_run(const cf_gemm_pb *p, int M, int j0, int n, float alpha, const float *A, int lda, float beta,
+                    float *C, int ldc)
+{
+    if (M <= 0 || n <= 0) return;
+    atomic_fetch_add_explicit(&flops, 2ull * (unsigned long long)M * (unsigned long long)n * (unsigned long long)p->K,
+                              memory_order_relaxed);
+    if (p->packed &&
+        cf_gemm_builtin_packed(p->im, M, j0, n, p->K, p->N, alpha, A, lda, p->packed, beta, C, ldc) == 0)
+        return;
+    const float *B = p->tb ? p->B + (size_t)j0 * p->ldb : p->B + j0;
+    gemm1(0, p->tb, M, n, p->K, alpha, A, lda, B, p->ldb, beta, C, ldc, NULL);
+}

@@ -31,4 +31,21 @@ void cf_gemm_add_flops(double n);
 /* The epilogue alone, over an M x N block of C (leading dimension ldc). */
 void cf_gemm_ep_apply(const cf_gemm_ep *ep, int M, int N, float *C, ptrdiff_t ldc);
 
+/* op(B) (K x N) packed once for many products that share it (a recurrent layer's
+   weights, one product a step). cf_gemm_pb_make packs into buf, of cf_gemm_pb_floats
+   floats (with OpenBLAS it packs nothing: products then read B); cf_gemm_pb_run
+   computes C (M x n) = alpha A op(B)[:, j0 : j0 + n] + beta C on the calling thread
+   (for a caller that splits the work itself), the same bits as cf_gemm_ep_run on one
+   thread; a j0 that is a multiple of 32 uses the packed panels. */
+typedef struct cf_gemm_pb {
+    int tb, K, N, ldb;
+    const float *B;
+    float *packed;                     /* NULL: products read B */
+    const struct cf_gemm_impl *im;
+} cf_gemm_pb;
+size_t cf_gemm_pb_floats(int K, int N);
+void cf_gemm_pb_make(cf_gemm_pb *p, int tb, int K, int N, const float *B, int ldb, float *buf);
+void cf_gemm_pb_run(const cf_gemm_pb *p, int M, int j0, int n, float alpha, const float *A, int lda, float beta,
+                    float *C, int ldc);
+
 #endif

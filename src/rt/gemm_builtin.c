@@ -186,6 +186,20 @@ void cf_gemm_ep_apply(const cf_gemm_ep *ep, int M, int N, float *C, ptrdiff_t ld
     }
 }
 
+/* The implementation for M rows. M rows in 6-row tiles pad the last one; where 4
+   divides M and the padding is more than 1/64 of the rows, the 4-row tile pads none:
+   on a Zen 1, 12% faster on the LSTM's 32-row products, 3-7% on its 64- and 128-row
+   weight gradients (K = 32), 4% on 64 x 128 x 784. The choice depends on M only, so
+   results stay repeatable; both tiles are 16 wide, so B packs the same for either. */
+static const cf_gemm_impl *tile_for(const cf_gemm_impl *im, int M)
+{
+#if defined(__x86_64__)
+    if (im == &cf_gemm_avx2 && M % 4 == 0 && M % 6 && 64 * (6 - M % 6) > M) return &cf_gemm_avx2_4;
+#endif
+    (void)M;
+    return im;
+}
+
 void cf_gemm_builtin_with(const cf_gemm_impl *im, int ta, int tb, int M, int N, int K,
                           float alpha, const float *A, int lda, const float *B, int ldb,
                           float beta, float *C, int ldc)
@@ -206,14 +220,7 @@ void cf_gemm_builtin_ep(const cf_gemm_impl *im, int ta, int tb, int M, int N, in
         if (ep) cf_gemm_ep_apply(ep, M, N, C, ldc);
         return;
     }
-#if defined(__x86_64__)
-    /* M rows in 6-row tiles pad the last one; where 4 divides M and the padding is
-       more than 1/64 of the rows, the 4-row tile pads none: on a Zen 1, 12% faster
-       on the LSTM's 32-row products, 3-7% on its 64- and 128-row weight gradients
-       (K = 32), 4% on 64 x 128 x 784. The choice depends on M only, so results stay
-       repeatable. */
-    if (im == &cf_gemm_avx2 && M % 4 == 0 && M % 6 && 64 * (6 - M % 6) > M) im = &cf_gemm_avx2_4;
-#endif
+    im = tile_for(im, M);
     float *pack_a_buf = pack_buf, *pack_b_buf = pack_buf + MC * KC;
     int ncb = block_size(N, NC, im->nr), kcb = block_size(K, KC, 1), mcb = block_size(M, MC, im->mr);
     for (int jc = 0; jc < N; jc += ncb) {
@@ -238,4 +245,35 @@ void cf_gemm_builtin(int ta, int tb, int M, int N, int K, float alpha,
                      float beta, float *C, int ldc)
 {
     cf_gemm_builtin_with(cf_gemm_builtin_impl(), ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+
+/* op(B) (K x N) packed whole, K block by K block as the driver blocks it, each block
+   a run of nr-wide panels over all of N (the last zero-padded). */
+void cf_gemm_builtin_pack_b(const cf_gemm_impl *im, int tb, int K, int N, const float *B, int ldb, float *dst)
+{
+    int kcb = block_size(K, KC, 1), np = (N + im->nr - 1) / im->nr * im->nr;
+    for (int pc = 0; pc < K; pc += kcb) {
+        int kc = K - pc < kcb ? K - pc : kcb;
+        pack_b(im, tb, B, ldb, pc, 0, kc, N, dst + (size_t)pc * np);
+    }
+}
+
+int cf_gemm_builtin_packed(const cf_gemm_impl *im, int M, int j0, int n, int K, int N, float alpha,
+                           const float *A, int lda, const float *Bp, float beta, float *C, int ldc)
+{
+    const cf_gemm_impl *t = tile_for(im, M);
+    if (M <= CF_GEMM_SMALL_M || K <= 0 || alpha == 0 || t->nr != im->nr || j0 % im->nr || cf_gemm_builtin_reserve())
+        return -1;
+    int kcb = block_size(K, KC, 1), mcb = block_size(M, MC, t->mr), np = (N + im->nr - 1) / im->nr * im->nr;
+    for (int pc = 0; pc < K; pc += kcb) {
+        int kc = K - pc < kcb ? K - pc : kcb;
+        float b = pc == 0 ? beta : 1.0f;
+        const float *pb = Bp + (size_t)pc * np + (size_t)j0 * kc;
+        for (int ic = 0; ic < M; ic += mcb) {
+            int mc = M - ic < mcb ? M - ic : mcb;
+            pack_a(t, 0, A, lda, ic, pc, mc, kc, pack_buf);
+            macro_kernel(t, mc, n, kc, alpha, pack_buf, pb, b, C + (ptrdiff_t)ic * ldc, ldc, NULL);
+        }
+    }
+    return 0;
 }

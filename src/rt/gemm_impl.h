@@ -60,4 +60,14 @@ void cf_gemm_builtin_ep(const cf_gemm_impl *im, int ta, int tb, int M, int N, in
                         float alpha, const float *A, int lda, const float *B, int ldb,
                         float beta, float *C, int ldc, const struct cf_gemm_ep *ep);
 
+
+/* op(B) packed once, for many products that share it: cf_gemm_builtin_pack_b writes
+   it ((N rounded up to nr) x K floats), cf_gemm_builtin_packed computes C (M x n) =
+   alpha A op(B)[:, j0 : j0 + n] + beta C from it with A not transposed, on the calling
+   thread, the same bits as the driver's product; -1 (nothing done) where it does not
+   apply: a few rows, j0 not a multiple of nr, or no packing buffer. */
+void cf_gemm_builtin_pack_b(const cf_gemm_impl *im, int tb, int K, int N, const float *B, int ldb, float *dst);
+int cf_gemm_builtin_packed(const cf_gemm_impl *im, int M, int j0, int n, int K, int N, float alpha,
+                           const float *A, int lda, const float *Bp, float beta, float *C, int ldc);
+
 #endif

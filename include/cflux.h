@@ -469,6 +469,7 @@ typedef enum cf_opcode {
     CF_OP_MAXPOOL, CF_OP_AVGPOOL, CF_OP_GLOBALAVGPOOL, CF_OP_DROPOUT,
     CF_OP_STATE, CF_OP_BATCHNORM,
     CF_OP_EMBEDDING,
+    CF_OP_LSTM,
     CF_OP_COUNT_
 } cf_opcode;
 

@@ -477,6 +477,54 @@ TEST(embedding)
     cf_model_free(m);
 }
 
+/* The fused LSTM layer (ops/lstm.c), on sequences and on indices into a table, the
+ * table's product folded in (V < B T) or its rows gathered (V >= B T). Its states
+ * start from carried leaves holding non-zero values; they take no gradient. Both
+ * halves of y (h and c at every step) reach the output, so both are checked. */
+static int check_lstm(int H, int V)
+{
+    enum { T = 4, I = 3 };
+    cf_model *m = cf_model_new();
+    cf_node *h0 = cf_carry_at(m, "h0", CF_SHAPE(H), CF_CONST(0.3f), __FILE__, __LINE__, 0);
+    cf_node *c0 = cf_carry_at(m, "c0", CF_SHAPE(H), CF_CONST(-0.5f), __FILE__, __LINE__, 0);
+    cf_node *W = cf_param(m, "W", CF_SHAPE(I, 4 * H), CF_UNIFORM(0.8f));
+    cf_node *U = cf_param(m, "U", CF_SHAPE(H, 4 * H), CF_UNIFORM(0.8f));
+    cf_node *b = cf_param(m, "b", CF_SHAPE(1, 4 * H), CF_UNIFORM(0.5f));
+    cf_node *in[7] = {h0, c0, W, U, b};
+    int nin = 6;
+    if (V) {
+        in[5] = cf_param(m, "E", CF_SHAPE(V, I), CF_UNIFORM(1.0f));
+        in[6] = cf_input(m, "x", CF_SHAPE(T));
+        nin = 7;
+    } else {
+        in[5] = cf_input(m, "x", CF_SHAPE(T, I));
+    }
+    cf_output(m, cf_op_at(m, CF_OP_LSTM, nin, in, NULL, 0, NULL, 0, __FILE__, __LINE__, 0));
+    cf_exec *e = cf_bind(m, 3, CF_INPUT_GRADS);
+    if (!e) {
+        fprintf(stderr, "bind: %s\n", cf_last_error());
+        cf_model_free(m);
+        return -1;
+    }
+    size_t n;
+    float *x = cf_exec_input(e, 0, &n);
+    srand(5);
+    for (size_t i = 0; i < n; i++) x[i] = V ? (float)(i * 7 % (size_t)V) : 2.0f * (float)rand() / (float)RAND_MAX - 1;
+    int bad = gradcheck_ops(e, m, 13);
+    if (V && cf_exec_input_grad(e, 0, NULL) != NULL) bad++;   /* indices take no gradient */
+    cf_exec_free(e);
+    cf_model_free(m);
+    return bad;
+}
+
+TEST(lstm)
+{
+    CHECK(check_lstm(5, 0) == 0);    /* a block of 5 units (8 does not divide 5) */
+    CHECK(check_lstm(8, 0) == 0);    /* blocks of 8 */
+    CHECK(check_lstm(8, 4) == 0);    /* indices, E W folded: 4 rows < 12 */
+    CHECK(check_lstm(5, 20) == 0);   /* indices, rows gathered: 20 >= 12 */
+}
+
 /* A sigmoid whose backward forgets the factor (1 - y). */
 static void wrong_sigmoid_backward(const cf_inst *k)
 {
@@ -537,6 +585,7 @@ int main(void)
     RUN(dropout);
     RUN(batchnorm);
     RUN(embedding);
+    RUN(lstm);
     RUN(kinks_at_zero);
     RUN(checker_catches_wrong_backward);
     RUN(every_op_has_a_row_a_name_and_a_check);

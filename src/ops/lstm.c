@@ -1,0 +1,408 @@
+/* lstm.c - a whole LSTM layer over a sequence in one node: what the standard
+ * library's LSTM computes at every step of an unroll, fused (the compiler puts it in
+ * place of the per-step graphs, lang/compile.c; the notation stays the definition, and
+ * tests/test_lstm_fused.c holds the two to the same numbers).
+ *
+ *   inputs: h0, c0 (B, H) the carried states, W (I, 4H), U (H, 4H), b (1, 4H) with
+ *   the gates side by side in PyTorch's order i, f, g, o, then either the sequences
+ *   x (B, T, I), or a table E (V, I) and indices x (B, T): the rows of E picked by
+ *   index are the sequences (an Embedding before the LSTM, folded in).
+ *   output: y (B, T, 2H), at each step h then c.
+ *
+ *   z = x_t W + h_{t-1} U + b;  i, f, o = σ(z_i, z_f, z_o);  g = tanh(z_g)
+ *   c_t = f c_{t-1} + i g;      h_t = o tanh(c_t)
+ *
+ * The input products of all steps are one product before the loop; with indices
+ * into a table of fewer rows than the sequences hold, it is the table's product E W
+ * (V rows, not B T) and a look-up. Each step is then one product h_{t-1} U and the
+ * gates. Backward runs the steps in reverse, one product dz_t U^T each, and after the
+ * loop the parameters' gradients are one product each over all B T rows.
+ *
+ * Inside, the gate columns are regrouped by blocks of w = 8 hidden units, each block
+ * holding its units' i, f, o and g side by side (w = H when 8 does not divide H), so
+ * that a thread owning some blocks owns every gate of its units: each step is one
+ * parallel region, its product and its gates together. The value of an element does
+ * not depend on which thread computes it.
+ *
+ * aux: the gates (B T 4H, regrouped, after σ and tanh) and tanh(c_t) (B T H). h0, c0
+ * and the indices take no gradient (the carried states are where truncated
+ * back-propagation through time stops). */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "ops/op.h"
+#include "rt/cpu.h"
+#include "rt/lstm_cell.h"
+
+enum { IN_H0, IN_C0, IN_W, IN_U, IN_B, IN_X, IN_IDS };
+
+static int indexed(const cf_node *n) { return n->nin == 7; }
+
+static int lstm_infer(cf_node *n)
+{
+    char s1[96], s2[96];
+    if (n->nin != 6 && n->nin != 7) return cf_seterr("error: lstm takes 6 or 7 inputs, not %d", n->nin);
+    const cf_node *W = n->in[IN_W], *U = n->in[IN_U], *b = n->in[IN_B];
+    if (U->batched || U->shape.rank != 2 || U->shape.d[1] != 4 * U->shape.d[0])
+        return cf_seterr("error: lstm: U must be (H, 4H), not %s", cf_shape_str(U->shape, s1, sizeof s1));
+    int H = U->shape.d[0];
+    if (W->batched || W->shape.rank != 2 || W->shape.d[1] != 4 * H)
+        return cf_seterr("error: lstm: W must be (I, %d), not %s", 4 * H, cf_shape_str(W->shape, s1, sizeof s1));
+    if (b->batched || cf_shape_count(b->shape) != (size_t)(4 * H))
+        return cf_seterr("error: lstm: b must hold %d numbers, not %s", 4 * H, cf_shape_str(b->shape, s1, sizeof s1));
+    for (int i = IN_H0; i <= IN_C0; i++) {
+        const cf_node *s = n->in[i];
+        if (!s->batched || s->shape.rank != 2 || s->shape.d[1] != H)
+            return cf_seterr("error: lstm: the state %s must be (B, %d), not %s", i == IN_H0 ? "h" : "c", H,
+                             cf_shape_str(s->shape, s1, sizeof s1));
+    }
+    const cf_node *x = n->in[indexed(n) ? IN_IDS : IN_X];
+    int I = W->shape.d[0];
+    if (indexed(n)) {
+        const cf_node *E = n->in[IN_X];
+        if (E->batched || E->shape.rank != 2 || E->shape.d[1] != I)
+            return cf_seterr("error: lstm: the table E must be (V, %d), not %s", I,
+                             cf_shape_str(E->shape, s1, sizeof s1));
+        if (!x->batched || x->shape.rank != 2)
+            return cf_seterr("error: lstm: indices must be (B, T), not %s", cf_shape_str(x->shape, s1, sizeof s1));
+    } else if (!x->batched || x->shape.rank != 3 || x->shape.d[2] != I) {
+        return cf_seterr("error: lstm: sequences must be (B, T, %d) for W %s, not %s", I,
+                         cf_shape_str(W->shape, s1, sizeof s1), cf_shape_str(x->shape, s2, sizeof s2));
+    }
+    n->shape = (cf_shape){3, {CF_BATCH, x->shape.d[1], 2 * H}};
+    n->batched = 1;
+    return 0;
+}
+
+typedef struct dims {
+    int B, T, I, H, w, V;   /* V: rows of the table, 0 with sequences */
+    size_t rows;            /* B T */
+    int fold;               /* the table's product E W, looked up (V < B T) */
+} dims;
+
+static dims dims_of(const cf_inst *k)
+{
+    dims d = {0};
+    d.H = k->xs[IN_U].d[0];
+    d.I = k->xs[IN_W].d[0];
+    d.B = k->xs[IN_H0].d[0];
+    d.T = k->ys.d[1];
+    d.w = d.H % 8 == 0 ? 8 : d.H;
+    d.rows = (size_t)d.B * (size_t)d.T;
+    if (indexed(k->node)) {
+        d.V = k->xs[IN_X].d[0];
+        d.fold = (size_t)d.V < d.rows;
+    }
+    return d;
+}
+
+/* The regrouped column of gate q (0 i, 1 f, 2 g, 3 o) of unit j. */
+static size_t col(const dims *d, int q, int j)
+{
+    static const int slot[4] = {0, 1, 3, 2};   /* i f o g: the three sigmoids first */
+    return (size_t)(j / d->w) * 4 * d->w + (size_t)slot[q] * d->w + (size_t)(j % d->w);
+}
+
+/* Rows of 4H columns: regroup src into dst, a run of w units at a time. */
+static void regroup(const dims *d, const float *src, float *dst, size_t rows)
+{
+    size_t G = 4 * (size_t)d->H, w = (size_t)d->w;
+    for (size_t r = 0; r < rows; r++)
+        for (int q = 0; q < 4; q++)
+            for (int j = 0; j < d->H; j += d->w)
+                memcpy(dst + r * G + col(d, q, j), src + r * G + (size_t)q * d->H + j, w * sizeof *dst);
+}
+
+/* The inverse, into a gradient: dst = src (acc 0) or dst += src. */
+static void ungroup(const dims *d, const float *src, float *dst, size_t rows, int acc)
+{
+    size_t G = 4 * (size_t)d->H;
+    for (size_t r = 0; r < rows; r++)
+        for (int q = 0; q < 4; q++)
+            for (int j = 0; j < d->H; j += d->w) {
+                const float *from = src + r * G + col(d, q, j);
+                float *to = dst + r * G + (size_t)q * d->H + j;
+                if (acc)
+                    for (int k = 0; k < d->w; k++) to[k] += from[k];
+                else
+                    memcpy(to, from, (size_t)d->w * sizeof *to);
+            }
+}
+
+/* Workspace layout, shared by forward and backward. */
+typedef struct space {
+    float *W, *U, *b;     /* regrouped parameters */
+    float *X;             /* gathered rows of E (indices, not folded): B T x I */
+    float *P;             /* folded: E W (V x 4H); in backward its gradient */
+    float *Up;            /* U packed for the steps' products: forward U, backward U^T */
+    float *dZ, *dh, *dc, *Hp, *dW, *dU, *dX;
+} space;
+
+static size_t carve(const dims *d, float *base, space *s, int backward)
+{
+    size_t G = 4 * (size_t)d->H, n = 0;
+#define TAKE(p, count) do { if (s) s->p = base + n; n += (count); } while (0)
+    TAKE(W, (size_t)d->I * G);
+    TAKE(U, (size_t)d->H * G);
+    TAKE(b, G);
+    if (d->V && !d->fold) TAKE(X, d->rows * d->I);
+    if (d->fold) TAKE(P, (size_t)d->V * G);
+    size_t pf = cf_gemm_pb_floats(d->H, (int)G), pb = cf_gemm_pb_floats((int)G, d->H);
+    TAKE(Up, (pf > pb ? pf : pb) + 16);   /* + 16: room to start it on 64 bytes, as packed panels must */
+    if (s) s->Up = (float *)(((uintptr_t)s->Up + 63) & ~(uintptr_t)63);
+    if (backward) {
+        TAKE(dZ, d->rows * G);
+        TAKE(dh, (size_t)d->B * d->H);
+        TAKE(dc, (size_t)d->B * d->H);
+        TAKE(Hp, d->rows * d->H);
+        TAKE(dW, (size_t)d->I * G);
+        TAKE(dU, (size_t)d->H * G);
+        if (d->V && !d->fold) TAKE(dX, d->rows * d->I);
+    }
+#undef TAKE
+    return n;
+}
+
+static size_t lstm_workspace(const cf_inst *k)
+{
+    dims d = dims_of(k);
+    return carve(&d, NULL, NULL, 1);
+}
+
+static size_t lstm_aux(const cf_inst *k)
+{
+    dims d = dims_of(k);
+    return d.rows * 5 * (size_t)d.H;
+}
+
+typedef struct job {
+    const cf_inst *k;
+    dims d;
+    space s;
+    float *Z, *tc;   /* aux */
+    cf_gemm_pb U;    /* the steps' products' U (forward) or U^T (backward), packed */
+    int t, tasks, nb, grain, avx2;
+} job;
+
+/* A task's blocks: whole grains of blocks, so that its units start at a multiple of
+ * 32 where they can (the packed products' panels). */
+static void blocks_of(const job *j, int task, int *u0, int *u1)
+{
+    int n = j->nb / j->grain;
+    *u0 = (int)((long)n * task / j->tasks) * j->grain;
+    *u1 = (int)((long)n * (task + 1) / j->tasks) * j->grain;
+}
+
+/* Step j->t of forward, for the units of one task's blocks: z += h_{t-1} U, the
+ * gates, c_t and h_t. */
+static void forward_step(void *p, int task)
+{
+    const job *j = p;
+    const dims *d = &j->d;
+    int u0, u1, t = j->t, w = d->w;
+    blocks_of(j, task, &u0, &u1);
+    if (u0 == u1) return;
+    size_t G = 4 * (size_t)d->H, Y2 = 2 * (size_t)d->H, c0 = (size_t)u0 * 4 * w;
+    const float *hp = t ? j->k->y + (size_t)(t - 1) * Y2 : j->k->x[IN_H0];
+    int ldh = t ? (int)((size_t)d->T * Y2) : d->H;
+    cf_gemm_pb_run(&j->U, d->B, (int)c0, (u1 - u0) * 4 * w, 1.0f, hp, ldh, 1.0f, j->Z + t * G + c0,
+                   (int)((size_t)d->T * G));
+    for (int bi = 0; bi < d->B; bi++) {
+        size_t r = (size_t)bi * d->T + t;
+        float *y = j->k->y + r * Y2, *tc = j->tc + r * d->H;
+        const float *cp = t ? y - Y2 + d->H : j->k->x[IN_C0] + (size_t)bi * d->H;
+        int j0 = u0 * w;
+        float *z = j->Z + r * G + (size_t)u0 * 4 * w;
+#if defined(__x86_64__)
+        if (j->avx2) cf_lstm_cell_fwd_avx2(z, w, u1 - u0, cp + j0, y + d->H + j0, tc + j0, y + j0);
+        else
+#endif
+            cf_lstm_cell_fwd(z, w, u1 - u0, cp + j0, y + d->H + j0, tc + j0, y + j0);
+    }
+}
+
+/* Step j->t of backward, for one task's units: their part of dh_{t} from the step
+ * after (dz_{t+1} U^T), then dz_t of their gates and dc_{t-1}. */
+static void backward_step(void *p, int task)
+{
+    const job *j = p;
+    const dims *d = &j->d;
+    int u0, u1, t = j->t, w = d->w;
+    blocks_of(j, task, &u0, &u1);
+    if (u0 == u1) return;
+    size_t G = 4 * (size_t)d->H, Y2 = 2 * (size_t)d->H;
+    int j0 = u0 * w, nj = (u1 - u0) * w;
+    if (t + 1 < d->T)
+        cf_gemm_pb_run(&j->U, d->B, j0, nj, 1.0f, j->s.dZ + (size_t)(t + 1) * G, (int)((size_t)d->T * G), 0.0f,
+                       j->s.dh + j0, d->H);
+    else
+        for (int bi = 0; bi < d->B; bi++) memset(j->s.dh + (size_t)bi * d->H + j0, 0, (size_t)nj * sizeof(float));
+    for (int bi = 0; bi < d->B; bi++) {
+        size_t r = (size_t)bi * d->T + t;
+        const float *dy = j->k->dy + r * Y2, *y = j->k->y + r * Y2, *tc = j->tc + r * d->H;
+        const float *cp = t ? y - Y2 + d->H : j->k->x[IN_C0] + (size_t)bi * d->H;
+        float *dh = j->s.dh + (size_t)bi * d->H + j0, *dc = j->s.dc + (size_t)bi * d->H + j0;
+        const float *z = j->Z + r * G + (size_t)u0 * 4 * w;
+        float *dz = j->s.dZ + r * G + (size_t)u0 * 4 * w;
+        int fresh = t + 1 == d->T;
+#if defined(__x86_64__)
+        if (j->avx2)
+            cf_lstm_cell_bwd_avx2(z, w, u1 - u0, tc + j0, cp + j0, dy + j0, dy + d->H + j0, dh, dc, fresh, dz);
+        else
+#endif
+            cf_lstm_cell_bwd(z, w, u1 - u0, tc + j0, cp + j0, dy + j0, dy + d->H + j0, dh, dc, fresh, dz);
+    }
+}
+
+static void run_steps(job *j, void (*fn)(void *, int), int forward)
+{
+    for (int s = 0; s < j->d.T; s++) {
+        j->t = forward ? s : j->d.T - 1 - s;
+        if (j->tasks > 1) cf_parallel_for(j->tasks, fn, j);
+        else fn(j, 0);
+    }
+}
+
+static void job_init(job *j, const cf_inst *k, int backward)
+{
+    memset(j, 0, sizeof *j);
+    j->k = k;
+    j->d = dims_of(k);
+    carve(&j->d, k->ws, &j->s, backward);
+    j->Z = k->aux;
+    j->tc = k->aux + j->d.rows * 4 * (size_t)j->d.H;
+    j->nb = j->d.H / j->d.w;
+    j->grain = j->d.w == 8 && j->nb % 4 == 0 ? 4 : 1;
+    /* a step's product is 8 B H^2 flops: split it when it pays for waking the pool */
+    double flops = 8.0 * j->d.B * (double)j->d.H * j->d.H;
+    int th = cf_threads(), n = j->nb / j->grain;
+    j->tasks = flops >= 2e5 && th > 1 ? (th < n ? th : n) : 1;
+    j->avx2 = cf_cpu_avx2(cf_cpu());
+    regroup(&j->d, k->x[IN_W], j->s.W, (size_t)j->d.I);
+    regroup(&j->d, k->x[IN_U], j->s.U, (size_t)j->d.H);
+    regroup(&j->d, k->x[IN_B], j->s.b, 1);
+    int G = 4 * j->d.H;
+    if (backward) cf_gemm_pb_make(&j->U, 1, G, j->d.H, j->s.U, G, j->s.Up);
+    else cf_gemm_pb_make(&j->U, 0, j->d.H, G, j->s.U, G, j->s.Up);
+}
+
+/* Check the indices (as embedding does) and gather the rows of E when not folded. */
+static int check_indices(const job *j)
+{
+    const float *x = j->k->x[IN_IDS];
+    for (size_t r = 0; r < j->d.rows; r++) {
+        float v = x[r];
+        if (!(v >= 0 && v < (float)j->d.V && v == (float)(long)v))
+            return cf_seterr("error: embedding: x[%zu, %zu] is %g, not an index in 0..%d (the table E has %d rows)",
+                             r / (size_t)j->d.T, r % (size_t)j->d.T, (double)v, j->d.V - 1, j->d.V);
+    }
+    return 0;
+}
+
+static void gather(const job *j)
+{
+    const float *x = j->k->x[IN_IDS], *E = j->k->x[IN_X];
+    size_t I = (size_t)j->d.I;
+    for (size_t r = 0; r < j->d.rows; r++) memcpy(j->s.X + r * I, E + (size_t)x[r] * I, I * sizeof(float));
+}
+
+static int lstm_forward(const cf_inst *k)
+{
+    job j;
+    job_init(&j, k, 0);
+    const dims *d = &j.d;
+    int G = 4 * d->H;
+    if (d->V && check_indices(&j)) return -1;
+    if (d->fold) {
+        /* P = E W; then each row's input product is a row of P */
+        cf_gemm(0, 0, d->V, G, d->I, 1.0f, k->x[IN_X], d->I, j.s.W, G, 0.0f, j.s.P, G);
+        const float *x = k->x[IN_IDS];
+        for (size_t r = 0; r < d->rows; r++) {
+            const float *pr = j.s.P + (size_t)x[r] * G;
+            float *z = j.Z + r * G;
+            for (int c = 0; c < G; c++) z[c] = pr[c] + j.s.b[c];
+        }
+    } else {
+        const float *X = k->x[IN_X];
+        if (d->V) {
+            gather(&j);
+            X = j.s.X;
+        }
+        cf_gemm_ep ep = {j.s.b, 0};
+        cf_gemm_ep_run(0, 0, (int)d->rows, G, d->I, 1.0f, X, d->I, j.s.W, G, 0.0f, j.Z, G, &ep);
+    }
+    run_steps(&j, forward_step, 1);
+    return 0;
+}
+
+static void lstm_backward(const cf_inst *k)
+{
+    job j;
+    job_init(&j, k, 1);
+    const dims *d = &j.d;
+    int G = 4 * d->H, H = d->H;
+    run_steps(&j, backward_step, 0);
+    const float *dZ = j.s.dZ;
+    /* h_{t-1} of every row, for dU */
+    for (int bi = 0; bi < d->B; bi++)
+        for (int t = 0; t < d->T; t++) {
+            size_t r = (size_t)bi * d->T + t;
+            const float *src = t ? k->y + (r - 1) * 2 * H : k->x[IN_H0] + (size_t)bi * H;
+            memcpy(j.s.Hp + r * H, src, (size_t)H * sizeof(float));
+        }
+    if (k->dx[IN_U]) {
+        cf_gemm(1, 0, H, G, (int)d->rows, 1.0f, j.s.Hp, H, dZ, G, 0.0f, j.s.dU, G);
+        ungroup(d, j.s.dU, k->dx[IN_U], (size_t)H, k->acc[IN_U]);
+    }
+    if (k->dx[IN_B]) {
+        float *db = j.s.dW;   /* free until dW: the bias's sums, regrouped */
+        memset(db, 0, (size_t)G * sizeof *db);
+        for (size_t r = 0; r < d->rows; r++)
+            for (int c = 0; c < G; c++) db[c] += dZ[r * G + c];
+        ungroup(d, db, k->dx[IN_B], 1, k->acc[IN_B]);
+    }
+    float *dE = d->V ? k->dx[IN_X] : NULL;
+    if (d->fold) {
+        /* dP = the rows of dZ added up by index; dW = E^T dP, dE = dP W^T */
+        const float *x = k->x[IN_IDS];
+        memset(j.s.P, 0, (size_t)d->V * G * sizeof(float));
+        for (size_t r = 0; r < d->rows; r++) {
+            float *pr = j.s.P + (size_t)x[r] * G;
+            for (int c = 0; c < G; c++) pr[c] += dZ[r * G + c];
+        }
+        if (k->dx[IN_W]) {
+            cf_gemm(1, 0, d->I, G, d->V, 1.0f, k->x[IN_X], d->I, j.s.P, G, 0.0f, j.s.dW, G);
+            ungroup(d, j.s.dW, k->dx[IN_W], (size_t)d->I, k->acc[IN_W]);
+        }
+        if (dE) cf_gemm(0, 1, d->V, d->I, G, 1.0f, j.s.P, G, j.s.W, G, k->acc[IN_X] ? 1.0f : 0.0f, dE, d->I);
+        return;
+    }
+    const float *X = k->x[IN_X];
+    if (d->V) {
+        gather(&j);
+        X = j.s.X;
+    }
+    if (k->dx[IN_W]) {
+        cf_gemm(1, 0, d->I, G, (int)d->rows, 1.0f, X, d->I, dZ, G, 0.0f, j.s.dW, G);
+        ungroup(d, j.s.dW, k->dx[IN_W], (size_t)d->I, k->acc[IN_W]);
+    }
+    if (!d->V && k->dx[IN_X])
+        cf_gemm(0, 1, (int)d->rows, d->I, G, 1.0f, dZ, G, j.s.W, G, k->acc[IN_X] ? 1.0f : 0.0f, k->dx[IN_X], d->I);
+    if (dE) {
+        /* the rows' gradients, added into E's rows in row order */
+        cf_gemm(0, 1, (int)d->rows, d->I, G, 1.0f, dZ, G, j.s.W, G, 0.0f, j.s.dX, d->I);
+        if (!k->acc[IN_X]) memset(dE, 0, (size_t)d->V * d->I * sizeof *dE);
+        const float *x = k->x[IN_IDS];
+        for (size_t r = 0; r < d->rows; r++) {
+            float *to = dE + (size_t)x[r] * d->I;
+            const float *from = j.s.dX + r * d->I;
+            for (int c = 0; c < d->I; c++) to[c] += from[c];
+        }
+    }
+}
+
+const cf_opdef cf_op_lstm = {"lstm", "LSTM layer", lstm_infer, lstm_aux, lstm_workspace, lstm_forward,
+                             lstm_backward, CF_BWD_X | CF_BWD_Y, (1u << IN_H0) | (1u << IN_C0) | (1u << IN_IDS),
+                             CF_NIN_ANY, 0, NULL};

@@ -537,6 +537,17 @@ static int param_node(cc *c, param *p, value *out)
     return 0;
 }
 
+/* Make a state's start, its carried leaf, when first needed. */
+static int state_start(cc *c, rstate *st, env *en, const ast *e)
+{
+    if (st->start) return 0;
+    char name[512];
+    if (full_name(st->owner, st->local ? st->local : "state", st->file, st->line, st->col, name, sizeof name))
+        return -1;
+    st->start = cf_carry_at(c->m, name, st->shape, st->init, st->file, st->line, st->col);
+    return made(c, en, e, st->start);
+}
+
 /* y{-1}: a state's value at the previous step, or its start (a carried leaf). */
 static int state_prev(cc *c, env *en, const ast *e, value *out)
 {
@@ -556,13 +567,7 @@ static int state_prev(cc *c, env *en, const ast *e, value *out)
         *out = tensor_value(st->prev);
         return 0;
     }
-    if (!st->start) {
-        char name[512];
-        if (full_name(st->owner, st->local ? st->local : "state", st->file, st->line, st->col, name, sizeof name))
-            return -1;
-        st->start = cf_carry_at(c->m, name, st->shape, st->init, st->file, st->line, st->col);
-        if (made(c, en, e, st->start)) return -1;
-    }
+    if (state_start(c, st, en, e)) return -1;
     *out = tensor_value(st->start);
     return 0;
 }
@@ -1375,6 +1380,28 @@ static int feature_size(const cf_node *x)
     return x->shape.rank ? x->shape.d[x->shape.rank - 1] : 1;
 }
 
+/* Chain item pos, a template waiting for its input size, made for values of
+ * `features` (once: later calls reuse it). */
+static int make_partial(cc *c, inst *chain, int pos, int features, value *out)
+{
+    partial *p = chain->items[pos].partial;
+    value args[MAX_ARGS + 1];
+    args[0] = num_value(features);
+    for (int k = 0; k < p->nargs; k++) args[k + 1] = p->args[k];
+    int was = c->in_forward;
+    c->in_forward = 0;
+    int rc = instantiate(c, &p->tmpl, args, p->nargs + 1, p->kwnames, p->kwvals, p->nkw, p->file, p->line, p->col, 1,
+                         out);
+    c->in_forward = was;
+    if (rc) return -1;
+    char *local = cf_arena_alloc(&c->arena, 12);
+    if (!local) return cf_oom(12);
+    snprintf(local, 12, "%d", pos);
+    place(out->model, chain, local);
+    chain->items[pos] = *out;
+    return 0;
+}
+
 static int apply(cc *c, const value *f, value *x, int nx, const char *file, const ast *where, value *out, inst *chain,
                  int pos)
 {
@@ -1393,20 +1420,8 @@ static int apply(cc *c, const value *f, value *x, int nx, const char *file, cons
     if (is_unresolved(c, x[0].node))
         return cerr(c, file, where->line, where->col,
                     "cannot tell the input size for %s: begin the Chain with Input(...)", p->tmpl.net->name);
-    value args[MAX_ARGS + 1], made_model;
-    args[0] = num_value(feature_size(x[0].node));
-    for (int k = 0; k < p->nargs; k++) args[k + 1] = p->args[k];
-    int was = c->in_forward;
-    c->in_forward = 0;
-    int rc = instantiate(c, &p->tmpl, args, p->nargs + 1, p->kwnames, p->kwvals, p->nkw, p->file, p->line, p->col, 1,
-                         &made_model);
-    c->in_forward = was;
-    if (rc) return -1;
-    char *local = cf_arena_alloc(&c->arena, 12);
-    if (!local) return cf_oom(12);
-    snprintf(local, 12, "%d", pos);
-    place(made_model.model, chain, local);
-    chain->items[pos] = made_model;   /* made once: a second call reuses it */
+    value made_model;
+    if (make_partial(c, chain, pos, feature_size(x[0].node), &made_model)) return -1;
     return call_model(c, made_model.model, x, nx, file, where->line, where->col, out);
 }
 
@@ -1448,6 +1463,195 @@ static cf_node *stack_steps(cc *c, cf_node **ys, int n, const char *file, int li
     return r;
 }
 
+/* ---- unrolling a Chain layer by layer ----
+ *
+ * unroll(Chain(l1, ..., lk), n) runs l1 .. lk at each step; since a layer's state is
+ * its own, the same values come from running l1 over all n steps, then l2 over all,
+ * and so on. Built that way, a standard-library LSTM becomes one lstm node over the
+ * whole sequence (ops/lstm.c) instead of n copies of its cell, and the layers around
+ * it that treat each position alike (Affine, Embedding, elementwise functions,
+ * softmax) run once over (B, n, ...) instead of once per step. Only Chains made of
+ * such layers and at least one LSTM are built this way; the LSTM's definition in the
+ * notation stays what it means, and tests/test_lstm_fused.c holds the two to the
+ * same numbers. cf_lang_fuse = 0 turns it off. */
+int cf_lang_fuse = 1;
+
+/* v is the standard library's net `name` (a made instance, or a template waiting
+ * for its input size in a Chain), not a net of the user's that is called so too. */
+static int stdlib_net(const value *v, const char *name)
+{
+    const env *def;
+    if (v->kind == V_MODEL && v->model->kind == I_NET) {
+        if (strcmp(v->model->tname, name) != 0 || !v->model->env) return 0;
+        def = v->model->env->parent;
+    } else if (v->kind == V_PARTIAL) {
+        if (strcmp(v->partial->tmpl.net->name, name) != 0) return 0;
+        def = v->partial->tmpl.defenv;
+    } else {
+        return 0;
+    }
+    return def && strncmp(def->file, "<stdlib>/", 9) == 0;
+}
+
+/* A function of one value that treats every position of (B, n, ...) alike. */
+static int positionwise_op(const value *v)
+{
+    if (v->kind != V_BUILTIN) return 0;
+    struct builtin b = builtin_at(v->fn);
+    if (b.id != B_OP || !b.unary) return 0;
+    switch (b.op) {
+    case CF_OP_SOFTMAX: case CF_OP_LOGSOFTMAX: case CF_OP_SIGMOID: case CF_OP_TANH: case CF_OP_RELU:
+    case CF_OP_LEAKYRELU: case CF_OP_EXP: case CF_OP_LOG: case CF_OP_SOFTPLUS: case CF_OP_NEG:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+/* Can unroll(m, n) be built layer by layer, and does it gain by it? */
+static int unroll_by_layers(const inst *m)
+{
+    if (!cf_lang_fuse || m->kind != I_CHAIN) return 0;
+    int lstm = 0;
+    for (int k = 0; k < m->n; k++) {
+        const value *v = &m->items[k];
+        for (int j = 0; j < k; j++)   /* one instance twice: its state would be shared */
+            if (v->kind == V_MODEL && m->items[j].kind == V_MODEL && m->items[j].model == v->model) return 0;
+        if (stdlib_net(v, "LSTM")) lstm = 1;
+        else if (v->kind == V_MODEL && v->model->kind == I_INPUT) { if (k != 0) return 0; }
+        else if (!stdlib_net(v, "Affine") && !stdlib_net(v, "Embedding") && !positionwise_op(v)) return 0;
+    }
+    return lstm;
+}
+
+/* The size a Chain would pass to a template's `in` at one step of sequences x
+ * (B, n, d...): feature_size of (B, d...). */
+static int step_features(const cf_node *x)
+{
+    if (x->shape.rank == 2) return 1;
+    if (x->shape.rank == 5) return x->shape.d[2];
+    return x->shape.d[x->shape.rank - 1];
+}
+
+/* A parameter or state of a made net, by its name in the net's body. */
+static const value *net_local(const inst *net, const char *name, vkind kind)
+{
+    const value *v = lookup(net->env, name);
+    return v && v->kind == kind ? v : NULL;
+}
+
+/* The LSTM net over whole sequences x (B, n, I), or over the rows of the table E
+ * picked by indices x (B, n): one lstm node. Its states start from their carried
+ * leaves, and end as the last step's h and c (for unroll to carry on). */
+static int lstm_layer(cc *c, const inst *net, cf_node *x, cf_node *E, const char *file, int line, int col,
+                      value *out)
+{
+    const value *W = net_local(net, "W", V_PARAM), *U = net_local(net, "U", V_PARAM), *b = net_local(net, "b", V_PARAM);
+    const value *h = net_local(net, "h", V_STATE), *cs = net_local(net, "c", V_STATE);
+    if (!W || !U || !b || !h || !cs) return cerr(c, file, line, col, "LSTM: the standard library's net has changed");
+    env here = {.file = file};
+    ast where = {.line = line, .col = col};
+    cf_node *in[7];
+    value v;
+    rstate *st[2] = {h->state, cs->state};
+    for (int i = 0; i < 2; i++) {
+        if (state_start(c, st[i], &here, &where)) return -1;
+        in[i] = st[i]->start;
+    }
+    if (param_node(c, W->param, &v)) return -1;
+    in[2] = v.node;
+    if (param_node(c, U->param, &v)) return -1;
+    in[3] = v.node;
+    if (param_node(c, b->param, &v)) return -1;
+    in[4] = v.node;
+    int nin = 6;
+    in[5] = x;
+    if (E) {
+        in[5] = E;
+        in[6] = x;
+        nin = 7;
+    }
+    if (enter(c, net->tname, file, line, col)) return -1;
+    int rc = -1, T = x->shape.d[1], H = in[3]->shape.d[0];
+    cf_node *y = cf_op_at(c->m, CF_OP_LSTM, nin, in, NULL, 0, NULL, 0, file, line, col);
+    if (made(c, &here, &where, y)) goto done;
+    cf_node *hs = cf_slice_at(c->m, y, 2, 0, H, file, line, col);
+    if (made(c, &here, &where, hs)) goto done;
+    cf_node *last = cf_slice_at(c->m, y, 1, T - 1, 1, file, line, col);
+    if (made(c, &here, &where, last)) goto done;
+    cf_shape one = {1, {H}};
+    for (int i = 0; i < 2; i++) {
+        cf_node *s = cf_slice_at(c->m, last, 2, i * H, H, file, line, col);
+        if (made(c, &here, &where, s)) goto done;
+        s = cf_reshape_at(c->m, s, one, file, line, col);
+        if (made(c, &here, &where, s)) goto done;
+        st[i]->prev = s;
+        st[i]->touched = 1;
+    }
+    *out = tensor_value(hs);
+    rc = 0;
+done:
+    leave(c);
+    return rc;
+}
+
+/* unroll(m, n) of a Chain, layer by layer (see above), on sequences x (B, n, d...). */
+static int unroll_layers(cc *c, inst *m, cf_node *x, int n, const char *file, int line, int col, value *out)
+{
+    for (int k = 0; k < m->n; k++) {
+        value *item = &m->items[k];
+        const ast *where = m->item_ast[k];
+        const char *f = m->env ? m->env->file : file;
+        env at = {.file = f};
+        if (item->kind == V_MODEL && item->model->kind == I_INPUT) {
+            const cf_shape s = item->model->shape;
+            if (cf_shape_count_b(x->shape, 1) != (size_t)n * cf_shape_count(s)) {
+                char s1[96], s2[96];
+                return cerr(c, f, where->line, where->col, "Input%s does not fit the value flowing in: %s",
+                            cf_shape_str(s, s1, sizeof s1), cf_shape_str(x->shape, s2, sizeof s2));
+            }
+            cf_shape seq = {s.rank + 1, {n}};
+            for (int i = 0; i < s.rank; i++) seq.d[i + 1] = s.d[i];
+            x = cf_reshape_at(c->m, x, seq, f, where->line, where->col);
+            if (made(c, &at, where, x)) return -1;
+            continue;
+        }
+        if (item->kind == V_PARTIAL) {
+            value mv;
+            if (make_partial(c, m, k, step_features(x), &mv)) return -1;
+        }
+        value xv = tensor_value(x), yv;
+        if (stdlib_net(item, "Embedding") && k + 1 < m->n && stdlib_net(&m->items[k + 1], "LSTM") &&
+            x->shape.rank == 2) {
+            /* folded into the LSTM: its input products become a look-up in E W */
+            const value *E = net_local(item->model, "E", V_PARAM);
+            value ev;
+            if (!E) return cerr(c, f, where->line, where->col, "Embedding: the standard library's net has changed");
+            if (enter(c, item->model->tname, f, where->line, where->col)) return -1;
+            int rc = param_node(c, E->param, &ev);
+            leave(c);
+            if (rc) return -1;
+            k++;
+            if (m->items[k].kind == V_PARTIAL) {
+                value mv;
+                if (make_partial(c, m, k, ev.node->shape.d[1], &mv)) return -1;
+            }
+            where = m->item_ast[k];
+            if (lstm_layer(c, m->items[k].model, x, ev.node, f, where->line, where->col, &yv)) return -1;
+        } else if (stdlib_net(item, "LSTM")) {
+            if (lstm_layer(c, item->model, x, NULL, f, where->line, where->col, &yv)) return -1;
+        } else if (apply(c, item, &xv, 1, f, where, &yv, m, k)) {
+            return -1;
+        }
+        if (yv.kind != V_TENSOR || !yv.node->batched)
+            return cerr(c, f, where->line, where->col, "unroll: %s must give one value with the batch dimension",
+                        m->tname);
+        x = yv.node;
+    }
+    *out = tensor_value(x);
+    return 0;
+}
+
 /* unroll(m, n): x (B, n, d...) -> m at every step, sharing its parameters, with its
  * states carried from each step to the next; outputs joined along dimension 1. */
 static int call_unroll(cc *c, inst *u, value *args, int nargs, const char *file, int line, int col, value *out)
@@ -1477,6 +1681,10 @@ static int call_unroll(cc *c, inst *u, value *args, int nargs, const char *file,
     for (rstate *st = c->states; st; st = st->next) st->prev = st->cur = NULL, st->touched = 0;
     cf_node **ys = NULL;
     int nout = 0, rc = -1;
+    if (unroll_by_layers(m)) {
+        if (unroll_layers(c, m, x, u->n, file, line, col, out)) goto done;
+        goto carry;
+    }
     for (int t = 0; t < u->n; t++) {
         cf_node *xt = cf_slice_at(c->m, x, 1, t, 1, file, line, col);
         if (made(c, &here, &where, xt)) goto done;
@@ -1515,9 +1723,6 @@ static int call_unroll(cc *c, inst *u, value *args, int nargs, const char *file,
         for (rstate *st = c->states; st; st = st->next)
             if (st->cur) st->prev = st->cur, st->cur = NULL;
     }
-    if (u->stateful)
-        for (rstate *st = c->states; st; st = st->next)
-            if (st->start && st->prev && cf_carry_set_next(c->m, st->start, st->prev)) goto done;
     value *items = nout > 1 ? cf_arena_alloc(&c->arena, (size_t)nout * sizeof *items) : NULL;
     if (nout > 1 && !items) {
         cf_oom((size_t)nout * sizeof *items);
@@ -1530,6 +1735,10 @@ static int call_unroll(cc *c, inst *u, value *args, int nargs, const char *file,
         else *out = tensor_value(r);
     }
     if (nout > 1) *out = (value){.kind = V_TUPLE, .items = items, .n = nout};
+carry:
+    if (u->stateful)
+        for (rstate *st = c->states; st; st = st->next)
+            if (st->start && st->prev && cf_carry_set_next(c->m, st->start, st->prev)) goto done;
     rc = 0;
 done:
     for (rstate *st = c->states; st; st = st->next) st->prev = st->cur = NULL;

@@ -1,0 +1,168 @@
+/* test_lstm_fused.c - an unrolled Chain with the standard library's LSTM is built layer
+ * by layer, the LSTM as one fused node (ops/lstm.c), an Embedding before it folded in;
+ * the notation's definition, built step by step (cf_lang_fuse = 0), must give the
+ * same numbers: outputs, every parameter's gradient, the inputs' gradients, and the
+ * carried states over two calls of a stateful unroll, at 1 and 2 threads. The models
+ * cover blocks of 8 units split between threads, a block that is not 8 wide, two
+ * LSTMs in a row, indices with the table's product folded (V < B T) and gathered
+ * (V >= B T, batch 1: what `cflux sample` runs). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cflux.h"
+#include "core/graph.h"
+#include "lang/compile.h"
+#include "test.h"
+
+#define RTOL 2e-4
+#define ATOL 2e-5
+
+static int has_lstm_node(const cf_model *m)
+{
+    for (int i = 0; i < m->nnodes; i++)
+        if (m->nodes[i]->op == CF_OP_LSTM) return 1;
+    return 0;
+}
+
+static cf_model *parse(const char *src, int fuse)
+{
+    cf_lang_fuse = fuse;
+    cf_model *m = cf_model_parse(src, "fused.flux");
+    cf_lang_fuse = 1;
+    if (!m) fprintf(stderr, "%s\n", cf_last_error());
+    return m;
+}
+
+/* Mismatches between a and b (n floats each), the first few printed. */
+static int compare(const char *what, const float *a, const float *b, size_t n)
+{
+    int bad = 0;
+    for (size_t i = 0; i < n; i++) {
+        double tol = ATOL + RTOL * fmax(fabs(a[i]), fabs(b[i]));
+        if (!(fabs((double)a[i] - b[i]) <= tol)) {
+            if (bad++ < 3) fprintf(stderr, "  %s[%zu]: fused %.8g, as written %.8g\n", what, i, a[i], b[i]);
+        }
+    }
+    return bad;
+}
+
+/* One forward and backward of each executor on the same inputs (indices below
+ * `classes`, or values in [-1, 1]) and head gradients; the differences. */
+static int one_call(cf_exec *ef, cf_model *mf, cf_exec *ew, cf_model *mw, int classes, unsigned seed, int grads)
+{
+    size_t n, ny;
+    float *xf = cf_exec_input(ef, 0, &n), *xw = cf_exec_input(ew, 0, NULL);
+    srand(seed);
+    for (size_t i = 0; i < n; i++)
+        xf[i] = xw[i] = classes ? (float)(rand() % classes) : 2.0f * (float)rand() / (float)RAND_MAX - 1.0f;
+    if (cf_forward(ef, 1) || cf_forward(ew, 1)) {
+        fprintf(stderr, "forward: %s\n", cf_last_error());
+        return 1;
+    }
+    int bad = compare("y", cf_exec_output(ef, 0, &ny), cf_exec_output(ew, 0, NULL), ny);
+    float *gf = cf_exec_output_grad(ef, 0, NULL), *gw = cf_exec_output_grad(ew, 0, NULL);
+    for (size_t i = 0; i < ny; i++) gf[i] = gw[i] = 2.0f * (float)rand() / (float)RAND_MAX - 1.0f;
+    cf_model_zero_grad(mf);
+    cf_model_zero_grad(mw);
+    if (cf_backward(ef) || cf_backward(ew)) {
+        fprintf(stderr, "backward: %s\n", cf_last_error());
+        return bad + 1;
+    }
+    for (int p = 0; p < cf_model_param_count(mf); p++) {
+        const char *name = cf_model_param_name(mf, p);
+        int q = cf_model_param_index(mw, name);
+        size_t count = cf_shape_count(cf_model_param_shape(mf, p));
+        if (q < 0) return bad + 1;
+        bad += compare(name, cf_model_param_grad(mf, p), cf_model_param_grad(mw, q), count);
+    }
+    if (grads) bad += compare("dx", cf_exec_input_grad(ef, 0, NULL), cf_exec_input_grad(ew, 0, NULL), n);
+    for (int s = 0; s < cf_exec_state_count(ef); s++) {
+        size_t cn = cf_shape_count_b(cf_exec_state_shape(ef, s), 1);
+        float *a = malloc(cn * sizeof *a), *b = malloc(cn * sizeof *b);
+        if (cf_exec_state_get(ef, s, a) || cf_exec_state_get(ew, s, b)) bad++;
+        else bad += compare(cf_exec_state_name(ef, s), a, b, cn);
+        free(a), free(b);
+    }
+    return bad;
+}
+
+/* The model of src, fused and as written, with the same parameters, over two calls at
+ * batch B; the differences. */
+static int same_numbers(const char *src, int B, int classes, int threads)
+{
+    cf_model *mf = parse(src, 1), *mw = parse(src, 0);
+    if (!mf || !mw) return cf_model_free(mf), cf_model_free(mw), 1;
+    int bad = !has_lstm_node(mf) || has_lstm_node(mw);   /* each built the way it says */
+    if (bad) fprintf(stderr, "  %s: not built fused and as written\n", src);
+    cf_set_threads(threads);
+    int flags = classes ? CF_TRAIN : CF_INPUT_GRADS;
+    cf_exec *ef = cf_bind(mf, B, flags), *ew = cf_bind(mw, B, flags);
+    if (!ef || !ew) {
+        fprintf(stderr, "bind: %s\n", cf_last_error());
+        bad++;
+    } else {
+        /* the same parameters (allocated at the first bind) */
+        for (int p = 0; p < cf_model_param_count(mf); p++) {
+            int q = cf_model_param_index(mw, cf_model_param_name(mf, p));
+            size_t count = cf_shape_count(cf_model_param_shape(mf, p));
+            if (q < 0 || cf_shape_count(cf_model_param_shape(mw, q)) != count) {
+                bad++;
+                continue;
+            }
+            float *a = cf_model_param_data(mf, p);
+            srand(100u + (unsigned)p);
+            for (size_t i = 0; i < count; i++) a[i] = 0.6f * (2.0f * (float)rand() / (float)RAND_MAX - 1.0f);
+            memcpy(cf_model_param_data(mw, q), a, count * sizeof *a);
+        }
+        CHECK(cf_exec_state_count(ef) == cf_exec_state_count(ew));
+        bad += one_call(ef, mf, ew, mw, classes, 1, !classes);
+        bad += one_call(ef, mf, ew, mw, classes, 2, !classes);   /* from the carried states */
+    }
+    cf_set_threads(0);
+    cf_exec_free(ef), cf_exec_free(ew);
+    cf_model_free(mf), cf_model_free(mw);
+    if (bad) fprintf(stderr, "  %s at batch %d, %d threads: %d differences\n", src, B, threads, bad);
+    return bad;
+}
+
+static const char *char_rnn = "model = unroll(Chain(Input(), Embedding(11, 6), LSTM(64), Affine(11), softmax), 7)\n";
+
+/* Blocks of 8 units, two threads' worth at batch 8; the table folded (11 < 56). */
+TEST(embedded_lstm_folded)
+{
+    CHECK(same_numbers(char_rnn, 8, 11, 1) == 0);
+    CHECK(same_numbers(char_rnn, 8, 11, 2) == 0);
+}
+
+/* Batch 1 (sampling): the table's rows gathered (11 >= 7). */
+TEST(embedded_lstm_gathered) { CHECK(same_numbers(char_rnn, 1, 11, 2) == 0); }
+
+/* Two LSTMs in a row, 12 units (one block of 12) then 16, on values, each starting
+ * from zeros (stateful = false); the inputs' gradients too. */
+TEST(stacked_lstms_on_values)
+{
+    const char *src = "model = unroll(Chain(Input(5), LSTM(12), LSTM(16), Affine(3), tanh), 6, stateful = false)\n";
+    CHECK(same_numbers(src, 4, 0, 1) == 0);
+    CHECK(same_numbers(src, 4, 0, 2) == 0);
+}
+
+/* What is not built layer by layer: a Chain with a layer that is not known to treat
+ * each step alike (here a user's net) keeps the step-by-step graph. */
+TEST(other_chains_stay_as_written)
+{
+    const char *src = "net Twice() { x -> x .* 2 }\n"
+                      "model = unroll(Chain(Input(3), Twice(), LSTM(4)), 5)\n";
+    cf_model *m = parse(src, 1);
+    CHECK(m && !has_lstm_node(m));
+    cf_model_free(m);
+}
+
+int main(void)
+{
+    RUN(embedded_lstm_folded);
+    RUN(embedded_lstm_gathered);
+    RUN(stacked_lstms_on_values);
+    RUN(other_chains_stay_as_written);
+    return test_summary("lstm_fused");
+}

@@ -89,7 +89,7 @@ static dims dims_of(const cf_inst *k)
     d.I = k->xs[IN_W].d[0];
     d.B = k->xs[IN_H0].d[0];
     d.T = k->ys.d[1];
-    d.w = d.H % 8 == 0 ? 8 : d.H;
+    d.w = d.H % 32 == 0 ? 32 : d.H % 8 == 0 ? 8 : d.H;
     d.rows = (size_t)d.B * (size_t)d.T;
     if (indexed(k->node)) {
         d.V = k->xs[IN_X].d[0];
@@ -137,7 +137,7 @@ typedef struct space {
     float *X;             /* gathered rows of E (indices, not folded): B T x I */
     float *P;             /* folded: E W (V x 4H); in backward its gradient */
     float *Up;            /* U packed for the steps' products: forward U, backward U^T */
-    float *dZ, *dh, *dc, *Hp, *dW, *dU, *dX;
+    float *dZ, *dh, *dc, *db, *Hp, *dW, *dU, *dX;
 } space;
 
 static size_t carve(const dims *d, float *base, space *s, int backward)
@@ -159,6 +159,7 @@ static size_t carve(const dims *d, float *base, space *s, int backward)
         TAKE(Hp, d->rows * d->H);
         TAKE(dW, (size_t)d->I * G);
         TAKE(dU, (size_t)d->H * G);
+        TAKE(db, G);
         if (d->V && !d->fold) TAKE(dX, d->rows * d->I);
     }
 #undef TAKE
@@ -207,7 +208,15 @@ static void forward_step(void *p, int task)
     size_t G = 4 * (size_t)d->H, Y2 = 2 * (size_t)d->H, c0 = (size_t)u0 * 4 * w;
     const float *hp = t ? j->k->y + (size_t)(t - 1) * Y2 : j->k->x[IN_H0];
     int ldh = t ? (int)((size_t)d->T * Y2) : d->H;
-    cf_gemm_pb_run(&j->U, d->B, (int)c0, (u1 - u0) * 4 * w, 1.0f, hp, ldh, 1.0f, j->Z + t * G + c0,
+    size_t nc = (size_t)(u1 - u0) * 4 * w;
+    if (d->fold)   /* this step's input products: rows of E W, plus b */
+        for (int bi = 0; bi < d->B; bi++) {
+            size_t r = (size_t)bi * d->T + t;
+            const float *restrict pr = j->s.P + (size_t)j->k->x[IN_IDS][r] * G + c0, *restrict bias = j->s.b + c0;
+            float *restrict z = j->Z + r * G + c0;
+            for (size_t c = 0; c < nc; c++) z[c] = pr[c] + bias[c];
+        }
+    cf_gemm_pb_run(&j->U, d->B, (int)c0, (int)nc, 1.0f, hp, ldh, 1.0f, j->Z + t * G + c0,
                    (int)((size_t)d->T * G));
     for (int bi = 0; bi < d->B; bi++) {
         size_t r = (size_t)bi * d->T + t;
@@ -253,6 +262,16 @@ static void backward_step(void *p, int task)
         else
 #endif
             cf_lstm_cell_bwd(z, w, u1 - u0, tc + j0, cp + j0, dy + j0, dy + d->H + j0, dh, dc, fresh, dz);
+        /* this task's columns of the bias's gradient and, folded, of E W's: added up
+         * step by step (t from the last, then b), the same order at any thread count */
+        size_t c0 = (size_t)u0 * 4 * w, nc = (size_t)(u1 - u0) * 4 * w;
+        const float *restrict g = dz;
+        float *restrict db = j->s.db + c0;
+        for (size_t c = 0; c < nc; c++) db[c] += g[c];
+        if (d->fold) {
+            float *restrict dp = j->s.P + (size_t)j->k->x[IN_IDS][r] * G + c0;
+            for (size_t c = 0; c < nc; c++) dp[c] += g[c];
+        }
     }
 }
 
@@ -318,12 +337,7 @@ static int lstm_forward(const cf_inst *k)
     if (d->fold) {
         /* P = E W; then each row's input product is a row of P */
         cf_gemm(0, 0, d->V, G, d->I, 1.0f, k->x[IN_X], d->I, j.s.W, G, 0.0f, j.s.P, G);
-        const float *x = k->x[IN_IDS];
-        for (size_t r = 0; r < d->rows; r++) {
-            const float *pr = j.s.P + (size_t)x[r] * G;
-            float *z = j.Z + r * G;
-            for (int c = 0; c < G; c++) z[c] = pr[c] + j.s.b[c];
-        }
+        /* each step adds b and its rows of P (forward_step) */
     } else {
         const float *X = k->x[IN_X];
         if (d->V) {
@@ -343,6 +357,8 @@ static void lstm_backward(const cf_inst *k)
     job_init(&j, k, 1);
     const dims *d = &j.d;
     int G = 4 * d->H, H = d->H;
+    memset(j.s.db, 0, (size_t)G * sizeof(float));
+    if (d->fold) memset(j.s.P, 0, (size_t)d->V * G * sizeof(float));   /* E W's gradient, from the steps */
     run_steps(&j, backward_step, 0);
     const float *dZ = j.s.dZ;
     /* h_{t-1} of every row, for dU */
@@ -356,22 +372,10 @@ static void lstm_backward(const cf_inst *k)
         cf_gemm(1, 0, H, G, (int)d->rows, 1.0f, j.s.Hp, H, dZ, G, 0.0f, j.s.dU, G);
         ungroup(d, j.s.dU, k->dx[IN_U], (size_t)H, k->acc[IN_U]);
     }
-    if (k->dx[IN_B]) {
-        float *db = j.s.dW;   /* free until dW: the bias's sums, regrouped */
-        memset(db, 0, (size_t)G * sizeof *db);
-        for (size_t r = 0; r < d->rows; r++)
-            for (int c = 0; c < G; c++) db[c] += dZ[r * G + c];
-        ungroup(d, db, k->dx[IN_B], 1, k->acc[IN_B]);
-    }
+    if (k->dx[IN_B]) ungroup(d, j.s.db, k->dx[IN_B], 1, k->acc[IN_B]);
     float *dE = d->V ? k->dx[IN_X] : NULL;
     if (d->fold) {
-        /* dP = the rows of dZ added up by index; dW = E^T dP, dE = dP W^T */
-        const float *x = k->x[IN_IDS];
-        memset(j.s.P, 0, (size_t)d->V * G * sizeof(float));
-        for (size_t r = 0; r < d->rows; r++) {
-            float *pr = j.s.P + (size_t)x[r] * G;
-            for (int c = 0; c < G; c++) pr[c] += dZ[r * G + c];
-        }
+        /* P holds dP, the rows of dZ added up by index (the steps did it): dW = E^T dP, dE = dP W^T */
         if (k->dx[IN_W]) {
             cf_gemm(1, 0, d->I, G, d->V, 1.0f, k->x[IN_X], d->I, j.s.P, G, 0.0f, j.s.dW, G);
             ungroup(d, j.s.dW, k->dx[IN_W], (size_t)d->I, k->acc[IN_W]);

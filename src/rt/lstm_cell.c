@@ -3,4 +3,6 @@
 
 #define LSTM_FWD cf_lstm_cell_fwd
 #define LSTM_BWD cf_lstm_cell_bwd
+#define SIGMOID_N cf_vsigmoid
+#define TANH_N cf_vtanh
 #include "rt/lstm_cell_tmpl.h"

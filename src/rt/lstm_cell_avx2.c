@@ -5,4 +5,6 @@
 
 #define LSTM_FWD cf_lstm_cell_fwd_avx2
 #define LSTM_BWD cf_lstm_cell_bwd_avx2
+#define SIGMOID_N cf_vsigmoid_avx2
+#define TANH_N cf_vtanh_avx2
 #include "rt/lstm_cell_tmpl.h"

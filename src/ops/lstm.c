@@ -302,9 +302,12 @@ static void job_init(job *j, const cf_inst *k, int backward)
     regroup(&j->d, k->x[IN_W], j->s.W, (size_t)j->d.I);
     regroup(&j->d, k->x[IN_U], j->s.U, (size_t)j->d.H);
     regroup(&j->d, k->x[IN_B], j->s.b, 1);
+    /* U packed once for all steps, unless a step's product has so few rows that it
+     * streams U unpacked (batch 1, as when sampling) */
     int G = 4 * j->d.H;
-    if (backward) cf_gemm_pb_make(&j->U, 1, G, j->d.H, j->s.U, G, j->s.Up);
-    else cf_gemm_pb_make(&j->U, 0, j->d.H, G, j->s.U, G, j->s.Up);
+    float *pack = j->d.B > 4 ? j->s.Up : NULL;
+    if (backward) cf_gemm_pb_make(&j->U, 1, G, j->d.H, j->s.U, G, pack);
+    else cf_gemm_pb_make(&j->U, 0, j->d.H, G, j->s.U, G, pack);
 }
 
 /* Check the indices (as embedding does) and gather the rows of E when not folded. */

@@ -413,6 +413,14 @@ CF_API void cf_scope_end(cf_model *m);
  * place in x and V. No gradient reaches x; E's is a scatter-add of dy's rows, the same
  * bits at any thread count. cf_model_input_classes tells which inputs hold indices. */
 #define cf_embedding(m, x, E) cf_binary_at(m, CF_OP_EMBEDDING, x, E, __FILE__, __LINE__, 0)
+/* A whole LSTM layer over sequences, as one node (what the notation's LSTM computes at
+ * every step of an unroll, which the compiler puts in its place): through cf_op_at,
+ * inputs h0, c0 (B, H) where the steps start (carried states, cf_carry_at: they take
+ * no gradient), W (I, 4H), U (H, 4H), b (1, 4H), gates side by side in PyTorch's
+ * order i, f, g, o, then the sequences x (B, T, I), or a table E (V, I) and indices x
+ * (B, T) whose rows of E are the sequences (an embedding folded in). y (B, T, 2H):
+ * at each step h, then c. z = x_t W + h_{t-1} U + b; i, f, o = σ, g = tanh of their
+ * parts; c_t = f c_{t-1} + i g; h_t = o tanh(c_t). */
 #define cf_leakyrelu(m, x, a) cf_unary_at(m, CF_OP_LEAKYRELU, x, a, __FILE__, __LINE__, 0)
 #define cf_exp(m, x)     cf_unary_at(m, CF_OP_EXP, x, 0, __FILE__, __LINE__, 0)
 #define cf_log(m, x)     cf_unary_at(m, CF_OP_LOG, x, 0, __FILE__, __LINE__, 0)

@@ -60,7 +60,8 @@ static int one_call(cf_exec *ef, cf_model *mf, cf_exec *ew, cf_model *mw, int cl
         fprintf(stderr, "forward: %s\n", cf_last_error());
         return 1;
     }
-    int bad = compare("y", cf_exec_output(ef, 0, &ny), cf_exec_output(ew, 0, NULL), ny);
+    const float *yf = cf_exec_output(ef, 0, &ny), *yw = cf_exec_output(ew, 0, NULL);   /* ny set first */
+    int bad = compare("y", yf, yw, ny);
     float *gf = cf_exec_output_grad(ef, 0, NULL), *gw = cf_exec_output_grad(ew, 0, NULL);
     for (size_t i = 0; i < ny; i++) gf[i] = gw[i] = 2.0f * (float)rand() / (float)RAND_MAX - 1.0f;
     cf_model_zero_grad(mf);

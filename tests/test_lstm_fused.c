@@ -3,9 +3,9 @@
  * the notation's definition, built step by step (cf_lang_fuse = 0), must give the
  * same numbers: outputs, every parameter's gradient, the inputs' gradients, and the
  * carried states over two calls of a stateful unroll, at 1 and 2 threads. The models
- * cover blocks of 8 units split between threads, a block that is not 8 wide, two
- * LSTMs in a row, indices with the table's product folded (V < B T) and gathered
- * (V >= B T, batch 1: what `cflux sample` runs). */
+ * cover a step's units or the sequences split between threads, a block that is not 8
+ * wide, two LSTMs in a row, indices with the table's product folded (V < B T) and
+ * gathered (V >= B T, batch 1: what `cflux sample` runs). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -129,11 +129,13 @@ static int same_numbers(const char *src, int B, int classes, int threads)
 
 static const char *char_rnn = "model = unroll(Chain(Input(), Embedding(11, 6), LSTM(64), Affine(11), softmax), 7)\n";
 
-/* Blocks of 8 units, two threads' worth at batch 8; the table folded (11 < 56). */
+/* The table folded (11 < 56). Two threads at batch 8 split each step's units (two
+ * blocks of 32), at batch 16 the sequences (8 each, all steps in one region). */
 TEST(embedded_lstm_folded)
 {
     CHECK(same_numbers(char_rnn, 8, 11, 1) == 0);
     CHECK(same_numbers(char_rnn, 8, 11, 2) == 0);
+    CHECK(same_numbers(char_rnn, 16, 11, 2) == 0);
 }
 
 /* Batch 1 (sampling): the table's rows gathered (11 >= 7). */

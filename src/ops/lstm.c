@@ -18,11 +18,13 @@
  * gates. Backward runs the steps in reverse, one product dz_t U^T each, and after the
  * loop the parameters' gradients are one product each over all B T rows.
  *
- * Inside, the gate columns are regrouped by blocks of w = 8 hidden units, each block
- * holding its units' i, f, o and g side by side (w = H when 8 does not divide H), so
- * that a thread owning some blocks owns every gate of its units: each step is one
- * parallel region, its product and its gates together. The value of an element does
- * not depend on which thread computes it.
+ * Threads: each sequence's steps depend on that sequence alone, so with 8 or more
+ * sequences a thread, the threads split the sequences and run all their steps in one
+ * parallel region, never waiting for each other (U packed once, shared). With fewer,
+ * they split each step's units, a region a step: the gate columns are regrouped in
+ * blocks of w hidden units (32 or 8 where they divide H, else w = H), a block holding
+ * its units' i, f, o and g side by side, so that a thread owning some blocks owns
+ * every gate of its units. The value of an element does not depend on the split.
  *
  * aux: the gates (B T 4H, regrouped, after σ and tanh) and tanh(c_t) (B T H). h0, c0
  * and the indices take no gradient (the carried states are where truncated
@@ -185,6 +187,7 @@ typedef struct job {
     float *Z, *tc;   /* aux */
     cf_gemm_pb U;    /* the steps' products' U (forward) or U^T (backward), packed */
     int t, tasks, nb, grain, avx2;
+    int by_rows;     /* tasks split the sequences (all steps in one region), else the units */
 } job;
 
 /* A task's blocks: whole grains of blocks, so that its units start at a multiple of
@@ -196,34 +199,50 @@ static void blocks_of(const job *j, int task, int *u0, int *u1)
     *u1 = (int)((long)n * (task + 1) / j->tasks) * j->grain;
 }
 
-/* Step j->t of forward, for the units of one task's blocks: z += h_{t-1} U, the
- * gates, c_t and h_t. */
-static void forward_step(void *p, int task)
+/* A task's sequences [b0, b1) and blocks [u0, u1): some sequences and all units (by
+ * rows, in fours where it can: the 4-row tile), or all sequences and some units. */
+static void part_of(const job *j, int task, int *b0, int *b1, int *u0, int *u1)
 {
-    const job *j = p;
+    if (j->by_rows) {
+        int n = (j->d.B + 3) / 4;
+        *b0 = 4 * (int)((long)n * task / j->tasks);
+        *b1 = 4 * (int)((long)n * (task + 1) / j->tasks);
+        if (*b1 > j->d.B) *b1 = j->d.B;
+        *u0 = 0;
+        *u1 = j->nb;
+    } else {
+        *b0 = 0;
+        *b1 = j->d.B;
+        blocks_of(j, task, u0, u1);
+    }
+}
+
+/* Step t of forward for sequences [b0, b1) and blocks [u0, u1): z += h_{t-1} U (after,
+ * folded, z = (E W)[x] + b), the gates, c_t and h_t. */
+static void forward_part(const job *j, int t, int b0, int b1, int u0, int u1)
+{
     const dims *d = &j->d;
-    int u0, u1, t = j->t, w = d->w;
-    blocks_of(j, task, &u0, &u1);
-    if (u0 == u1) return;
+    int w = d->w;
+    if (u0 == u1 || b0 == b1) return;
     size_t G = 4 * (size_t)d->H, Y2 = 2 * (size_t)d->H, c0 = (size_t)u0 * 4 * w;
-    const float *hp = t ? j->k->y + (size_t)(t - 1) * Y2 : j->k->x[IN_H0];
-    int ldh = t ? (int)((size_t)d->T * Y2) : d->H;
     size_t nc = (size_t)(u1 - u0) * 4 * w;
     if (d->fold)   /* this step's input products: rows of E W, plus b */
-        for (int bi = 0; bi < d->B; bi++) {
+        for (int bi = b0; bi < b1; bi++) {
             size_t r = (size_t)bi * d->T + t;
             const float *restrict pr = j->s.P + (size_t)j->k->x[IN_IDS][r] * G + c0, *restrict bias = j->s.b + c0;
             float *restrict z = j->Z + r * G + c0;
             for (size_t c = 0; c < nc; c++) z[c] = pr[c] + bias[c];
         }
-    cf_gemm_pb_run(&j->U, d->B, (int)c0, (int)nc, 1.0f, hp, ldh, 1.0f, j->Z + t * G + c0,
+    const float *hp = t ? j->k->y + ((size_t)b0 * d->T + t - 1) * Y2 : j->k->x[IN_H0] + (size_t)b0 * d->H;
+    int ldh = t ? (int)((size_t)d->T * Y2) : d->H;
+    cf_gemm_pb_run(&j->U, b1 - b0, (int)c0, (int)nc, 1.0f, hp, ldh, 1.0f, j->Z + ((size_t)b0 * d->T + t) * G + c0,
                    (int)((size_t)d->T * G));
-    for (int bi = 0; bi < d->B; bi++) {
+    for (int bi = b0; bi < b1; bi++) {
         size_t r = (size_t)bi * d->T + t;
         float *y = j->k->y + r * Y2, *tc = j->tc + r * d->H;
         const float *cp = t ? y - Y2 + d->H : j->k->x[IN_C0] + (size_t)bi * d->H;
         int j0 = u0 * w;
-        float *z = j->Z + r * G + (size_t)u0 * 4 * w;
+        float *z = j->Z + r * G + c0;
 #if defined(__x86_64__)
         if (j->avx2) cf_lstm_cell_fwd_avx2(z, w, u1 - u0, cp + j0, y + d->H + j0, tc + j0, y + j0);
         else
@@ -232,23 +251,21 @@ static void forward_step(void *p, int task)
     }
 }
 
-/* Step j->t of backward, for one task's units: their part of dh_{t} from the step
- * after (dz_{t+1} U^T), then dz_t of their gates and dc_{t-1}. */
-static void backward_step(void *p, int task)
+/* Step t of backward for sequences [b0, b1) and blocks [u0, u1): their part of dh_t
+ * from the step after (dz_{t+1} U^T), then dz_t of their gates and dc_{t-1}. */
+static void backward_part(const job *j, int t, int b0, int b1, int u0, int u1)
 {
-    const job *j = p;
     const dims *d = &j->d;
-    int u0, u1, t = j->t, w = d->w;
-    blocks_of(j, task, &u0, &u1);
-    if (u0 == u1) return;
+    int w = d->w;
+    if (u0 == u1 || b0 == b1) return;
     size_t G = 4 * (size_t)d->H, Y2 = 2 * (size_t)d->H;
     int j0 = u0 * w, nj = (u1 - u0) * w;
     if (t + 1 < d->T)
-        cf_gemm_pb_run(&j->U, d->B, j0, nj, 1.0f, j->s.dZ + (size_t)(t + 1) * G, (int)((size_t)d->T * G), 0.0f,
-                       j->s.dh + j0, d->H);
+        cf_gemm_pb_run(&j->U, b1 - b0, j0, nj, 1.0f, j->s.dZ + ((size_t)b0 * d->T + t + 1) * G,
+                       (int)((size_t)d->T * G), 0.0f, j->s.dh + (size_t)b0 * d->H + j0, d->H);
     else
-        for (int bi = 0; bi < d->B; bi++) memset(j->s.dh + (size_t)bi * d->H + j0, 0, (size_t)nj * sizeof(float));
-    for (int bi = 0; bi < d->B; bi++) {
+        for (int bi = b0; bi < b1; bi++) memset(j->s.dh + (size_t)bi * d->H + j0, 0, (size_t)nj * sizeof(float));
+    for (int bi = b0; bi < b1; bi++) {
         size_t r = (size_t)bi * d->T + t;
         const float *dy = j->k->dy + r * Y2, *y = j->k->y + r * Y2, *tc = j->tc + r * d->H;
         const float *cp = t ? y - Y2 + d->H : j->k->x[IN_C0] + (size_t)bi * d->H;
@@ -262,21 +279,38 @@ static void backward_step(void *p, int task)
         else
 #endif
             cf_lstm_cell_bwd(z, w, u1 - u0, tc + j0, cp + j0, dy + j0, dy + d->H + j0, dh, dc, fresh, dz);
-        /* this task's columns of the bias's gradient and, folded, of E W's: added up
-         * step by step (t from the last, then b), the same order at any thread count */
-        size_t c0 = (size_t)u0 * 4 * w, nc = (size_t)(u1 - u0) * 4 * w;
-        const float *restrict g = dz;
-        float *restrict db = j->s.db + c0;
-        for (size_t c = 0; c < nc; c++) db[c] += g[c];
-        if (d->fold) {
-            float *restrict dp = j->s.P + (size_t)j->k->x[IN_IDS][r] * G + c0;
-            for (size_t c = 0; c < nc; c++) dp[c] += g[c];
-        }
     }
+}
+
+/* One task's share of one step (split by units: a region a step), or of every step
+ * (split by sequences: each task's rows depend on its own rows only, one region). */
+static void forward_task(void *p, int task)
+{
+    const job *j = p;
+    int b0, b1, u0, u1;
+    part_of(j, task, &b0, &b1, &u0, &u1);
+    if (!j->by_rows) forward_part(j, j->t, b0, b1, u0, u1);
+    else
+        for (int t = 0; t < j->d.T; t++) forward_part(j, t, b0, b1, u0, u1);
+}
+
+static void backward_task(void *p, int task)
+{
+    const job *j = p;
+    int b0, b1, u0, u1;
+    part_of(j, task, &b0, &b1, &u0, &u1);
+    if (!j->by_rows) backward_part(j, j->t, b0, b1, u0, u1);
+    else
+        for (int t = j->d.T - 1; t >= 0; t--) backward_part(j, t, b0, b1, u0, u1);
 }
 
 static void run_steps(job *j, void (*fn)(void *, int), int forward)
 {
+    if (j->by_rows) {
+        if (j->tasks > 1) cf_parallel_for(j->tasks, fn, j);
+        else fn(j, 0);
+        return;
+    }
     for (int s = 0; s < j->d.T; s++) {
         j->t = forward ? s : j->d.T - 1 - s;
         if (j->tasks > 1) cf_parallel_for(j->tasks, fn, j);
@@ -294,10 +328,19 @@ static void job_init(job *j, const cf_inst *k, int backward)
     j->tc = k->aux + j->d.rows * 4 * (size_t)j->d.H;
     j->nb = j->d.H / j->d.w;
     j->grain = j->d.w == 8 && j->nb % 4 == 0 ? 4 : 1;
-    /* a step's product is 8 B H^2 flops: split it when it pays for waking the pool */
+    /* Split the sequences where each thread gets 8 or more (no waiting between steps),
+     * else a step's units (a region a step) when its product, 8 B H^2 flops, pays for
+     * waking the pool. */
     double flops = 8.0 * j->d.B * (double)j->d.H * j->d.H;
     int th = cf_threads(), n = j->nb / j->grain;
-    j->tasks = flops >= 2e5 && th > 1 ? (th < n ? th : n) : 1;
+    j->by_rows = 1;
+    j->tasks = 1;
+    if (th > 1 && j->d.B >= 16 && flops >= 2e5) {
+        j->tasks = th < j->d.B / 8 ? th : j->d.B / 8;
+    } else if (th > 1 && flops >= 2e5) {
+        j->by_rows = 0;
+        j->tasks = th < n ? th : n;
+    }
     j->avx2 = cf_cpu_avx2(cf_cpu());
     regroup(&j->d, k->x[IN_W], j->s.W, (size_t)j->d.I);
     regroup(&j->d, k->x[IN_U], j->s.U, (size_t)j->d.H);
@@ -330,6 +373,35 @@ static void gather(const job *j)
     for (size_t r = 0; r < j->d.rows; r++) memcpy(j->s.X + r * I, E + (size_t)x[r] * I, I * sizeof(float));
 }
 
+/* Columns [b, e) of the bias's gradient: dZ summed over the rows in order, the same
+ * bits at any thread count. */
+static void sum_columns(void *p, size_t b, size_t e)
+{
+    const job *j = p;
+    size_t G = 4 * (size_t)j->d.H;
+    float *restrict db = j->s.db;
+    memset(db + b, 0, (e - b) * sizeof *db);
+    for (size_t r = 0; r < j->d.rows; r++) {
+        const float *restrict dz = j->s.dZ + r * G;
+        for (size_t c = b; c < e; c++) db[c] += dz[c];
+    }
+}
+
+/* Columns [b, e) of the folded product's gradient, into P: dZ's rows added up by
+ * index, in row order. */
+static void scatter_columns(void *p, size_t b, size_t e)
+{
+    const job *j = p;
+    const float *x = j->k->x[IN_IDS];
+    size_t G = 4 * (size_t)j->d.H;
+    for (size_t v = 0; v < (size_t)j->d.V; v++) memset(j->s.P + v * G + b, 0, (e - b) * sizeof(float));
+    for (size_t r = 0; r < j->d.rows; r++) {
+        float *restrict to = j->s.P + (size_t)x[r] * G;
+        const float *restrict dz = j->s.dZ + r * G;
+        for (size_t c = b; c < e; c++) to[c] += dz[c];
+    }
+}
+
 static int lstm_forward(const cf_inst *k)
 {
     job j;
@@ -350,7 +422,7 @@ static int lstm_forward(const cf_inst *k)
         cf_gemm_ep ep = {j.s.b, 0};
         cf_gemm_ep_run(0, 0, (int)d->rows, G, d->I, 1.0f, X, d->I, j.s.W, G, 0.0f, j.Z, G, &ep);
     }
-    run_steps(&j, forward_step, 1);
+    run_steps(&j, forward_task, 1);
     return 0;
 }
 
@@ -360,9 +432,7 @@ static void lstm_backward(const cf_inst *k)
     job_init(&j, k, 1);
     const dims *d = &j.d;
     int G = 4 * d->H, H = d->H;
-    memset(j.s.db, 0, (size_t)G * sizeof(float));
-    if (d->fold) memset(j.s.P, 0, (size_t)d->V * G * sizeof(float));   /* E W's gradient, from the steps */
-    run_steps(&j, backward_step, 0);
+    run_steps(&j, backward_task, 0);
     const float *dZ = j.s.dZ;
     /* h_{t-1} of every row, for dU */
     for (int bi = 0; bi < d->B; bi++)
@@ -375,10 +445,14 @@ static void lstm_backward(const cf_inst *k)
         cf_gemm(1, 0, H, G, (int)d->rows, 1.0f, j.s.Hp, H, dZ, G, 0.0f, j.s.dU, G);
         ungroup(d, j.s.dU, k->dx[IN_U], (size_t)H, k->acc[IN_U]);
     }
-    if (k->dx[IN_B]) ungroup(d, j.s.db, k->dx[IN_B], 1, k->acc[IN_B]);
+    if (k->dx[IN_B]) {
+        cf_parallel_range((size_t)G, d->rows, sum_columns, &j);
+        ungroup(d, j.s.db, k->dx[IN_B], 1, k->acc[IN_B]);
+    }
     float *dE = d->V ? k->dx[IN_X] : NULL;
     if (d->fold) {
-        /* P holds dP, the rows of dZ added up by index (the steps did it): dW = E^T dP, dE = dP W^T */
+        /* dP (in P) = the rows of dZ added up by index; dW = E^T dP, dE = dP W^T */
+        cf_parallel_range((size_t)G, d->rows, scatter_columns, &j);
         if (k->dx[IN_W]) {
             cf_gemm(1, 0, d->I, G, d->V, 1.0f, k->x[IN_X], d->I, j.s.P, G, 0.0f, j.s.dW, G);
             ungroup(d, j.s.dW, k->dx[IN_W], (size_t)d->I, k->acc[IN_W]);

@@ -856,6 +856,9 @@ CF_API size_t cf_model_input_norm(const cf_model *m, const float **mean, const f
 CF_API int cf_evaluate(cf_model *m, const cf_dataset *d, int batch, double *loss, double *accuracy);
 /* Output 0 for every sample of d, into out (count * output size floats). */
 CF_API int cf_predict(cf_model *m, const cf_dataset *d, int batch, float *out);
+/* Every output: outs[i] (count * output i's size floats, or NULL: not wanted) for each
+ * of the model's cf_model_output_count outputs. */
+CF_API int cf_predict_outputs(cf_model *m, const cf_dataset *d, int batch, float *const *outs);
 
 #ifdef __cplusplus
 }

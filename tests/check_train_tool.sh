@@ -27,6 +27,13 @@ cmp -s "$t/a.ckpt" "$t/d.ckpt" && ok || bad "resumed run differs"
 "$tool" eval "$t/m.flux" --params "$t/a.ckpt" --data "csv:$t/train.csv,$t/test.csv" | grep -q 'on the test set (100 samples): loss [0-9.]*, accuracy 0\.' && ok || bad "eval"
 cut -d, -f2- "$t/test.csv" > "$t/inputs.csv"
 [ "$("$tool" predict "$t/m.flux" --params "$t/a.ckpt" "$t/inputs.csv" | grep -c '^[0-9]*: class [0-2] (p = 0\.')" -eq 100 ] && ok || bad "predict"
+# a model of two outputs (a tuple): predict gives both, side by side
+printf 'net Two(in) {\n  W = param(in, 3)\n  V = param(in, 2)\n  x -> (softmax(x * W), x * V)\n}\nmodel = Chain(Input(4), Two())\n' > "$t/two.flux"
+"$tool" train "$t/two.flux" --data "csv:$t/train.csv,$t/test.csv" --epochs 2 --quiet --save "$t/two.ckpt" > /dev/null
+[ "$("$tool" predict "$t/two.flux" --params "$t/two.ckpt" "$t/inputs.csv" |
+   grep -cE '^[0-9]+: class [0-2] \(p = 0\.[0-9]+\) \| -?[0-9.e+-]+ -?[0-9.e+-]+$')" -eq 100 ] && ok || bad "predict, two outputs"
+"$tool" predict "$t/two.flux" --params "$t/two.ckpt" "$t/inputs.csv" --json |
+  grep -qE '^\[\[\{"class": [0-2], "probability": [0-9.e-]+\}, \[-?[0-9.e+-]+, -?[0-9.e+-]+\]\], \[\{' && ok || bad "predict --json, two outputs"
 
 # bad input: exit 1 and one line naming the file
 one_line() {  # one_line PATTERN COMMAND...

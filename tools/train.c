@@ -488,6 +488,25 @@ done:
 
 /* ---- predict ---- */
 
+/* One sample's value of one output: the top class of a softmax, else the numbers. */
+static void print_output(const float *p, size_t k, int classify, int json)
+{
+    if (classify) {
+        size_t best = 0;
+        for (size_t c = 1; c < k; c++)
+            if (p[c] > p[best]) best = c;
+        if (json) printf("{\"class\": %zu, \"probability\": %.6g}", best, (double)p[best]);
+        else printf(" class %zu (p = %.4f)", best, (double)p[best]);
+        return;
+    }
+    if (json) printf("[");
+    for (size_t c = 0; c < k; c++) printf("%s%.6g", c && json ? ", " : json ? "" : " ", (double)p[c]);
+    if (json) printf("]");
+}
+
+/* Each sample on a line, "i: ..." with a model's outputs side by side (" | " between
+ * them); --json: an array of samples, each its one output's value, or with several
+ * outputs an array of their values. */
 int cmd_predict(const args *a)
 {
     if (!a->params) {
@@ -498,31 +517,33 @@ int cmd_predict(const args *a)
     cf_model *m = cf_model_load(a->pos[0]);
     if (!m) return fail();
     cf_dataset *d = cf_dataset_load_inputs(a->pos[1]);
-    int rc = 1;
-    float *out = NULL;
+    int rc = 1, no = cf_model_output_count(m);
+    float **outs = calloc(no > 0 ? (size_t)no : 1, sizeof *outs);
     if (!d || cf_model_load_params(m, a->params)) goto out;
-    size_t n = cf_dataset_count(d), k = cf_shape_count(cf_model_output_shape(m, 0));
-    if (!(out = malloc(n * k * sizeof *out))) {
-        fprintf(stderr, "error: %s: out of memory for the %zu outputs of %zu samples\n", a->pos[1], n * k, n);
+    size_t n = cf_dataset_count(d);
+    if (!outs) {
+        fprintf(stderr, "error: out of memory\n");
         goto done;
     }
-    if (cf_predict(m, d, isnan(a->batch) ? 256 : (int)a->batch, out)) goto out;
-    int classify = cf_model_output_count(m) > 0 && !strcmp(cf_model_output_op(m, 0), "softmax");
+    for (int o = 0; o < no; o++) {
+        size_t k = cf_shape_count(cf_model_output_shape(m, o));
+        if (!(outs[o] = malloc((n ? n : 1) * k * sizeof **outs))) {
+            fprintf(stderr, "error: %s: out of memory for the %zu values of output %d of %zu samples\n", a->pos[1],
+                    n * k, o, n);
+            goto done;
+        }
+    }
+    if (cf_predict_outputs(m, d, isnan(a->batch) ? 256 : (int)a->batch, outs)) goto out;
     if (a->json) printf("[");
     for (size_t i = 0; i < n; i++) {
-        const float *p = out + i * k;
-        if (classify) {
-            size_t best = 0;
-            for (size_t c = 1; c < k; c++)
-                if (p[c] > p[best]) best = c;
-            if (a->json) printf("%s{\"class\": %zu, \"probability\": %.6g}", i ? ", " : "", best, (double)p[best]);
-            else printf("%zu: class %zu (p = %.4f)\n", i, best, (double)p[best]);
-        } else {
-            if (a->json) printf("%s[", i ? ", " : "");
-            else printf("%zu:", i);
-            for (size_t c = 0; c < k; c++) printf(a->json ? "%s%.6g" : "%s %.6g", a->json && c ? ", " : "", (double)p[c]);
-            printf(a->json ? "]" : "\n");
+        if (a->json) printf("%s%s", i ? ", " : "", no > 1 ? "[" : "");
+        else printf("%zu:", i);
+        for (int o = 0; o < no; o++) {
+            size_t k = cf_shape_count(cf_model_output_shape(m, o));
+            if (o) printf(a->json ? ", " : " |");
+            print_output(outs[o] + i * k, k, !strcmp(cf_model_output_op(m, o), "softmax"), a->json);
         }
+        printf(a->json ? (no > 1 ? "]" : "") : "\n");
     }
     if (a->json) printf("]\n");
     rc = 0;
@@ -530,7 +551,8 @@ int cmd_predict(const args *a)
 out:
     fail();
 done:
-    free(out);
+    for (int o = 0; outs && o < no; o++) free(outs[o]);
+    free(outs);
     cf_dataset_free(d);
     cf_model_free(m);
     return rc;

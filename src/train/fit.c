@@ -552,9 +552,10 @@ int cf_evaluate(cf_model *m, const cf_dataset *d, int batch, double *loss, doubl
     return 0;
 }
 
-int cf_predict(cf_model *m, const cf_dataset *d, int batch, float *out)
+int cf_predict_outputs(cf_model *m, const cf_dataset *d, int batch, float *const *outs)
 {
-    if (!m || !d || !out || batch < 1) return cf_seterr("error: cf_predict: no model, data or output, or a batch below 1");
+    if (!m || !d || !outs || batch < 1)
+        return cf_seterr("error: cf_predict: no model, data or output, or a batch below 1");
     if (cf_model_infer_shapes(m)) return -1;
     size_t xcount = cf_shape_count(m->inputs[0]->shape), n = cf_dataset_count(d);
     if (check_input(m, d)) return -1;
@@ -563,7 +564,6 @@ int cf_predict(cf_model *m, const cf_dataset *d, int batch, float *out)
         unbind(&b);
         return -1;
     }
-    size_t ocount = cf_shape_count(m->outputs[0]->shape);
     for (size_t at = 0; at < n; at += (size_t)batch) {
         size_t k = n - at < (size_t)batch ? n - at : (size_t)batch;
         cf_exec *e = k == (size_t)batch ? b.full : b.tail;
@@ -574,8 +574,22 @@ int cf_predict(cf_model *m, const cf_dataset *d, int batch, float *out)
             unbind(&b);
             return -1;
         }
-        memcpy(out + at * ocount, cf_exec_output(e, 0, NULL), k * ocount * sizeof(float));
+        for (int o = 0; o < m->noutputs; o++) {
+            size_t ocount = cf_shape_count(m->outputs[o]->shape);
+            if (outs[o]) memcpy(outs[o] + at * ocount, cf_exec_output(e, o, NULL), k * ocount * sizeof(float));
+        }
     }
     unbind(&b);
     return 0;
+}
+
+int cf_predict(cf_model *m, const cf_dataset *d, int batch, float *out)
+{
+    if (!m || !out || m->noutputs < 1) return cf_seterr("error: cf_predict: no model, output or place for it");
+    float **outs = calloc((size_t)m->noutputs, sizeof *outs);   /* output 0 alone */
+    if (!outs) return cf_oom((size_t)m->noutputs * sizeof *outs);
+    outs[0] = out;
+    int rc = cf_predict_outputs(m, d, batch, outs);
+    free(outs);
+    return rc;
 }

@@ -130,12 +130,13 @@ static int same_numbers(const char *src, int B, int classes, int threads)
 static const char *char_rnn = "model = unroll(Chain(Input(), Embedding(11, 6), LSTM(64), Affine(11), softmax), 7)\n";
 
 /* The table folded (11 < 56). Two threads at batch 8 split each step's units (two
- * blocks of 32), at batch 16 the sequences (8 each, all steps in one region). */
+ * blocks of 32), at batches 16 and 18 the sequences (all steps in one region). */
 TEST(embedded_lstm_folded)
 {
     CHECK(same_numbers(char_rnn, 8, 11, 1) == 0);
     CHECK(same_numbers(char_rnn, 8, 11, 2) == 0);
     CHECK(same_numbers(char_rnn, 16, 11, 2) == 0);
+    CHECK(same_numbers(char_rnn, 18, 11, 2) == 0);   /* 8 and 10 */
 }
 
 /* Batch 1 (sampling): the table's rows gathered (11 >= 7). */

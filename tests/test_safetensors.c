@@ -311,6 +311,49 @@ TEST(reads_other_dtypes)
     cf_st_free(f);
 }
 
+/* With CF_ST_OTHER_DTYPES, tensors of whole-byte dtypes cflux does not read (a PyTorch
+ * BatchNorm's I64 num_batches_tracked) are kept, with their dtype and shape and no
+ * values, and checked like the others; without it they are refused by name. Sub-byte
+ * dtypes stay refused. */
+TEST(keeps_unread_dtypes_when_asked)
+{
+    static const char *json = "{\"bn.weight\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},"
+                              "\"bn.num_batches_tracked\":{\"dtype\":\"I64\",\"shape\":[],\"data_offsets\":[8,16]},"
+                              "\"mask\":{\"dtype\":\"BOOL\",\"shape\":[3],\"data_offsets\":[16,19]}}";
+    size_t len;
+    unsigned char *b = image(json, 19, &len);
+    float w[2] = {0.5f, -2};
+    memcpy(b + len - 19, w, 8);
+    cf_st_file *f = cf_st_parse(b, len, "bn.safetensors");
+    CHECK(f == NULL);
+    CHECK_HAS(cf_last_error(), "tensor 'bn.num_batches_tracked' has dtype I64, which cflux does not read");
+    f = cf_st_parse_ex(b, len, "bn.safetensors", CF_ST_OTHER_DTYPES);
+    CHECK(f != NULL);
+    if (f) {
+        const cf_st_tensor *t = cf_st_find(f, "bn.num_batches_tracked"), *m = cf_st_find(f, "mask");
+        const cf_st_tensor *wt = cf_st_find(f, "bn.weight");
+        CHECK(cf_st_count(f) == 3);
+        CHECK(t && t->data == NULL && !strcmp(t->dtype, "I64") && t->rank == 0 && t->count == 1);
+        CHECK(m && m->data == NULL && !strcmp(m->dtype, "BOOL") && m->rank == 1 && m->count == 3);
+        CHECK(wt && !strcmp(wt->dtype, "F32") && wt->data && wt->data[0] == 0.5f && wt->data[1] == -2);
+    }
+    cf_st_free(f);
+    free(b);
+    /* still checked: an I64 of 4 bytes, and a sub-byte dtype */
+    b = image("{\"n\":{\"dtype\":\"I64\",\"shape\":[],\"data_offsets\":[0,4]}}", 4, &len);
+    f = cf_st_parse_ex(b, len, "short.safetensors", CF_ST_OTHER_DTYPES);
+    CHECK(f == NULL);
+    CHECK_HAS(cf_last_error(), "tensor 'n' has 4 bytes of data (data_offsets [0, 4]) but shape [] of I64 needs 8");
+    cf_st_free(f);
+    free(b);
+    b = image("{\"q\":{\"dtype\":\"F4\",\"shape\":[2],\"data_offsets\":[0,1]}}", 1, &len);
+    f = cf_st_parse_ex(b, len, "f4.safetensors", CF_ST_OTHER_DTYPES);
+    CHECK(f == NULL);
+    CHECK_HAS(cf_last_error(), "tensor 'q' has dtype F4, which cflux does not read");
+    cf_st_free(f);
+    free(b);
+}
+
 TEST(accepts_what_the_format_allows)
 {
     size_t len;
@@ -468,6 +511,7 @@ int main(void)
     RUN(rejects_bad_offsets);
     RUN(rejects_bad_layout);
     RUN(rejects_bad_metadata);
+    RUN(keeps_unread_dtypes_when_asked);
     tmpdir_remove();
     return test_summary("safetensors");
 }

@@ -52,6 +52,10 @@ static const char *const dt_other[] = {
     "BOOL", "U8", "I8", "I16", "U16", "I32", "U32", "I64", "U64", "C64",
     "F8_E5M2", "F8_E4M3", "F8_E8M0", "F4", "F6_E2M3", "F6_E3M2", NULL};
 
+/* Their sizes in bytes; 0 for those of fewer bits than a byte, which a file with
+ * CF_ST_OTHER_DTYPES still refuses. */
+static const int dt_other_size[] = {1, 1, 1, 2, 2, 4, 4, 8, 8, 8, 1, 1, 1, 0, 0, 0};
+
 #define DT_READS "cflux reads F32, F64, F16 and BF16"
 
 static uint16_t ld16(const unsigned char *p) { return (uint16_t)(p[0] | p[1] << 8); }
@@ -176,6 +180,7 @@ static int cmp_str(const void *a, const void *b)
 typedef struct entry {
     const char *name;      /* in the cJSON tree */
     int dt, rank, index;   /* index: position in the header */
+    int other;             /* dt == DT_COUNT: the index in dt_other (kept, not read) */
     long long shape[CF_ST_MAXDIMS];
     size_t count;
     uint64_t begin, end;
@@ -288,7 +293,7 @@ static int get_uint(const cJSON *v, uint64_t *out, const char *what, const char 
 /* Check one tensor entry: an object with dtype, shape and data_offsets, whose byte
  * length is its element count times its dtype size. Unknown fields are ignored, as
  * the reference does; a field given twice is an error. */
-static int check_entry(const cJSON *obj, entry *e, const char *what)
+static int check_entry(const cJSON *obj, entry *e, const char *what, unsigned flags)
 {
     const char *tn = e->name;
     const cJSON *dtype = NULL, *shape = NULL, *offs = NULL, *c;
@@ -317,13 +322,18 @@ static int check_entry(const cJSON *obj, entry *e, const char *what)
                          json_kind(dtype));
     for (e->dt = 0; e->dt < DT_COUNT; e->dt++)
         if (!strcmp(dtype->valuestring, dt_name[e->dt])) break;
+    int size = e->dt < DT_COUNT ? dt_size[e->dt] : 0;
     if (e->dt == DT_COUNT) {
         for (i = 0; dt_other[i]; i++)
-            if (!strcmp(dtype->valuestring, dt_other[i]))
-                return cf_seterr("error: %s: tensor '%s' has dtype %s, which cflux does not read "
-                                 "(" DT_READS ")", what, tn, dtype->valuestring);
-        return cf_seterr("error: %s: tensor '%s' has unknown dtype '%s' (" DT_READS ")",
-                         what, tn, dtype->valuestring);
+            if (!strcmp(dtype->valuestring, dt_other[i])) break;
+        if (!dt_other[i])
+            return cf_seterr("error: %s: tensor '%s' has unknown dtype '%s' (" DT_READS ")",
+                             what, tn, dtype->valuestring);
+        if (!(flags & CF_ST_OTHER_DTYPES) || !dt_other_size[i])
+            return cf_seterr("error: %s: tensor '%s' has dtype %s, which cflux does not read "
+                             "(" DT_READS ")", what, tn, dtype->valuestring);
+        e->other = i;
+        size = dt_other_size[i];
     }
 
     if (!cJSON_IsArray(shape))
@@ -342,9 +352,9 @@ static int check_entry(const cJSON *obj, entry *e, const char *what)
         if (__builtin_mul_overflow(count, (uint64_t)e->shape[i], &count))
             return cf_seterr("error: %s: tensor '%s': shape %s has too many elements (overflow)",
                              what, tn, fmt_shape(sbuf, sizeof sbuf, n, e->shape));
-    if (__builtin_mul_overflow(count, (uint64_t)dt_size[e->dt], &nbytes) || count > SIZE_MAX)
+    if (__builtin_mul_overflow(count, (uint64_t)size, &nbytes) || count > SIZE_MAX)
         return cf_seterr("error: %s: tensor '%s': shape %s of %s is too many bytes (overflow)",
-                         what, tn, fmt_shape(sbuf, sizeof sbuf, n, e->shape), dt_name[e->dt]);
+                         what, tn, fmt_shape(sbuf, sizeof sbuf, n, e->shape), dtype->valuestring);
     e->count = (size_t)count;
 
     if (!cJSON_IsArray(offs) || cJSON_GetArraySize(offs) != 2)
@@ -360,7 +370,7 @@ static int check_entry(const cJSON *obj, entry *e, const char *what)
                          "but shape %s of %s needs %llu", what, tn,
                          (unsigned long long)(e->end - e->begin), (unsigned long long)e->begin,
                          (unsigned long long)e->end, fmt_shape(sbuf, sizeof sbuf, n, e->shape),
-                         dt_name[e->dt], (unsigned long long)nbytes);
+                         dtype->valuestring, (unsigned long long)nbytes);
     return 0;
 }
 
@@ -458,7 +468,7 @@ static cf_st_file *build(entry *const *bypos, int n, const cJSON *meta, const un
     if (!f) { cf_oom(sizeof *f); return NULL; }
     for (i = 0; i < n; i++) {
         nstr += strlen(bypos[i]->name) + 1;
-        nval += bypos[i]->count;
+        if (bypos[i]->dt < DT_COUNT) nval += bypos[i]->count;
     }
     for (c = nmeta ? meta->child : NULL; c; c = c->next)
         nstr += strlen(c->string) + strlen(c->valuestring) + 2;
@@ -486,9 +496,14 @@ static cf_st_file *build(entry *const *bypos, int n, const cJSON *meta, const un
         t->rank = e->rank;
         memcpy(t->shape, e->shape, sizeof t->shape);
         t->count = e->count;
-        t->data = f->data + at;
-        convert(f->data + at, data + e->begin, e->count, e->dt);
-        at += e->count;
+        if (e->dt < DT_COUNT) {
+            t->dtype = dt_name[e->dt];
+            t->data = f->data + at;
+            convert(f->data + at, data + e->begin, e->count, e->dt);
+            at += e->count;
+        } else {
+            t->dtype = dt_other[e->other];   /* kept, not read: data NULL */
+        }
         byname[i].name = t->name;
         byname[i].i = i;
     }
@@ -507,7 +522,9 @@ static cf_st_file *build(entry *const *bypos, int n, const cJSON *meta, const un
     return f;
 }
 
-cf_st_file *cf_st_parse(const void *buf, size_t len, const char *what)
+cf_st_file *cf_st_parse(const void *buf, size_t len, const char *what) { return cf_st_parse_ex(buf, len, what, 0); }
+
+cf_st_file *cf_st_parse_ex(const void *buf, size_t len, const char *what, unsigned flags)
 {
     const unsigned char *b = buf;
     const char *hdr, *end = NULL;
@@ -572,7 +589,7 @@ cf_st_file *cf_st_parse(const void *buf, size_t len, const char *what)
         if (c == meta) continue;
         ents[i].name = c->string;
         ents[i].index = i;
-        if (check_entry(c, &ents[i], what)) goto out;
+        if (check_entry(c, &ents[i], what, flags)) goto out;
         i++;
     }
     if (check_layout(ents, n, len - 8 - hlen, what)) goto out;
@@ -585,7 +602,9 @@ out:
     return f;
 }
 
-cf_st_file *cf_st_read(const char *path)
+cf_st_file *cf_st_read(const char *path) { return cf_st_read_ex(path, 0); }
+
+cf_st_file *cf_st_read_ex(const char *path, unsigned flags)
 {
     FILE *fp;
     struct stat st;
@@ -627,7 +646,7 @@ cf_st_file *cf_st_read(const char *path)
         cf_seterr("error: %s: cannot read: %s", path, strerror(e));
         goto out;
     }
-    f = cf_st_parse(buf, len, path);
+    f = cf_st_parse_ex(buf, len, path, flags);
 out:
     free(buf);
     fclose(fp);

@@ -13,7 +13,11 @@
  *
  * cflux keeps float32 only: it writes F32, and reads F32, F64, F16 and BF16,
  * converting to float32 on read. Any other dtype (I64, U8, BOOL ...) is an error
- * that names the tensor.
+ * that names the tensor, unless the reader is given CF_ST_OTHER_DTYPES: such a
+ * tensor is then kept, checked like the others, with its dtype and shape and no
+ * values (data NULL), for a caller that decides what it means (a PyTorch
+ * BatchNorm's num_batches_tracked, an I64, is ignored on import). Dtypes of fewer
+ * bits than a byte (F4, F6_*) stay errors.
  *
  *   cf_st_tensor t = {.name = "w", .rank = 2, .shape = {2, 3}, .count = 6, .data = w};
  *   const char *k[] = {"format"}, *v[] = {"cflux-1"};
@@ -37,8 +41,14 @@ typedef struct cf_st_tensor {
     int rank;                        /* 0 (a scalar) .. CF_ST_MAXDIMS */
     long long shape[CF_ST_MAXDIMS];  /* shape[0 .. rank-1], each >= 0 */
     size_t count;                    /* product of shape (1 for a scalar) */
-    const float *data;               /* count float32 values, row-major */
+    const float *data;               /* count float32 values, row-major; NULL for a
+                                        dtype kept but not read (CF_ST_OTHER_DTYPES) */
+    const char *dtype;               /* read: the file's dtype ("F32", "I64"); ignored
+                                        by the writer, which writes F32 */
 } cf_st_tensor;
+
+/* Reader flags. */
+#define CF_ST_OTHER_DTYPES 1u   /* keep tensors of whole-byte dtypes cflux does not read */
 
 /* Write n float32 tensors and nmeta string pairs (the "__metadata__" object) to
  * path, crash-safe (through cf_file_create: a temporary file renamed over path,
@@ -54,12 +64,15 @@ int cf_st_write(const char *path, int n, const cf_st_tensor *tensors,
 
 typedef struct cf_st_file cf_st_file;
 
-/* Read and check a whole file (read into memory, converted to float32). NULL on error. */
+/* Read and check a whole file (read into memory, converted to float32). NULL on error.
+ * _ex takes reader flags. */
 cf_st_file *cf_st_read(const char *path);
+cf_st_file *cf_st_read_ex(const char *path, unsigned flags);
 
 /* The same from memory; `what` names the input in messages. Copies what it keeps:
  * buf may be freed once this returns. NULL on error. */
 cf_st_file *cf_st_parse(const void *buf, size_t len, const char *what);
+cf_st_file *cf_st_parse_ex(const void *buf, size_t len, const char *what, unsigned flags);
 
 /* Number of tensors. */
 int cf_st_count(const cf_st_file *f);

@@ -349,6 +349,39 @@ TEST(keeps_unread_dtypes_when_asked)
                      "tensor 'q' has dtype F4, which cflux does not read"));
 }
 
+/* A state_dict as PyTorch writes it (safetensors.torch.save_file; made by
+ * tests/golden/gen_torch_state.py): refused by name as it stands, since its BatchNorm
+ * counts batches in an I64; read with CF_ST_OTHER_DTYPES, that count is kept without
+ * values and every F32 tensor reads as the values the script wrote beside it. */
+TEST(reads_a_pytorch_state_dict)
+{
+    cf_st_file *f = cf_st_read("tests/golden/torch_state.safetensors");
+    CHECK(f == NULL);
+    CHECK_HAS(cf_last_error(), "tensor '1.num_batches_tracked' has dtype I64, which cflux does not read");
+    f = cf_st_read_ex("tests/golden/torch_state.safetensors", CF_ST_OTHER_DTYPES);
+    cf_st_file *want = cf_st_read("tests/golden/torch_state_expect.safetensors");
+    CHECK(f != NULL && want != NULL);
+    if (!f || !want) {
+        fprintf(stderr, "%s\n", cf_last_error());
+        cf_st_free(f);
+        cf_st_free(want);
+        return;
+    }
+    CHECK(cf_st_count(f) == 9 && cf_st_count(want) == 8);
+    const cf_st_tensor *n = cf_st_find(f, "1.num_batches_tracked");
+    CHECK(n && !strcmp(n->dtype, "I64") && n->data == NULL && n->rank == 0);
+    for (int i = 0; i < cf_st_count(want); i++) {
+        const cf_st_tensor *e = cf_st_get(want, i), *t = cf_st_find(f, e->name + strlen("expect."));
+        int same = t && !strcmp(t->dtype, "F32") && t->rank == e->rank && t->count == e->count;
+        for (int d = 0; same && d < t->rank; d++) same = t->shape[d] == e->shape[d];
+        for (size_t k = 0; same && k < t->count; k++) same = t->data[k] == e->data[k];
+        if (!same) fprintf(stderr, "  %s: not as PyTorch wrote it\n", e->name);
+        CHECK(same);
+    }
+    cf_st_free(f);
+    cf_st_free(want);
+}
+
 TEST(accepts_what_the_format_allows)
 {
     size_t len;
@@ -507,6 +540,7 @@ int main(void)
     RUN(rejects_bad_layout);
     RUN(rejects_bad_metadata);
     RUN(keeps_unread_dtypes_when_asked);
+    RUN(reads_a_pytorch_state_dict);
     tmpdir_remove();
     return test_summary("safetensors");
 }

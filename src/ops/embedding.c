@@ -4,8 +4,8 @@
  *   x (B, ...) class indices stored as floats, E (V, D) a parameter -> y (B, ..., D),
  *   y[..., :] = E[x[...], :]
  *
- * Forward first checks every index (a whole number in 0..V-1; anything else fails
- * with the value, its place in x and V), then copies the rows. No gradient reaches x
+ * Forward first checks every index (cf_check_indices: a whole number in 0..V-1;
+ * anything else fails with the value, its place in x and V), then copies the rows. No gradient reaches x
  * (nograd bit 0). dE is a scatter-add of dy's rows: dE[x[r], c] += dy[r, c] for every
  * row r in order. The columns c are split between threads, each thread adding its
  * columns of every row in the order of r, so every element of dE sums the same terms
@@ -64,19 +64,24 @@ static void copy_rows(void *v, size_t b, size_t e)
     for (size_t r = b; r < e; r++) memcpy(y + r * D, E + (size_t)x[r] * D, D * sizeof *y);
 }
 
+int cf_check_indices(const float *x, cf_shape xs, int V)
+{
+    size_t n = cf_shape_count_b(xs, 1);
+    for (size_t r = 0; r < n; r++) {
+        float v = x[r];
+        if (!(v >= 0 && v < (float)V && v == (float)(long)v)) {
+            char at[160], s[96];
+            return cf_seterr("error: embedding: x%s is %g, not an index in 0..%d (the table E has %d rows; x is %s)",
+                             position(xs, r, at, sizeof at), (double)v, V - 1, V, cf_shape_str(xs, s, sizeof s));
+        }
+    }
+    return 0;
+}
+
 static int embedding_forward(const cf_inst *k)
 {
     job j = {k, cf_shape_count_b(k->xs[0], 1), k->xs[1].d[0], k->xs[1].d[1]};
-    const float *x = k->x[0];
-    for (size_t r = 0; r < j.rows; r++) {
-        float v = x[r];
-        if (!(v >= 0 && v < (float)j.V && v == (float)(long)v)) {
-            char at[160], s[96];
-            return cf_seterr("error: embedding: x%s is %g, not an index in 0..%d (the table E has %d rows; x is %s)",
-                             position(k->xs[0], r, at, sizeof at), (double)v, j.V - 1, j.V,
-                             cf_shape_str(k->xs[0], s, sizeof s));
-        }
-    }
+    if (cf_check_indices(k->x[0], k->xs[0], j.V)) return -1;
     cf_parallel_range(j.rows, (size_t)j.D, copy_rows, &j);
     return 0;
 }

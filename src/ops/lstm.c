@@ -353,19 +353,7 @@ static void job_init(job *j, const cf_inst *k, int backward)
     else cf_gemm_pb_make(&j->U, 0, j->d.H, G, j->s.U, G, pack);
 }
 
-/* Check the indices (as embedding does) and gather the rows of E when not folded. */
-static int check_indices(const job *j)
-{
-    const float *x = j->k->x[IN_IDS];
-    for (size_t r = 0; r < j->d.rows; r++) {
-        float v = x[r];
-        if (!(v >= 0 && v < (float)j->d.V && v == (float)(long)v))
-            return cf_seterr("error: embedding: x[%zu, %zu] is %g, not an index in 0..%d (the table E has %d rows)",
-                             r / (size_t)j->d.T, r % (size_t)j->d.T, (double)v, j->d.V - 1, j->d.V);
-    }
-    return 0;
-}
-
+/* The rows of E that the indices pick, when not folded. */
 static void gather(const job *j)
 {
     const float *x = j->k->x[IN_IDS], *E = j->k->x[IN_X];
@@ -408,7 +396,7 @@ static int lstm_forward(const cf_inst *k)
     job_init(&j, k, 0);
     const dims *d = &j.d;
     int G = 4 * d->H;
-    if (d->V && check_indices(&j)) return -1;
+    if (d->V && cf_check_indices(k->x[IN_IDS], k->xs[IN_IDS], d->V)) return -1;
     if (d->fold) {
         /* P = E W; then each row's input product is a row of P */
         cf_gemm(0, 0, d->V, G, d->I, 1.0f, k->x[IN_X], d->I, j.s.W, G, 0.0f, j.s.P, G);

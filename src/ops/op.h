@@ -130,6 +130,11 @@ int cf_norm_dim(int dim, int rank);
  * runs it for chains it found at bind. */
 void cf_matmul_fused(const cf_inst *k, const float *bias, int relu);
 
+/* Every element of x (concrete shape xs) a class index, a whole number in 0..V-1:
+ * 0, or -1 with "error: embedding: x[3, 12] is 7.5, not an index in 0..75 ..." (the
+ * first that is not). For the ops that pick rows of a table (ops/embedding.c). */
+int cf_check_indices(const float *x, cf_shape xs, int V);
+
 /* dst = src (acc 0) or dst += src (acc 1). */
 void cf_put(float *dst, const float *src, size_t n, int acc);
 

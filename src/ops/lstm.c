@@ -26,9 +26,10 @@
  * its units' i, f, o and g side by side, so that a thread owning some blocks owns
  * every gate of its units. The value of an element does not depend on the split.
  *
- * aux: the gates (B T 4H, regrouped, after σ and tanh) and tanh(c_t) (B T H). h0, c0
- * and the indices take no gradient (the carried states are where truncated
- * back-propagation through time stops). */
+ * aux: the gates (B T 4H, regrouped, after σ and tanh), tanh(c_t) (B T H), and W, U
+ * and b regrouped (made once by forward, read by backward). h0, c0 and the indices
+ * take no gradient (the carried states are where truncated back-propagation through
+ * time stops). */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -135,7 +136,7 @@ static void ungroup(const dims *d, const float *src, float *dst, size_t rows, in
 
 /* Workspace layout, shared by forward and backward. */
 typedef struct space {
-    float *W, *U, *b;     /* regrouped parameters */
+    float *W, *U, *b;     /* regrouped parameters (in aux: forward makes them, backward reads them) */
     float *X;             /* gathered rows of E (indices, not folded): B T x I */
     float *P;             /* folded: E W (V x 4H); in backward its gradient */
     float *Up;            /* U packed for the steps' products: forward U, backward U^T */
@@ -146,9 +147,6 @@ static size_t carve(const dims *d, float *base, space *s, int backward)
 {
     size_t G = 4 * (size_t)d->H, n = 0;
 #define TAKE(p, count) do { if (s) s->p = base + n; n += (count); } while (0)
-    TAKE(W, (size_t)d->I * G);
-    TAKE(U, (size_t)d->H * G);
-    TAKE(b, G);
     if (d->V && !d->fold) TAKE(X, d->rows * d->I);
     if (d->fold) TAKE(P, (size_t)d->V * G);
     size_t pf = cf_gemm_pb_floats(d->H, (int)G), pb = cf_gemm_pb_floats((int)G, d->H);
@@ -177,7 +175,7 @@ static size_t lstm_workspace(const cf_inst *k)
 static size_t lstm_aux(const cf_inst *k)
 {
     dims d = dims_of(k);
-    return d.rows * 5 * (size_t)d.H;
+    return d.rows * 5 * (size_t)d.H + ((size_t)d.I + (size_t)d.H + 1) * 4 * (size_t)d.H;
 }
 
 typedef struct job {
@@ -324,8 +322,12 @@ static void job_init(job *j, const cf_inst *k, int backward)
     j->k = k;
     j->d = dims_of(k);
     carve(&j->d, k->ws, &j->s, backward);
+    size_t G = 4 * (size_t)j->d.H;
     j->Z = k->aux;
-    j->tc = k->aux + j->d.rows * 4 * (size_t)j->d.H;
+    j->tc = j->Z + j->d.rows * G;
+    j->s.W = j->tc + j->d.rows * (size_t)j->d.H;
+    j->s.U = j->s.W + (size_t)j->d.I * G;
+    j->s.b = j->s.U + (size_t)j->d.H * G;
     j->nb = j->d.H / j->d.w;
     j->grain = j->d.w == 8 && j->nb % 4 == 0 ? 4 : 1;
     /* Split the sequences where each thread gets 8 or more (no waiting between steps),
@@ -342,15 +344,16 @@ static void job_init(job *j, const cf_inst *k, int backward)
         j->tasks = th < n ? th : n;
     }
     j->avx2 = cf_cpu_avx2(cf_cpu());
-    regroup(&j->d, k->x[IN_W], j->s.W, (size_t)j->d.I);
-    regroup(&j->d, k->x[IN_U], j->s.U, (size_t)j->d.H);
-    regroup(&j->d, k->x[IN_B], j->s.b, 1);
+    if (!backward) {   /* backward finds them in aux as forward left them */
+        regroup(&j->d, k->x[IN_W], j->s.W, (size_t)j->d.I);
+        regroup(&j->d, k->x[IN_U], j->s.U, (size_t)j->d.H);
+        regroup(&j->d, k->x[IN_B], j->s.b, 1);
+    }
     /* U packed once for all steps, unless a step's product has so few rows that it
      * streams U unpacked (batch 1, as when sampling) */
-    int G = 4 * j->d.H;
     float *pack = j->d.B > 4 ? j->s.Up : NULL;
-    if (backward) cf_gemm_pb_make(&j->U, 1, G, j->d.H, j->s.U, G, pack);
-    else cf_gemm_pb_make(&j->U, 0, j->d.H, G, j->s.U, G, pack);
+    if (backward) cf_gemm_pb_make(&j->U, 1, (int)G, j->d.H, j->s.U, (int)G, pack);
+    else cf_gemm_pb_make(&j->U, 0, j->d.H, (int)G, j->s.U, (int)G, pack);
 }
 
 /* The rows of E that the indices pick, when not folded. */

@@ -311,8 +311,7 @@ void cf_gemm_pb_run(const cf_gemm_pb *p, int M, int j0, int n, float alpha, cons
                     float *C, int ldc)
 {
     if (M <= 0 || n <= 0) return;
-    atomic_fetch_add_explicit(&flops, 2ull * (unsigned long long)M * (unsigned long long)n * (unsigned long long)p->K,
-                              memory_order_relaxed);
+    cf_gemm_add_flops(2.0 * M * n * p->K);
     if (p->packed &&
         cf_gemm_builtin_packed(p->im, M, j0, n, p->K, p->N, alpha, A, lda, p->packed, beta, C, ldc) == 0)
         return;

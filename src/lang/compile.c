@@ -1373,11 +1373,16 @@ done:
 
 /* The size a Chain passes to a template's `in`: the channels of an image
  * (B, C, H, W), else the last dimension. */
+static int features_from(cf_shape s, int first)   /* a sample's dims start at d[first] */
+{
+    if (s.rank - first == 3) return s.d[first];   /* an image (C, H, W) */
+    if (s.rank - first == 0) return 1;
+    return s.rank ? s.d[s.rank - 1] : 1;
+}
+
 static int feature_size(const cf_node *x)
 {
-    if (x->batched && x->shape.rank == 4) return x->shape.d[1];
-    if (x->batched && x->shape.rank == 1) return 1;
-    return x->shape.rank ? x->shape.d[x->shape.rank - 1] : 1;
+    return x->batched ? features_from(x->shape, 1) : x->shape.rank ? x->shape.d[x->shape.rank - 1] : 1;
 }
 
 /* Chain item pos, a template waiting for its input size, made for values of
@@ -1524,15 +1529,6 @@ static int unroll_by_layers(const inst *m)
     return lstm;
 }
 
-/* The size a Chain would pass to a template's `in` at one step of sequences x
- * (B, n, d...): feature_size of (B, d...). */
-static int step_features(const cf_node *x)
-{
-    if (x->shape.rank == 2) return 1;
-    if (x->shape.rank == 5) return x->shape.d[2];
-    return x->shape.d[x->shape.rank - 1];
-}
-
 /* A parameter or state of a made net, by its name in the net's body. */
 static const value *net_local(const inst *net, const char *name, vkind kind)
 {
@@ -1618,7 +1614,8 @@ static int unroll_layers(cc *c, inst *m, cf_node *x, int n, const char *file, in
         }
         if (item->kind == V_PARTIAL) {
             value mv;
-            if (make_partial(c, m, k, step_features(x), &mv)) return -1;
+            /* what a Chain passes at one step: the features of (B, d...) */
+            if (make_partial(c, m, k, features_from(x->shape, 2), &mv)) return -1;
         }
         value xv = tensor_value(x), yv;
         if (stdlib_net(item, "Embedding") && k + 1 < m->n && stdlib_net(&m->items[k + 1], "LSTM") &&

@@ -26,10 +26,10 @@
  * its units' i, f, o and g side by side, so that a thread owning some blocks owns
  * every gate of its units. The value of an element does not depend on the split.
  *
- * aux: the gates (B T 4H, regrouped, after σ and tanh), tanh(c_t) (B T H), and W, U
- * and b regrouped (made once by forward, read by backward). h0, c0 and the indices
- * take no gradient (the carried states are where truncated back-propagation through
- * time stops). */
+ * aux: the gates (B T 4H, regrouped, after σ and tanh), tanh(c_t) (B T H), W, U and
+ * b regrouped, and with indices not folded the rows of E they pick (made once by
+ * forward, read by backward). h0, c0 and the indices take no gradient (the carried
+ * states are where truncated back-propagation through time stops). */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -137,7 +137,7 @@ static void ungroup(const dims *d, const float *src, float *dst, size_t rows, in
 /* Workspace layout, shared by forward and backward. */
 typedef struct space {
     float *W, *U, *b;     /* regrouped parameters (in aux: forward makes them, backward reads them) */
-    float *X;             /* gathered rows of E (indices, not folded): B T x I */
+    float *X;             /* gathered rows of E (indices, not folded): B T x I, in aux */
     float *P;             /* folded: E W (V x 4H); in backward its gradient */
     float *Up;            /* U packed for the steps' products: forward U, backward U^T */
     float *dZ, *dh, *dc, *db, *Hp, *dW, *dU, *dX;
@@ -147,7 +147,6 @@ static size_t carve(const dims *d, float *base, space *s, int backward)
 {
     size_t G = 4 * (size_t)d->H, n = 0;
 #define TAKE(p, count) do { if (s) s->p = base + n; n += (count); } while (0)
-    if (d->V && !d->fold) TAKE(X, d->rows * d->I);
     if (d->fold) TAKE(P, (size_t)d->V * G);
     size_t pf = cf_gemm_pb_floats(d->H, (int)G), pb = cf_gemm_pb_floats((int)G, d->H);
     TAKE(Up, (pf > pb ? pf : pb) + 16);   /* + 16: room to start it on 64 bytes, as packed panels must */
@@ -175,7 +174,8 @@ static size_t lstm_workspace(const cf_inst *k)
 static size_t lstm_aux(const cf_inst *k)
 {
     dims d = dims_of(k);
-    return d.rows * 5 * (size_t)d.H + ((size_t)d.I + (size_t)d.H + 1) * 4 * (size_t)d.H;
+    size_t gathered = d.V && !d.fold ? d.rows * (size_t)d.I : 0;
+    return d.rows * 5 * (size_t)d.H + ((size_t)d.I + (size_t)d.H + 1) * 4 * (size_t)d.H + gathered;
 }
 
 typedef struct job {
@@ -328,6 +328,7 @@ static void job_init(job *j, const cf_inst *k, int backward)
     j->s.W = j->tc + j->d.rows * (size_t)j->d.H;
     j->s.U = j->s.W + (size_t)j->d.I * G;
     j->s.b = j->s.U + (size_t)j->d.H * G;
+    j->s.X = j->s.b + G;   /* the rows of E gathered, when indexed and not folded */
     j->nb = j->d.H / j->d.w;
     j->grain = j->d.w == 8 && j->nb % 4 == 0 ? 4 : 1;
     /* Split the sequences where each thread gets 8 or more (no waiting between steps),
@@ -451,11 +452,7 @@ static void lstm_backward(const cf_inst *k)
         if (dE) cf_gemm(0, 1, d->V, d->I, G, 1.0f, j.s.P, G, j.s.W, G, k->acc[IN_X] ? 1.0f : 0.0f, dE, d->I);
         return;
     }
-    const float *X = k->x[IN_X];
-    if (d->V) {
-        gather(&j);
-        X = j.s.X;
-    }
+    const float *X = d->V ? j.s.X : k->x[IN_X];   /* gathered by forward */
     if (k->dx[IN_W]) {
         cf_gemm(1, 0, d->I, G, (int)d->rows, 1.0f, X, d->I, dZ, G, 0.0f, j.s.dW, G);
         ungroup(d, j.s.dW, k->dx[IN_W], (size_t)d->I, k->acc[IN_W]);

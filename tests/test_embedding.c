@@ -72,7 +72,7 @@ TEST(bad_index_is_an_error)
     in[0] = 0, in[1] = 2, in[2] = 3, in[3] = 1;
     CHECK(cf_forward(e, 0) == -1);
     CHECK_HAS(cf_last_error(), "error: embedding: x[0, 2] is 3, not an index in 0..2 (the table E has 3 rows");
-    CHECK_HAS(cf_last_error(), "\n  in Embedding at <stdlib>/embedding.flux:3:8\n  in Chain at emb.flux:1:25");
+    CHECK_HAS(cf_last_error(), "\n  in Embedding at <stdlib>/embedding.flux:4:8\n  in Chain at emb.flux:1:25");
     cf_exec_free(e);
     cf_model_free(m);
 }

@@ -23,7 +23,7 @@ TEST(tlp_trace_points_into_the_source)
     CHECK(cf_model_parse(tlp_src, "model.flux") == NULL);
     const char *want =
         "error: matrix product shapes do not match: (B, 20) * (21, 15)\n"
-        "  in Affine at <stdlib>/affine.flux:4:8\n"
+        "  in Affine at <stdlib>/affine.flux:5:8\n"
         "  in TLP at model.flux:5:13\n"
         "  in model at model.flux:9:9";
     CHECK(strcmp(cf_last_error(), want) == 0);

@@ -72,6 +72,7 @@ void cf_model_free(cf_model *m)
     free(m->params);
     free(m->states);
     free(m->carries);
+    free(m->layers);
     free(m->inputs);
     free(m->outputs);
     free(m->builderr);

@@ -77,6 +77,44 @@ void *cf_arena_alloc(cf_arena *a, size_t bytes);       /* zeroed; NULL on OOM, w
 char *cf_arena_strdup(cf_arena *a, const char *s);
 void  cf_arena_free(cf_arena *a);
 
+/* How a layer's parameters appear in PyTorch's state_dict, as its net declares with
+ * torch(...) (a net that declares nothing: each parameter under its own name, as
+ * is). Each parameter or running statistic comes from one PyTorch tensor of the
+ * layer's module, as is or transposed, or from two summed (an LSTM's two biases;
+ * written back as the first, the second zeros). Shapes compare with the dimensions
+ * of size 1 left out: PyTorch's bias (out) is Affine's b (1, out). */
+typedef enum cf_tform { CF_TF_COPY, CF_TF_TRANSPOSE, CF_TF_SUM } cf_tform;
+
+typedef struct cf_tmap {
+    const char *name;        /* the parameter's or state's full name: "2.W" */
+    cf_tform form;
+    const char *src[2];      /* the module's tensors: "weight_ih_l0"; src[1] for a sum */
+} cf_tmap;
+
+typedef struct cf_layer {
+    const char *prefix;      /* the layer's place in the model: "2", "first", "" */
+    const char *seq;         /* its module's name in an nn.Sequential: the prefix with each
+                                position in a Chain that begins with Input one less */
+    const char *torch;       /* its module's name: seq until an import or a parameter
+                                file says otherwise */
+    const char *tname;       /* its net: "LSTM" */
+    cf_srcloc loc;           /* where it was made */
+    int declared;            /* the net has torch(...) */
+    cf_tmap *maps;
+    int nmaps;
+} cf_layer;
+
+/* Add a layer (copied into the model), in the order of its first parameter. 0 or -1. */
+int cf_model_add_layer(cf_model *m, const cf_layer *l);
+
+/* The layers' module names as one string of "prefix=torch" lines, for a parameter
+ * file's metadata: *out is malloc'd, or NULL when every name is nn.Sequential's.
+ * cf_model_set_torch_names reads such a string back (lines for layers the model
+ * lacks are ignored). 0 or -1. */
+int cf_model_torch_names(const cf_model *m, char **out);
+#define CF_TORCH_META "torch_modules"   /* the metadata key */
+int cf_model_set_torch_names(cf_model *m, const char *s);
+
 #define CF_MAX_SCOPES 256
 #define CF_INTERN_SLOTS 64
 
@@ -126,6 +164,9 @@ struct cf_model {
      * they copy samples in; NULL when there is none. Saved with the parameters. */
     float *norm_mean, *norm_std;
     size_t norm_count;
+
+    cf_layer *layers;        /* the nets with parameters, in model order (cf_layer) */
+    int nlayers, cap_layers;
 };
 
 /* A recurrent state of per-sample shape s (the value is (B, s...)), started from init

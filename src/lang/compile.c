@@ -11,7 +11,7 @@
  * found while evaluating, and the model's scopes (cf_scope_begin_at), which every
  * graph node records, for shape errors. Both read like
  *     error: matrix product shapes do not match: (B, 20) * (21, 15)
- *       in Affine at <stdlib>/affine.flux:4:8
+ *       in Affine at <stdlib>/affine.flux:5:8
  *       in TLP at model.flux:5:14
  *       in model at model.flux:9:9 */
 #include <errno.h>
@@ -84,6 +84,18 @@ struct inst {
     inst *parent;             /* placement: the first place that names it */
     const char *local;
     int placed;
+    const char *file;         /* I_NET: where it was made */
+    int line, col;
+    struct tdecl *torch;      /* I_NET: its parameters in PyTorch (torch(...), or as is) */
+    int ntorch, declared;
+    int layer;                /* added to the model's layers */
+};
+
+/* One parameter of a net as PyTorch keeps it (cf_tmap before names are known). */
+struct tdecl {
+    param *p;
+    cf_tform form;
+    const char *src[2];
 };
 
 struct param {            /* a parameter, or a state (stat(...)) */
@@ -522,6 +534,103 @@ static int full_name(const inst *owner, const char *local, const char *file, int
     return 0;
 }
 
+/* The path of a made net in the model ("2", "enc.1"); seq: as nn.Sequential numbers
+ * it (a position in a Chain that begins with Input one less). buf holds 512. */
+static void inst_path(const inst *i, int seq, char *buf)
+{
+    char tmp[512];
+    buf[0] = 0;
+    for (; i && i->local; i = i->parent) {
+        const inst *up = i->parent;
+        char part[32];
+        const char *name = i->local;
+        if (seq && up && up->kind == I_CHAIN && up->items[0].kind == V_MODEL && up->items[0].model->kind == I_INPUT) {
+            snprintf(part, sizeof part, "%d", atoi(i->local) - 1);
+            name = part;
+        }
+        snprintf(tmp, sizeof tmp, "%s%s%s", name, buf[0] ? "." : "", buf);
+        memcpy(buf, tmp, sizeof tmp);
+    }
+}
+
+/* The net that owns p, as a layer of the model, when its first parameter is made. */
+static int add_layer(cc *c, inst *owner)
+{
+    if (owner->layer || owner->kind != I_NET) return 0;
+    owner->layer = 1;
+    char prefix[512], seq[512];
+    inst_path(owner, 0, prefix);
+    inst_path(owner, 1, seq);
+    cf_tmap maps[MAX_ARGS];
+    char names[MAX_ARGS][512];
+    int n = 0;
+    for (int k = 0; k < owner->ntorch && n < MAX_ARGS; k++) {
+        const struct tdecl *t = &owner->torch[k];
+        if (full_name(owner, t->p->local, t->p->file, t->p->line, t->p->col, names[n], sizeof names[n])) return -1;
+        maps[n] = (cf_tmap){names[n], t->form, {t->src[0], t->src[1]}};
+        n++;
+    }
+    cf_layer l = {.prefix = prefix, .seq = seq, .tname = owner->tname, .loc = {owner->file, owner->line, owner->col},
+                  .declared = owner->declared, .maps = maps, .nmaps = n};
+    return cf_model_add_layer(c->m, &l);
+}
+
+/* A net's torch(P = weight, Q = transpose(weight), R = bias_ih + bias_hh, ...): how
+ * PyTorch keeps each of its parameters and running statistics. Without one, each is
+ * kept under its own name, as is. */
+static int torch_decl(cc *c, env *body, inst *self, const ast *decl)
+{
+    int n = 0;
+    for (int i = 0; i < body->n; i++)
+        n += body->vals[i].kind == V_PARAM && body->vals[i].param->owner == self;
+    if (n > MAX_ARGS) return cerr(c, body->file, self->line, self->col, "a net with more than %d parameters", MAX_ARGS);
+    self->torch = n ? cf_arena_alloc(&c->arena, (size_t)n * sizeof *self->torch) : NULL;
+    if (n && !self->torch) return cf_oom((size_t)n * sizeof *self->torch);
+    self->declared = decl != NULL;
+    if (!decl) {
+        for (int i = 0; i < body->n; i++)
+            if (body->vals[i].kind == V_PARAM && body->vals[i].param->owner == self)
+                self->torch[self->ntorch++] = (struct tdecl){body->vals[i].param, CF_TF_COPY, {body->names[i], NULL}};
+        return 0;
+    }
+    static const char *how = "give a tensor of the PyTorch module: name, transpose(name) or name + name";
+    for (int k = 0; k < decl->n; k++) {
+        const ast *kw = decl->items[k], *v = kw->a;
+        if (kw->kind != AST_KWARG) return ERR(c, body, kw, "torch(...) takes P = tensor for each parameter P: %s", how);
+        const value *p = local_index(body, kw->name) >= 0 ? lookup(body, kw->name) : NULL;
+        if (!p || p->kind != V_PARAM || p->param->owner != self)
+            return ERR(c, body, kw, "torch(...): '%s' is not a parameter or statistic of %s", kw->name, self->tname);
+        for (int j = 0; j < self->ntorch; j++)
+            if (self->torch[j].p == p->param) return ERR(c, body, kw, "torch(...): '%s' is given twice", kw->name);
+        struct tdecl t = {p->param, CF_TF_COPY, {NULL, NULL}};
+        if (v->kind == AST_NAME) t.src[0] = v->name;
+        else if (v->kind == AST_CALL && v->a->kind == AST_NAME && !strcmp(v->a->name, "transpose") && v->n == 1 &&
+                 v->items[0]->kind == AST_NAME) {
+            if (p->param->shape.rank != 2)
+                return ERR(c, body, v, "torch(...): transpose needs a matrix, and '%s' has %d dimensions", kw->name,
+                           p->param->shape.rank);
+            t.form = CF_TF_TRANSPOSE;
+            t.src[0] = v->items[0]->name;
+        } else if (v->kind == AST_BINOP && v->op == OP_ADD && v->a->kind == AST_NAME && v->b->kind == AST_NAME) {
+            t.form = CF_TF_SUM;
+            t.src[0] = v->a->name;
+            t.src[1] = v->b->name;
+        } else
+            return ERR(c, body, v, "torch(...): %s = ...: %s", kw->name, how);
+        self->torch[self->ntorch++] = t;
+    }
+    for (int i = 0; i < body->n; i++) {
+        const value *v = &body->vals[i];
+        if (v->kind != V_PARAM || v->param->owner != self) continue;
+        int found = 0;
+        for (int j = 0; j < self->ntorch; j++) found |= self->torch[j].p == v->param;
+        if (!found)
+            return ERR(c, body, decl, "torch(...) does not say which PyTorch tensor holds '%s' of %s", body->names[i],
+                       self->tname);
+    }
+    return 0;
+}
+
 static int param_node(cc *c, param *p, value *out)
 {
     if (!p->node) {
@@ -531,7 +640,7 @@ static int param_node(cc *c, param *p, value *out)
             return -1;
         p->node = p->state ? cf_state_at(c->m, name, p->shape, p->init, p->file, p->line, p->col)
                            : cf_param_at(c->m, name, p->shape, p->init, p->file, p->line, p->col);
-        if (!p->node) return -1;
+        if (!p->node || (p->owner && add_layer(c, p->owner))) return -1;
     }
     *out = tensor_value(p->node);
     return 0;
@@ -1270,6 +1379,9 @@ static int instantiate(cc *c, const value *tmpl, value *args, int nargs, const c
                     net->name);
     inst *self = inst_new(c, I_NET, net->name);
     if (!self) return -1;
+    self->file = file;
+    self->line = line;
+    self->col = col;
 
     /* arguments to parameters */
     int np = net->n;
@@ -1339,10 +1451,18 @@ static int instantiate(cc *c, const value *tmpl, value *args, int nargs, const c
         if (bind(c, body, par->name, v, par)) goto done;
     }
     /* the body's bindings, then its forward function */
-    const ast *blk = net->a;
+    const ast *blk = net->a, *decl = NULL;
     for (int i = 0; i < blk->n - 1; i++) {
         const ast *s = blk->items[i];
         value v;
+        if (s->kind == AST_CALL) {   /* torch(...), the parser made sure */
+            if (decl) {
+                ERR(c, body, s, "%s declares torch(...) twice (first at %d:%d)", net->name, decl->line, decl->col);
+                goto done;
+            }
+            decl = s;
+            continue;
+        }
         if (s->kind != AST_ASSIGN) {
             ERR(c, body, s, "a net body holds bindings (name = ...) and ends with its forward function");
             goto done;
@@ -1359,6 +1479,7 @@ static int instantiate(cc *c, const value *tmpl, value *args, int nargs, const c
         if (v.kind == V_MODEL) place(v.model, self, s->name);
         if (bind(c, body, s->name, v, s)) goto done;
     }
+    if (torch_decl(c, body, self, decl)) goto done;
     self->lambda = blk->items[blk->n - 1];
     self->env = body;
     *out = model_value(self);

@@ -5,6 +5,8 @@
  *   file     := { NAME '=' expr | 'net' NAME '(' params ')' block }
  *   params   := [ param { ',' param } [','] ]      param := NAME | NAME '=' expr
  *   block    := '{' { NAME '=' expr | expr } '}'
+ *               (a net body: bindings, at most one torch(...) declaration among them,
+ *               and last its forward function)
  *   expr     := additive [ '->' ( block | expr ) ]  (the left side: a name or a tuple of names)
  *   additive := term { ('+' | '-' | '.+' | '.-') term }
  *   term     := operand { ('*' | '/' | '.*' | './') operand }
@@ -600,7 +602,8 @@ static ast *parse_block(parser *p, int netbody)
             if (last && last->kind == AST_LAMBDA)
                 return fail_at(p, s->line, s->col,
                                "the forward function must come last in a net body");
-            if (s->kind != AST_ASSIGN && s->kind != AST_LAMBDA)
+            int torch = s->kind == AST_CALL && s->a->kind == AST_NAME && !strcmp(s->a->name, "torch");
+            if (s->kind != AST_ASSIGN && s->kind != AST_LAMBDA && !torch)
                 return fail_at(p, s->line, s->col, "%s", need_fn);
         }
         if (!push(p, &items, s)) return NULL;

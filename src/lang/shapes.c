@@ -5,9 +5,9 @@
  *     input x                                     (B, 10)
  *     TLP  (called at model.flux:9:9)
  *       Affine  (called at model.flux:3:12)
- *         <stdlib>/affine.flux:4:8  *   (B, 10) * (10, 20) -> (B, 20)   | x -> x * W + b
+ *         <stdlib>/affine.flux:5:8  *   (B, 10) * (10, 20) -> (B, 20)   | x -> x * W + b
  *       ...
- *         <stdlib>/affine.flux:4:8  *   (B, 20) * (21, 15)              | x -> x * W + b
+ *         <stdlib>/affine.flux:5:8  *   (B, 20) * (21, 15)              | x -> x * W + b
  *         ^ shapes stop fitting here: matrix product shapes do not match */
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,5 +1,6 @@
 net Conv2D(in, out, k, stride = 1, pad = 0) {   # y = x ⊛ K + b: x (B, in, H, W)
   K = param(out, in, k, k)                      # glorot uniform over in·k·k and out·k·k
   b = param(out, 1, 1, init = zeros)
+  torch(K = weight, b = bias)                   # nn.Conv2d(in, out, k)
   x -> conv2d(x, K, b, stride = stride, pad = pad)
 }

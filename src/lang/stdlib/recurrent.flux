@@ -6,6 +6,7 @@ net Recurrent(in, out) {            # h = tanh(x W + h{-1} U + b)
   W = param(in, out)
   U = param(out, out)
   b = param(1, out, init = zeros)
+  torch(W = transpose(weight_ih_l0), U = transpose(weight_hh_l0), b = bias_ih_l0 + bias_hh_l0)   # nn.RNN
   h = state(out)
   x -> {
     h = tanh(x * W + h{-1} * U + b)
@@ -19,6 +20,7 @@ net LSTM(in, out) {
   W = param(in, 4 * out)
   U = param(out, 4 * out)
   b = param(1, 4 * out, init = zeros)
+  torch(W = transpose(weight_ih_l0), U = transpose(weight_hh_l0), b = bias_ih_l0 + bias_hh_l0)   # nn.LSTM
   h = state(out)
   c = state(out)
   x -> {
@@ -39,6 +41,7 @@ net GRU(in, out) {
   b = param(1, 3 * out, init = zeros)
   U = param(out, 3 * out)
   d = param(1, 3 * out, init = zeros)
+  torch(W = transpose(weight_ih_l0), b = bias_ih_l0, U = transpose(weight_hh_l0), d = bias_hh_l0)   # nn.GRU
   h = state(out)
   x -> {
     a = x * W + b

@@ -9,6 +9,9 @@
 #                  It installs what the tests need first (Fashion-MNIST, clang's
 #                  libFuzzer, a Python environment with safetensors): nothing is
 #                  skipped.
+#   make interop-deps   PyTorch, onnx and onnxruntime from PyPI in build-venv-interop
+#                  (about 3 minutes and 5.5 GB), for the interoperability tests, which
+#                  make test otherwise reports as skipped; .ci/run makes it first.
 #   make fuzz FUZZ_SECONDS=600   a longer fuzzing run (each fuzzer that long)
 #   make bench     build, then cflux side by side with PyTorch 2 and MXNet 1.9.1 on the
 #                  MLP of models/mlp.flux (training and inference samples/s, batch-1
@@ -28,9 +31,9 @@ FUZZ_SECONDS ?= 30
 FUZZ_OTHERS ?= $(FUZZ_SECONDS)
 BENCH_ROUNDS ?= 5
 BENCH_SECONDS ?= 3
-FUZZERS = fuzz_model fuzz_parser fuzz_safetensors fuzz_args fuzz_idx fuzz_csv fuzz_text
+FUZZERS = fuzz_model fuzz_parser fuzz_safetensors fuzz_torch fuzz_args fuzz_idx fuzz_csv fuzz_text
 
-.PHONY: all build deps test-deps demo test test-release test-asan test-fuzz fuzz bench install clean
+.PHONY: all build deps test-deps interop-deps demo test test-release test-asan test-fuzz fuzz bench install clean
 
 all: build
 
@@ -51,6 +54,9 @@ test: test-deps test-release test-asan test-fuzz
 test-deps:
 	@sh tools/bootstrap.sh test
 	@sh tools/pyenv.sh build-venv
+
+interop-deps: test-deps
+	@sh tools/pyenv.sh build-venv-interop interop
 
 test-release: build test-deps
 	@cd build && ctest --output-on-failure -j $(JOBS)

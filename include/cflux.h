@@ -860,6 +860,34 @@ CF_API int cf_predict(cf_model *m, const cf_dataset *d, int batch, float *out);
  * of the model's cf_model_output_count outputs. */
 CF_API int cf_predict_outputs(cf_model *m, const cf_dataset *d, int batch, float *const *outs);
 
+/* ---- Interoperability ------------------------------------------------------------
+ *
+ * PyTorch: a state_dict saved with safetensors (safetensors.torch.save_file) read into
+ * a model's parameters and running statistics, and written back in PyTorch's layout.
+ * Each layer of the model declares how its parameters appear in PyTorch (torch(...)
+ * in its net's body; the standard library's layers declare nn.Linear, nn.Conv2d,
+ * nn.BatchNorm2d, nn.Embedding, nn.RNN, nn.GRU and nn.LSTM). Modules are matched to
+ * layers in order (numbered modules, as nn.Sequential's, in natural order), else by
+ * their tensors' names and shapes; map_path (NULL: none) names a file of explicit
+ * "torch_name cflux_name" lines, a module to a layer ("lstm 2") or a tensor to a
+ * parameter ("lstm.weight_ih_l0 2.W"). Every tensor is accounted for: one that
+ * matches nothing, a parameter that nothing fills, a dtype that is not a float and a
+ * shape that does not fit are errors that name the tensor, and nothing is changed.
+ * notes (NULL: none) receives a line for what was deliberately left out (a
+ * BatchNorm's num_batches_tracked). The model is sealed if it is not yet. Import
+ * remembers each layer's PyTorch module name; cf_model_save_params keeps it, and
+ * export writes those names again (else nn.Sequential's: the Chain's positions from
+ * 0, or map_path's). 0 or -1. */
+CF_API int cf_model_import_torch(cf_model *m, const char *path, const char *map_path, FILE *notes);
+CF_API int cf_model_export_torch(cf_model *m, const char *path, const char *map_path);
+
+/* ONNX (opset 17): the model's forward function for inference, with its parameters
+ * and running statistics as initializers, a symbolic batch dimension, and the model's
+ * input names; outputs are "y" (or "y1", "y2", ... for several). An unrolled
+ * recurrent model is written step by step; a carried state starts from its initial
+ * value at every run. Written crash-safe. 0 or -1. */
+CF_API int cf_model_export_onnx(cf_model *m, const char *path);
+
 #ifdef __cplusplus
 }
 #endif

@@ -7,6 +7,7 @@
 #   lang   the notation: lang, ops (shape rules), core   (never runs kernels)
 #   data   readers: data, rt, core
 #   train  training: train, exec, data, rt, core
+#   interop  PyTorch and ONNX files: interop, lang, exec, ops, rt, core
 #   core   the graph and what everything shares: core, and the op table (ops/op.h)
 #          that gives every node its shape rule
 #   tools  the command-line tool: the public header and its own files only
@@ -22,6 +23,7 @@ allowed() {
     lang) echo "lang ops core" ;;
     data) echo "data rt core" ;;
     train) echo "train exec data rt core" ;;
+    interop) echo "interop lang exec ops rt core" ;;
     core) echo "core ops/op.h" ;;
     *) echo "" ;;
   esac

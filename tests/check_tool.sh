@@ -58,5 +58,21 @@ for k in ("train_samples_per_sec", "infer_samples_per_sec", "latency_us", "peak_
 assert d["batch"] == 32 and d["infer_batch"] == 1000 and d["latency_calls"] == 10000
 assert d["kernels"]["gemm"] and d["kernels"]["why"] and d["cpu"] and d["isa"]
 ' "$tmp/bench.json"; then pass=$((pass + 1)); else fail=$((fail + 1)); echo "bench --json: bad output: $(cat "$tmp/bench.json")"; fi
+# import and export: PyTorch's layout and back, through the tool (test_torch_io and the
+# interop test check the values); a file that does not fit is one line, exit 1
+printf 'model = Chain(Input(4), Affine(3), relu, Affine(2), softmax)\n' > "$tmp/small.flux"
+printf 'model = Chain(Input(4), Affine(5), relu, Affine(2), softmax)\n' > "$tmp/wide.flux"
+printf 'model = Chain(Input(4), Affine(3), relu, Affine(2), relu, Affine(2), softmax)\n' > "$tmp/deep.flux"
+awk 'BEGIN { for (i = 0; i < 40; i++) printf "%d,%d,%d,%d,%d\n", i % 2, i % 5, i % 3, i % 7, i % 2 * 3 }' > "$tmp/two.csv"
+expect 0 'epoch' train "$tmp/small.flux" --data "csv:$tmp/two.csv" --epochs 1 --save "$tmp/small.ckpt"
+expect 0 'torch.safetensors: PyTorch state_dict' export "$tmp/small.flux" --params "$tmp/small.ckpt" --to-torch "$tmp/torch.safetensors"
+expect 0 'small.onnx: ONNX, opset 17' export "$tmp/small.flux" --params "$tmp/small.ckpt" --onnx "$tmp/small.onnx"
+expect 0 'back.params: 23 weights in 4 parameters from' import "$tmp/small.flux" --from-torch "$tmp/torch.safetensors" --save "$tmp/back.params"
+expect 1 "^error: .*torch.safetensors: tensor '0.weight' is (3, 4), but the model's Affine (at .*wide.flux:1:25) needs (5, 4)" import "$tmp/wide.flux" --from-torch "$tmp/torch.safetensors" --save "$tmp/x.params"
+expect 1 "tensor '4.weight' is missing: the file has no module for layer '5', the model's Affine" import "$tmp/deep.flux" --from-torch "$tmp/torch.safetensors" --save "$tmp/x.params"
+[ "$("$tool" import "$tmp/wide.flux" --from-torch "$tmp/torch.safetensors" --save "$tmp/x.params" 2>&1 | wc -l)" -eq 1 ] && [ ! -e "$tmp/x.params" ] && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "import: a bad file is not one line, or a parameter file was written"; }
+expect 2 'cflux export: needs --params CKPT and --to-torch FILE or --onnx FILE' export "$tmp/small.flux"
+expect 2 'cflux import: needs --from-torch FILE and --save PATH' import "$tmp/small.flux" --save "$tmp/x"
+expect 2 'cflux export: --map names PyTorch.s modules: it goes with --to-torch' export "$tmp/small.flux" --params "$tmp/small.ckpt" --onnx "$tmp/o.onnx" --map "$tmp/m"
 echo "tool: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -6,7 +6,8 @@
  * crash or a hang), and nothing may leak. malloc and friends are replaced here, so
  * under the sanitizers (which own malloc) the test only runs each scenario once.
  *
- * The scenarios: the notation, model files, C graphs, parameter files, CSV and IDX
+ * The scenarios: the notation, model files, C graphs, parameter files, PyTorch and
+ * ONNX files, CSV and IDX
  * data, and the training loop (cf_trainer_new, cf_fit, checkpoints).
  * Environment: OOM_ONLY=NAME:K runs only scenario NAME with allocation K failing (in gdb: break
  * oom_failing); OOM_VERBOSE=1 prints every run. */
@@ -156,6 +157,23 @@ out:
     return rc;
 }
 
+/* PyTorch's layout in and out, and ONNX out (a model with an LSTM: the longest path) */
+static int interop_files(void)
+{
+    int rc = 0;
+    const char *src = "model = unroll(Chain(Input(), Embedding(5, 3), LSTM(4), Affine(5), softmax), 3)\n";
+    cf_model *a = cf_model_parse(src, "m.flux"), *b = NULL;
+    TRY(a && cf_model_init_params(a) == 0);
+    TRY(cf_model_export_torch(a, tmp("t.safetensors"), NULL) == 0);
+    TRY(b = cf_model_parse(src, "m.flux"));
+    TRY(cf_model_import_torch(b, tmp("t.safetensors"), NULL, NULL) == 0);
+    TRY(cf_model_export_onnx(b, tmp("m.onnx")) == 0);
+out:
+    cf_model_free(a);
+    cf_model_free(b);
+    return rc;
+}
+
 static int csv_files(void)
 {
     int rc = 0;
@@ -277,6 +295,7 @@ TEST(notation) { every_failure("notation", notation_and_steps); }
 TEST(model_files) { every_failure("model_file", model_file); }
 TEST(graph) { every_failure("graph", graph_in_c); }
 TEST(params) { every_failure("params", params_files); }
+TEST(interop) { every_failure("interop", interop_files); }
 TEST(csv) { every_failure("csv", csv_files); }
 TEST(idx) { every_failure("idx", idx_files); }
 TEST(train_loop) { every_failure("training", training); }
@@ -295,6 +314,7 @@ int main(void)
     RUN(model_files);
     RUN(graph);
     RUN(params);
+    RUN(interop);
     RUN(csv);
     RUN(idx);
     RUN(train_loop);

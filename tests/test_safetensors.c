@@ -367,11 +367,12 @@ TEST(reads_a_pytorch_state_dict)
         cf_st_free(want);
         return;
     }
-    CHECK(cf_st_count(f) == 9 && cf_st_count(want) == 8);
+    CHECK(cf_st_count(f) == 9 && cf_st_count(want) == 10);   /* and the inputs and outputs of test_torch_io */
     const cf_st_tensor *n = cf_st_find(f, "1.num_batches_tracked");
     CHECK(n && !strcmp(n->dtype, "I64") && n->data == NULL && n->rank == 0);
     for (int i = 0; i < cf_st_count(want); i++) {
         const cf_st_tensor *e = cf_st_get(want, i), *t = cf_st_find(f, e->name + strlen("expect."));
+        if (!strcmp(e->name, "expect.input") || !strcmp(e->name, "expect.output")) continue;
         int same = t && !strcmp(t->dtype, "F32") && t->rank == e->rank && t->count == e->count;
         for (int d = 0; same && d < t->rank; d++) same = t->shape[d] == e->shape[d];
         for (size_t k = 0; same && k < t->count; k++) same = t->data[k] == e->data[k];

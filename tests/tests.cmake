@@ -39,3 +39,17 @@ endif()
 add_test(NAME layers COMMAND sh ${PROJECT_SOURCE_DIR}/tests/check_layers.sh ${PROJECT_SOURCE_DIR})
 add_test(NAME errors_doc COMMAND sh ${PROJECT_SOURCE_DIR}/tests/check_errors_doc.sh $<TARGET_FILE:cflux> ${PROJECT_SOURCE_DIR}/docs/errors.md)
 set_tests_properties(test_oom PROPERTIES TIMEOUT 120)   # a lost out-of-memory path may loop
+
+# The interoperability tests (tests/interop/check.sh): PyTorch and ONNX files made by
+# Python from the virtual environment that `make test` makes, run through
+# interop_run and the tool.
+add_executable(interop_run ${PROJECT_SOURCE_DIR}/tests/interop/run_model.c)
+target_include_directories(interop_run PRIVATE ${PROJECT_SOURCE_DIR}/src)
+target_link_libraries(interop_run PRIVATE cflux_static)
+if(NOT CFLUX_SANITIZE)   # the library's side runs under the sanitizers in test_torch_io and test_onnx
+  set(CFLUX_INTEROP_PYTHON "${PROJECT_SOURCE_DIR}/build-venv-interop/bin/python3" CACHE FILEPATH
+      "Python with torch, onnx and onnxruntime, for the interoperability tests")
+  add_test(NAME interop COMMAND sh ${PROJECT_SOURCE_DIR}/tests/interop/check.sh ${PROJECT_BINARY_DIR}
+           ${PROJECT_SOURCE_DIR} ${CFLUX_INTEROP_PYTHON})
+  set_tests_properties(interop PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600)
+endif()

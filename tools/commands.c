@@ -98,6 +98,23 @@ static const opt sample_opts[] = {
     END,
 };
 
+static const opt import_opts[] = {
+    {"--from-torch", OPT_STR, 0, 0, OFF(from_torch), "FILE", "a PyTorch state_dict saved with safetensors (required)"},
+    {"--save", OPT_STR, 0, 0, OFF(save), "PATH", "write the model's weights there, as a parameter file (required)"},
+    {"--map", OPT_STR, 0, 0, OFF(map), "FILE", "lines 'torch_name cflux_name': a PyTorch module to a layer\n('lstm 2') or a tensor to a parameter ('lstm.weight_ih_l0 2.W')"},
+    MAXMEM,
+    END,
+};
+
+static const opt export_opts[] = {
+    {"--params", OPT_STR, 0, 0, OFF(params), "CKPT", "the weights (a checkpoint or a parameter file; required)"},
+    {"--to-torch", OPT_STR, 0, 0, OFF(to_torch), "FILE", "write a PyTorch state_dict in safetensors"},
+    {"--onnx", OPT_STR, 0, 0, OFF(onnx), "FILE", "write an ONNX model (opset 17) for inference"},
+    {"--map", OPT_STR, 0, 0, OFF(map), "FILE", "--to-torch: lines 'torch_name cflux_name' naming the modules\n(default: the names an import gave, else nn.Sequential's)"},
+    MAXMEM,
+    END,
+};
+
 static const opt version_opts[] = {JSON, END};
 
 static const opt none[] = {END};
@@ -128,6 +145,19 @@ const command cf_commands[] = {
      "trained weights and carrying its state from each character to the next; each\n"
      "character is drawn from the model's probabilities.\n",
      sample_opts, cmd_sample},
+    {"import", "MODEL", 1, "Read PyTorch weights (a state_dict in safetensors) into MODEL's parameters.",
+     "Each PyTorch module goes to one layer of MODEL: in order when the modules are\n"
+     "numbered (nn.Sequential), else by their tensors' names and shapes; --map says\n"
+     "which when that is ambiguous. Linear's weight is transposed into Affine's W; an\n"
+     "LSTM's two biases are summed. Every tensor is checked: one missing, left over,\n"
+     "of a wrong dtype or shape is an error that names it, and nothing is written.\n",
+     import_opts, cmd_import},
+    {"export", "MODEL", 1, "Write trained weights for PyTorch (safetensors) or the model as ONNX.",
+     "--to-torch writes the state_dict that PyTorch's model.load_state_dict takes:\n"
+     "the same modules and layouts that import reads. --onnx writes the forward\n"
+     "function with its weights, for onnxruntime and other ONNX runtimes (the batch\n"
+     "dimension symbolic).\n",
+     export_opts, cmd_export},
     {"help", "[COMMAND]", 1, "Say what the commands do, or what one command takes.", NULL, none, NULL},
     {"version", "", 0, "Print the version, the CPU and which kernels run, and why.", NULL, version_opts, cmd_version},
     {NULL, NULL, 0, NULL, NULL, NULL, NULL},

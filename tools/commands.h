@@ -14,6 +14,8 @@ int cmd_eval(const args *a);
 int cmd_predict(const args *a);
 int cmd_bench(const args *a);
 int cmd_sample(const args *a);
+int cmd_import(const args *a);
+int cmd_export(const args *a);
 int cmd_version(const args *a);
 
 /* Print cf_last_error() to stderr and return 1 (cflux.c). */

@@ -14,7 +14,7 @@ typedef struct args {
     const char *pos[2];   /* the positional arguments: MODEL, INPUT */
     int npos;
     const char *data, *optim, *schedule, *save, *resume, *log, *plot, *init, *params, *loss, *out, *max_memory;
-    const char *prime;
+    const char *prime, *from_torch, *to_torch, *onnx, *map;
     double epochs, batch, stop_after, lr, wd, clip, val, momentum, threads, label_col, seconds, length, temperature;
     uint64_t seed;
     int has_seed, json, quiet, normalize;

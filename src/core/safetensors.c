@@ -817,6 +817,9 @@ static int check_write_args(const char *path, int n, const cf_st_tensor *t, int 
     return rc;
 }
 
+/* A tensor the writer writes as I64 (cf_st_tensor.dtype). */
+static int is_i64(const cf_st_tensor *t) { return t->dtype && !strcmp(t->dtype, "I64"); }
+
 /* The header JSON, space-padded to a multiple of 8 bytes; NULL on error. */
 static char *make_header(const char *path, int n, const cf_st_tensor *t, int nmeta,
                          const char *const *keys, const char *const *values, size_t *hlen)
@@ -839,10 +842,10 @@ static char *make_header(const char *path, int n, const cf_st_tensor *t, int nme
     for (i = 0; i < n; i++) {
         if (i || nmeta > 0) sb_str(&b, ",");
         sb_json(&b, t[i].name);
-        sb_str(&b, ":{\"dtype\":\"F32\",\"shape\":[");
+        sb_printf(&b, ":{\"dtype\":\"%s\",\"shape\":[", is_i64(&t[i]) ? "I64" : "F32");
         for (d = 0; d < t[i].rank; d++) sb_printf(&b, "%s%lld", d ? "," : "", t[i].shape[d]);
         sb_printf(&b, "],\"data_offsets\":[%llu,", (unsigned long long)off);
-        off += 4 * (uint64_t)t[i].count;
+        off += (is_i64(&t[i]) ? 8 : 4) * (uint64_t)t[i].count;
         sb_printf(&b, "%llu]}", (unsigned long long)off);
     }
     sb_str(&b, "}");
@@ -882,6 +885,19 @@ static int write_floats(FILE *fp, const float *x, size_t count)
     return 0;
 }
 
+/* The same for whole numbers held as floats, written as little-endian int64. */
+static int write_i64(FILE *fp, const float *x, size_t count)
+{
+    for (size_t i = 0; i < count; i++) {
+        unsigned char buf[8];
+        double v = x[i];
+        uint64_t u = (uint64_t)(v >= -9e18 && v <= 9e18 ? (int64_t)v : 0);   /* NaN: 0 */
+        for (int k = 0; k < 8; k++) buf[k] = (unsigned char)(u >> 8 * k);
+        if (fwrite(buf, 1, 8, fp) != 8) return -1;
+    }
+    return 0;
+}
+
 int cf_st_write(const char *path, int n, const cf_st_tensor *tensors,
                 int nmeta, const char *const *meta_keys, const char *const *meta_values)
 {
@@ -900,7 +916,9 @@ int cf_st_write(const char *path, int n, const cf_st_tensor *tensors,
     FILE *fp = cf_file_stream(f);
     for (int i = 0; i < 8; i++) len8[i] = (unsigned char)((uint64_t)hlen >> 8 * i);
     int ok = fwrite(len8, 1, 8, fp) == 8 && fwrite(hdr, 1, hlen, fp) == hlen;
-    for (int i = 0; ok && i < n; i++) ok = !write_floats(fp, tensors[i].data, tensors[i].count);
+    for (int i = 0; ok && i < n; i++)
+        ok = !(is_i64(&tensors[i]) ? write_i64(fp, tensors[i].data, tensors[i].count)
+                                   : write_floats(fp, tensors[i].data, tensors[i].count));
     free(hdr);
     if (!ok) {
         int e = errno;

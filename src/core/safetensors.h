@@ -11,7 +11,8 @@
  * with no holes and no overlaps; each tensor's byte length is its element count
  * times its dtype's size. Row-major, little-endian.
  *
- * cflux keeps float32 only: it writes F32, and reads F32, F64, F16 and BF16,
+ * cflux keeps float32 only: it writes F32 (and I64 when asked, for PyTorch's
+ * counters), and reads F32, F64, F16 and BF16,
  * converting to float32 on read. Any other dtype (I64, U8, BOOL ...) is an error
  * that names the tensor, unless the reader is given CF_ST_OTHER_DTYPES: such a
  * tensor is then kept, checked like the others, with its dtype and shape and no
@@ -43,14 +44,15 @@ typedef struct cf_st_tensor {
     size_t count;                    /* product of shape (1 for a scalar) */
     const float *data;               /* count float32 values, row-major; NULL for a
                                         dtype kept but not read (CF_ST_OTHER_DTYPES) */
-    const char *dtype;               /* read: the file's dtype ("F32", "I64"); ignored
-                                        by the writer, which writes F32 */
+    const char *dtype;               /* read: the file's dtype ("F32", "I64"); write:
+                                        "I64" writes data's values (whole numbers)
+                                        as int64, anything else F32 */
 } cf_st_tensor;
 
 /* Reader flags. */
 #define CF_ST_OTHER_DTYPES 1u   /* keep tensors of whole-byte dtypes cflux does not read */
 
-/* Write n float32 tensors and nmeta string pairs (the "__metadata__" object) to
+/* Write n float32 (or int64) tensors and nmeta string pairs (the "__metadata__" object) to
  * path, crash-safe (through cf_file_create: a temporary file renamed over path,
  * fsync'd, see core/file.c). Tensors go
  * into the header and the data buffer in the order given; the header is padded with

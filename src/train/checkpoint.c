@@ -315,6 +315,9 @@ int cf_trainer_save(cf_trainer *t, const char *path)
     if (t->nvocab) META("text_vocab", vocab);
     META("model_file", m->source_name ? m->source_name : "");
     META("model_source", m->source ? m->source : "");
+    char *torch = NULL;
+    if (cf_model_torch_names(m, &torch)) rc = -1;
+    if (torch) META(CF_TORCH_META, torch);
 #undef META
     if (rc == 0) rc = cf_st_write(path, n, ts, nmeta, keys, vals);
     for (int i = 0; i < nc; i++) free((float *)ts[np + ns + i].data);
@@ -322,6 +325,7 @@ int cf_trainer_save(cf_trainer *t, const char *path)
     free(names);
     free(ts);
     free(hist);
+    free(torch);
     return rc;
 }
 

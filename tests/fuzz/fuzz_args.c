@@ -23,6 +23,8 @@ int cmd_eval(const args *a) { abort(); }
 int cmd_predict(const args *a) { abort(); }
 int cmd_bench(const args *a) { abort(); }
 int cmd_sample(const args *a) { abort(); }
+int cmd_import(const args *a) { abort(); }
+int cmd_export(const args *a) { abort(); }
 int cmd_version(const args *a) { abort(); }
 
 static int is_arg(const char *s, char **argv, int argc)

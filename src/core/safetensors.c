@@ -865,9 +865,7 @@ static char *make_header(const char *path, int n, const cf_st_tensor *t, int nme
     return b.p;
 }
 
-/* Write count floats as little-endian bytes, through a small buffer (one path for
- * every host byte order). 0 or -1 with errno. */
-static int write_floats(FILE *fp, const float *x, size_t count)
+int cf_write_floats_le(FILE *fp, const float *x, size_t count)
 {
     unsigned char buf[4096];
     size_t i, k;
@@ -918,7 +916,7 @@ int cf_st_write(const char *path, int n, const cf_st_tensor *tensors,
     int ok = fwrite(len8, 1, 8, fp) == 8 && fwrite(hdr, 1, hlen, fp) == hlen;
     for (int i = 0; ok && i < n; i++)
         ok = !(is_i64(&tensors[i]) ? write_i64(fp, tensors[i].data, tensors[i].count)
-                                   : write_floats(fp, tensors[i].data, tensors[i].count));
+                                   : cf_write_floats_le(fp, tensors[i].data, tensors[i].count));
     free(hdr);
     if (!ok) {
         int e = errno;

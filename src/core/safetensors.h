@@ -33,6 +33,7 @@
 #define CF_CORE_SAFETENSORS_H
 
 #include <stddef.h>
+#include <stdio.h>
 
 #define CF_ST_MAXDIMS 6
 #define CF_ST_MAX_HEADER 100000000ULL /* bytes of JSON header, as the reference */
@@ -63,6 +64,11 @@ typedef struct cf_st_tensor {
  * new file is then in place, and the error says so). 0 or -1. */
 int cf_st_write(const char *path, int n, const cf_st_tensor *tensors,
                 int nmeta, const char *const *meta_keys, const char *const *meta_values);
+
+/* Write count floats as little-endian float32 bytes, as safetensors (and ONNX's raw
+ * data) hold them, through a small buffer (one path for every host byte order). 0, or
+ * -1 with errno. */
+int cf_write_floats_le(FILE *fp, const float *x, size_t count);
 
 typedef struct cf_st_file cf_st_file;
 

@@ -24,6 +24,7 @@
 
 #include "core/error.h"
 #include "core/graph.h"
+#include "core/safetensors.h"
 #include "interop/protobuf.h"
 #include "ops/op.h"
 
@@ -709,24 +710,6 @@ static void leaf_header(cf_pb *h, const cf_node *n)
     cf_pb_len_prefix(h, TENSOR_RAW, cf_shape_count(n->shape) * 4);
 }
 
-/* Write count floats as little-endian bytes. 0, or -1 with errno. */
-static int write_floats(FILE *fp, const float *x, size_t count)
-{
-    unsigned char buf[4096];
-    while (count) {
-        size_t m = count < sizeof buf / 4 ? count : sizeof buf / 4;
-        for (size_t i = 0; i < m; i++) {
-            uint32_t u;
-            memcpy(&u, &x[i], 4);
-            for (int k = 0; k < 4; k++) buf[4 * i + k] = (unsigned char)(u >> 8 * k);
-        }
-        if (fwrite(buf, 4, m, fp) != m) return -1;
-        x += m;
-        count -= m;
-    }
-    return 0;
-}
-
 static int put(FILE *fp, const cf_pb *b) { return b->len && fwrite(b->p, 1, b->len, fp) != b->len ? -1 : 0; }
 
 /* The graph's name: the model file's, without folder and extension. */
@@ -786,7 +769,8 @@ static int write_model(ox *o, const cf_pb *io)
             leaf_header(&h, n);
             cf_pb_clear(&head);   /* reused for the initializer's tag and length */
             cf_pb_len_prefix(&head, GRAPH_INITIALIZER, h.len + count * 4);
-            bad = h.failed || head.failed || put(fp, &head) || put(fp, &h) || write_floats(fp, leaf_data(o, n), count);
+            bad = h.failed || head.failed || put(fp, &head) || put(fp, &h) ||
+                  cf_write_floats_le(fp, leaf_data(o, n), count);
         }
         if (!bad) bad = put(fp, io) || put(fp, &tail);
         if (bad) {

@@ -272,10 +272,12 @@ TEST(user_nets_declare_their_layout)
     const char *short_ = "net S(in) {\n  s = param(1, in)\n  u = param(1, in)\n  torch(s = a)\n  x -> x .* s .* u\n}\n"
                          "model = S(2)\n";
     CHECK(cf_model_parse(short_, "short.flux") == NULL);
-    CHECK_HAS(cf_last_error(), "error: torch(...) does not say which PyTorch tensor holds 'u' of S\n  in S at short.flux:4:3");
+    CHECK_HAS(cf_last_error(),
+              "error: torch(...) does not say which PyTorch tensor holds 'u' of S\n  in S at short.flux:4:3");
     const char *form = "net S(in) {\n  s = param(1, in)\n  torch(s = a * b)\n  x -> x .* s\n}\nmodel = S(2)\n";
     CHECK(cf_model_parse(form, "form.flux") == NULL);
-    CHECK_HAS(cf_last_error(), "error: torch(...): s = ...: give a tensor of the PyTorch module: name, transpose(name) or name + name\n  in S at form.flux:3:13");
+    CHECK_HAS(cf_last_error(), "error: torch(...): s = ...: give a tensor of the PyTorch module: name, "
+                               "transpose(name) or name + name\n  in S at form.flux:3:13");
 }
 
 TEST(export_needs_weights)

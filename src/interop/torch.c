@@ -140,7 +140,8 @@ static int fits(cf_shape want, const cf_st_tensor *t)
 static void st_shape(const cf_st_tensor *t, char *buf, size_t size)
 {
     size_t k = (size_t)snprintf(buf, size, "(");
-    for (int d = 0; d < t->rank && k < size; d++) k += (size_t)snprintf(buf + k, size - k, "%s%lld", d ? ", " : "", t->shape[d]);
+    for (int d = 0; d < t->rank && k < size; d++)
+        k += (size_t)snprintf(buf + k, size - k, "%s%lld", d ? ", " : "", t->shape[d]);
     if (k < size) snprintf(buf + k, size - k, ")");
 }
 
@@ -231,7 +232,8 @@ static int check_pair(cf_model *m, const plan *p, const cf_layer *l, const modul
                 char own[96];
                 cf_shape_str(s, own, sizeof own);
                 return cf_seterr("error: %s: tensor '%s' is %s, but the model's %s needs %s for its %s %s%s", p->path,
-                                 t->name, s1, ls, s2, suffix(tm->name), own, tm->form == CF_TF_TRANSPOSE ? ", transposed" : "");
+                                 t->name, s1, ls, s2, suffix(tm->name), own,
+                                 tm->form == CF_TF_TRANSPOSE ? ", transposed" : "");
             }
             for (size_t e = 0; e < t->count; e++)
                 if (!isfinite(t->data[e]))
@@ -302,7 +304,8 @@ static int read_map(const cf_model *m, const char *path, const cf_st_file *f, ch
             size_t n = strlen(module);
             for (int i = 0; i < cf_st_count(f) && !found; i++) {
                 const char *name = cf_st_get(f, i)->name;
-                found = n ? !strncmp(name, module, n) && name[n] == '.' && !strchr(name + n + 1, '.') : !strchr(name, '.');
+                found = n ? !strncmp(name, module, n) && name[n] == '.' && !strchr(name + n + 1, '.')
+                          : !strchr(name, '.');
             }
             if (!found) {
                 rc = cf_seterr("error: %s:%d: '%s' is neither a tensor nor a module of the weights file", path, no, tn);
@@ -397,7 +400,8 @@ static int match(cf_model *m, plan *p)
         for (int k = 0; k < p->nmods; k++)
             if (p->mods[k].layer < 0 && !check_pair(m, p, &m->layers[i], &p->mods[k], 0)) {
                 size_t len = strlen(list);
-                if (len < 300) snprintf(list + len, sizeof list - len, "%s'%.60s'", nfit ? ", " : "", p->mods[k].prefix);
+                if (len < 300)
+                    snprintf(list + len, sizeof list - len, "%s'%.60s'", nfit ? ", " : "", p->mods[k].prefix);
                 nfit++;
             }
         if (nfit > 1)
@@ -513,7 +517,8 @@ static int import_checked(cf_model *m, plan *p, const char *map_path, FILE *note
         for (int t = 0; t < p->mods[k].nt; t++) {
             size_t len = strlen(extra);
             if (len < 400)
-                snprintf(extra + len, sizeof extra - len, "%s%s", nextra ? ", " : "", cf_st_get(p->f, p->mods[k].t[t])->name);
+                snprintf(extra + len, sizeof extra - len, "%s%s", nextra ? ", " : "",
+                         cf_st_get(p->f, p->mods[k].t[t])->name);
             nextra++;
         }
     }

@@ -777,9 +777,21 @@ typedef struct cf_fit_opts {
      * run whose settings changed, an epoch at learning rate 0). May be NULL. */
     void (*on_warning)(const char *message, void *user);
     void *user;
+    /* Early stopping (both need val_fraction > 0): stop once the validation loss has
+     * not improved on its lowest for `patience` epochs (0: never); after each epoch
+     * whose validation loss is the lowest yet, write a checkpoint to keep_best (NULL:
+     * none). The history says which epoch was best (cf_early_stop). */
+    int patience;
+    const char *keep_best;
 } cf_fit_opts;
 
 CF_API cf_fit_opts cf_fit_defaults(void);
+
+/* The epoch (1-based) of the lowest of n validation losses, each `stride` bytes after
+ * the one before (&history[0].val_loss, sizeof *history), into *best_epoch (0 when
+ * none is a number); 1 when the last `patience` of them all came after it without
+ * improving on it (early stopping: stop), else 0. */
+CF_API int cf_early_stop(const double *val_loss, size_t stride, int n, int patience, int *best_epoch);
 
 /* A model in training: the model (with its loss), an optimizer, the executors, the
  * place reached in the run. */
@@ -851,6 +863,13 @@ CF_API int cf_checkpoint_batch(const char *path);
 CF_API int    cf_model_set_input_norm(cf_model *m, const float *mean, const float *std, size_t count);
 CF_API size_t cf_model_input_norm(const cf_model *m, const float **mean, const float **std);  /* count; 0: none */
 
+/* The names of the classes of output 0 (as many as its last dimension), part of the
+ * model like its input standardisation: parameter files and checkpoints keep them
+ * (metadata "class_names"), and eval, predict and the report print them. A name is
+ * 1 to 100 bytes without control characters. names NULL removes them. 0 or -1. */
+CF_API int cf_model_set_class_names(cf_model *m, const char *const *names, int n);
+CF_API int cf_model_class_names(const cf_model *m, const char *const **names);   /* count; 0: none */
+
 /* Mean loss and accuracy (NAN for regression) of a model over a dataset (the loss the
  * model has, or as cf_trainer_new chooses). */
 CF_API int cf_evaluate(cf_model *m, const cf_dataset *d, int batch, double *loss, double *accuracy);
@@ -859,6 +878,40 @@ CF_API int cf_predict(cf_model *m, const cf_dataset *d, int batch, float *out);
 /* Every output: outs[i] (count * output i's size floats, or NULL: not wanted) for each
  * of the model's cf_model_output_count outputs. */
 CF_API int cf_predict_outputs(cf_model *m, const cf_dataset *d, int batch, float *const *outs);
+
+/* What evaluation says beyond the loss. Classification (a model trained with
+ * cross-entropy, or ending with softmax): the confusion matrix, confusion[t * classes
+ * + p] predictions of class p for samples of class t; per class precision, recall, F1
+ * and support (precision 0 for a class never predicted, F1 0 when both are 0; recall
+ * and F1 NaN for a class absent from the data); their macro averages over the classes
+ * present; accuracy and, with top_k > 0, the share whose class is among the top_k most
+ * probable. Every position of a sequence counts as one prediction. Regression: MSE,
+ * MAE and R² over every target number (classes 0; R² NaN when the targets do not
+ * vary). Fields that do not apply are NaN or NULL. */
+typedef struct cf_metrics {
+    size_t count;              /* predictions scored */
+    int classes;               /* 0: regression */
+    double accuracy;
+    int top_k;
+    double top_k_accuracy;
+    long *confusion;           /* classes * classes */
+    double *precision, *recall, *f1;
+    long *support;             /* samples of each class */
+    double macro_precision, macro_recall, macro_f1;
+    double mse, mae, r2;
+} cf_metrics;
+
+/* The metrics of the model's output 0 on d (predicted in batches of batch). */
+CF_API int  cf_evaluate_metrics(cf_model *m, const cf_dataset *d, int batch, int top_k, cf_metrics *r);
+/* The same from outputs already computed: n samples of out_size outputs and
+ * target_size targets each (class indices when classify). */
+CF_API int  cf_metrics_compute(const float *outputs, size_t out_size, const float *targets, int target_size, size_t n,
+                               int classify, int top_k, cf_metrics *r);
+CF_API void cf_metrics_free(cf_metrics *r);
+
+/* 8-bit pixels (h rows of w, channels 1: grey, 3: RGB) as a PNG file in memory:
+ * *out malloc'd, *len its bytes (for pages that show images inline). 0 or -1. */
+CF_API int cf_png_encode(const unsigned char *pixels, int w, int h, int channels, unsigned char **out, size_t *len);
 
 /* ---- Interoperability ------------------------------------------------------------
  *
@@ -887,6 +940,114 @@ CF_API int cf_model_export_torch(cf_model *m, const char *path, const char *map_
  * recurrent model is written step by step; a carried state starts from its initial
  * value at every run. Written crash-safe. 0 or -1. */
 CF_API int cf_model_export_onnx(cf_model *m, const char *path);
+
+/* ---- Model summary -----------------------------------------------------------------
+ *
+ * A table of the model as Keras's model.summary() prints it, each row tied to the
+ * source: the inputs, then each item of the top-level Chain (the layers of an unrolled
+ * Chain, the calls inside a user's net) by template and the file:line:col where it is
+ * called, or by op (relu, flatten) where one is used there directly; steps of an
+ * unroll share a row ("(B, 128) ×50"). A row gives its output shape, its parameters by
+ * name and count (running statistics marked as not trained), FLOPs per sample forward
+ * and backward, and its activations: the bytes of the values its nodes make per
+ * sample (4 a number), which training keeps for backward. Totals at the end. Only what
+ * the outputs need counts (not a training loss); no weights are needed, only shapes.
+ *
+ * FLOPs per sample, as the kernels compute them: a matrix product or convolution 2
+ * per multiply-add (x (n, k) W (k, m): 2nkm), and as much again backward for each of
+ * its inputs that takes a gradient (W unless frozen; x when a trainable parameter lies
+ * before it, so never the model's inputs). Elementwise ops (+ - .* ./ relu σ tanh exp
+ * log softplus dropout) 1 per output element, and backward 1 per element for each
+ * input that takes a gradient. Per element: softmax 5 forward, 4 backward; batchnorm
+ * (training) 6, and 5 backward plus 4 for dx; maxpool k·k (comparisons) per output, 1
+ * back; avgpool k·k + 1 both ways; sum, mean 1 per element summed, 1 per output back;
+ * embedding 0, 1 per output element back into the table; reshape, flatten, slice,
+ * concat 0. An LSTM over T steps of I inputs, H units (G = 4H): 2TIG + TG + 2THG +
+ * 9TH forward; backward 24TH + 2(T-1)HG, plus 2THG for U, TG for b, 2TIG for W and
+ * 2TIG for its input as wanted (an Embedding folded in is counted so, though the
+ * engine does E W once a batch). docs/training.md has the whole table.
+ *
+ * cf_model_summary writes the table (json 0) or one JSON object (json 1) with "rows"
+ * (name, kind, place, output, output_shape with -1 for B, calls, params [name, shape,
+ * count, kind trained/frozen/statistic], flops_forward, flops_backward,
+ * activation_bytes) and "totals". batch 0 writes B for the batch; batch N writes N and
+ * totals the activations of a batch of N. cf_model_flops gives the whole model's FLOPs
+ * per sample. 0, or -1 with the error (for a model whose shapes do not fit, the shape
+ * error). */
+CF_API int cf_model_summary(cf_model *m, int batch, int json, FILE *out);
+CF_API int cf_model_flops(cf_model *m, double *forward, double *backward);
+
+/* ---- Images ------------------------------------------------------------------------
+ *
+ * PNG files as inputs, for prediction: n files become a dataset of n samples (targets
+ * 0, no classes), named after the first file, each converted to what the sample shape
+ * asks for. sample is a per-sample shape; a leading CF_BATCH is dropped, so
+ * cf_model_input_shape(m, 0) may be passed as it is:
+ *   (C, H, W)  C = 1 grey or 3 colour (planes R, G, B), H x W pixels
+ *   (H, W)     grey, H x W
+ *   (N)        grey S x S when N = S*S (784: 28 x 28); colour, planes R, G, B, when
+ *              N = 3*S*S; any other shape is an error ("does not say an image size")
+ * Every PNG is read: grey, grey + alpha, RGB, RGBA, palette, 1 to 16 bits, interlaced.
+ * Values scale as the IDX reader's: 8-bit b is (float)b / 255 (the same floats as an
+ * IDX file of those bytes), 16-bit v is v / 65535; no gamma correction. Transparency
+ * is composited over black; colour becomes grey by BT.601 luma (0.299 R + 0.587 G +
+ * 0.114 B), grey becomes colour by repetition. An image of another size is shrunk by
+ * area averaging or enlarged bilinearly (pixel centres, edges clamped), each axis on
+ * its own, deterministically. Images may have at most 16384 pixels a side and 2^26
+ * in all. NULL and the error ("error: FILE: ...": not a PNG, truncated, corrupt, too
+ * large, out of memory), which names the file, and nothing is kept. */
+CF_API cf_dataset *cf_dataset_load_images(const char *const *paths, int n, cf_shape sample);
+
+/* ---- Learning-rate range test ----------------------------------------------------
+ *
+ * Leslie Smith's range test (fastai's lr_find), as `cflux lr-find` runs it: one
+ * training step at each of o.steps learning rates, lr_i = start * (end/start)^(i/(steps-1)),
+ * on batches of the training data drawn in the order of a shuffle from o.seed (a new
+ * shuffle when one is used up; text is read as cf_fit reads it, as B streams). Each
+ * step's loss is smoothed, fastai's way: avg = 0.98 avg + 0.02 loss, smooth = avg /
+ * (1 - 0.98^(i+1)). The run stops early, before that step's update, when the smoothed
+ * loss is not finite or passes 4 times the lowest so far (diverged), or when a
+ * gradient is not finite.
+ * The suggestion is fastai's "steep" rule: the rate where the smoothed loss falls
+ * fastest against log lr, the left end of the steepest falling segment among points
+ * steps/10 .. n-6 (the first tenth is start-up, the last five the blow-up), and, as
+ * cflux adds, up to the lowest smoothed loss (a dip after it is noise in the blow-up;
+ * a loss that is lowest in the first tenth gets no suggestion). min_loss_lr is the rate
+ * of the lowest smoothed loss; the classic rule of thumb is a tenth of it.
+ * The model trains from the weights it has: fresh from its seed (cf_model_set_seed)
+ * when it was not bound or initialised before, as the tool does. It is left trained
+ * for those few steps at rising rates, which is rarely worth keeping: train afresh. */
+
+typedef struct cf_lrfind_opts {
+    double start, end;        /* the first and last learning rate: 1e-7 and 10; 0 < start < end */
+    int steps;                /* steps (and rates) from start to end: 100, at least 5 */
+    int batch;                /* 64 (the data's size, when it has fewer samples) */
+    cf_optim_opts optim;      /* cf_optim_defaults("adam"); its lr is not used */
+    uint64_t seed;            /* the order of the batches */
+    cf_loss loss;             /* 0: from the model (see cf_trainer_new) */
+    int normalize;            /* as cf_fit_opts: fit input standardisation when the model has none */
+} cf_lrfind_opts;
+
+typedef struct cf_lrfind_result {
+    int n;                    /* the steps run: o.steps, or fewer when the run diverged */
+    double *lr;               /* (n) each step's learning rate */
+    double *loss;             /* (n) each step's loss, before its update (NAN or inf where it blew up) */
+    double *smooth;           /* (n) the smoothed loss */
+    int diverged;             /* 1: stopped because the loss blew up (or a gradient was not finite) */
+    int suggested_at;         /* the suggestion's step, or -1: too few steps, or the loss never fell */
+    int min_at;               /* the step of the lowest smoothed loss, or -1 */
+    double suggested;         /* lr[suggested_at], or NAN */
+    double min_loss_lr;       /* lr[min_at], or NAN */
+} cf_lrfind_result;
+
+CF_API cf_lrfind_opts cf_lrfind_defaults(void);
+/* Run the test on m with data like cf_fit's (checked the same way; the loss is added
+ * to m). *r is filled (free it with cf_lrfind_result_free) and 0 returned, also when
+ * the run diverged: that is the test's normal end. -1 with the error for bad options
+ * (start >= end, steps < 5), data that does not fit, a model with nothing to train;
+ * *r then holds nothing. */
+CF_API int  cf_lrfind(cf_model *m, const cf_dataset *train, const cf_lrfind_opts *o, cf_lrfind_result *r);
+CF_API void cf_lrfind_result_free(cf_lrfind_result *r);
 
 #ifdef __cplusplus
 }

@@ -74,5 +74,9 @@ expect 1 "tensor '4.weight' is missing: the file has no module for layer '5', th
 expect 2 'cflux export: needs --params CKPT and --to-torch FILE or --onnx FILE' export "$tmp/small.flux"
 expect 2 'cflux import: needs --from-torch FILE and --save PATH' import "$tmp/small.flux" --save "$tmp/x"
 expect 2 'cflux export: --map names PyTorch.s modules: it goes with --to-torch' export "$tmp/small.flux" --params "$tmp/small.ckpt" --onnx "$tmp/o.onnx" --map "$tmp/m"
+# summary: a row per layer with its place in the source, its parameters and FLOPs
+expect 0 '^Affine  *[^ ]*mlp.flux:4:3  *(B, 128)  *100480  *200.8K  *201.0K' summary "$src/models/mlp.flux"
+expect 0 '^    2.γ 32, 2.β 32; statistics (not trained): 2.mean 32, 2.var 32' summary "$src/models/cnn-bn.flux" --batch 8
+expect 0 '"totals":{"trained":109386,.*"flops_forward":218812,"flops_backward":236668' summary "$src/models/mlp.flux" --json
 echo "tool: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -121,5 +121,43 @@ printf '# train: --epochs lots\nmodel = Chain(Input(4), Affine(3), softmax)\n' >
 "$tool" train "$t/badown.flux" --data "csv:$t/train.csv" > /dev/null 2> "$t/err"; rc=$?
 [ $rc -eq 2 ] && grep -q "needs a whole number" "$t/err" && ok || bad "bad model settings: exit $rc: $(cat "$t/err")"
 
+# lr-find: the table and the suggestion, the same for the same seed; JSON; the plot; bad usage
+lrfind() { "$tool" lr-find "$t/m.flux" --data "csv:$t/train.csv" --batch 32 --seed 3 "$@"; }
+lrfind --plot "$t/lr.svg" > "$t/lr1" 2> "$t/err" && mv "$t/lr.svg" "$t/lr1.svg" && lrfind --plot "$t/lr.svg" > "$t/lr2" 2>&1 &&
+  cmp -s "$t/lr1" "$t/lr2" && cmp -s "$t/lr1.svg" "$t/lr.svg" &&
+  grep -q '^   1.000e-07  ' "$t/lr1" && grep -q '<- suggested' "$t/lr1" && grep -q '^train with: cflux train .*--lr [0-9.e-]*$' "$t/lr1" &&
+  grep -q '<svg' "$t/lr.svg" && grep -q 'polyline' "$t/lr.svg" && grep -q 'suggested' "$t/lr.svg" \
+  && ok || bad "lr-find: $(cat "$t/lr1" "$t/err")"
+lrfind --json --optim sgd --start 1e-3 --end 100 --steps 50 |
+  grep -qE '^\{"model": .*"steps": 50, "steps_run": [0-9]+, "diverged": true, "lr": \[0.001, .*"suggested_lr": [0-9.e-]+, "min_loss_lr": [0-9.e-]+' \
+  && ok || bad "lr-find --json: $(lrfind --json --optim sgd --start 1e-3 --end 100 --steps 50 2>&1)"
+lrfind --start 1 --end 0.1 > /dev/null 2> "$t/err"; rc=$?
+[ $rc -eq 2 ] && grep -q 'the rates must rise' "$t/err" && ok || bad "lr-find --start above --end: exit $rc: $(cat "$t/err")"
+
+# class names, early stopping and the best epoch, the report page (its code under the
+# sanitizers here; tests/check_report.sh opens a Fashion-MNIST one in Chromium)
+printf 'a wins\nb wins\nc wins\n' > "$t/names.txt"
+train --epochs 12 --lr 1e-12 --schedule const --val 0.2 --patience 2 --keep-best "$t/best.ckpt" --classes "$t/names.txt" \
+  --report "$t/r.html" --save "$t/last.ckpt" --json > "$t/es" 2> "$t/err"
+best=$(sed -n 's/^best epoch \([0-9]*\): validation loss .*, kept in .*best.ckpt$/\1/p' "$t/es")
+last=$(sed -n 's/^stopped early after epoch \([0-9]*\): the validation loss has not improved for 2 epochs$/\1/p' "$t/es")
+[ -n "$best" ] && [ -n "$last" ] && [ "$last" -eq $((best + 2)) ] && [ "$last" -lt 12 ] &&
+  grep -q "\"best_epoch\": $best, \"stopped_early\": true" "$t/es" && ok || bad "early stopping: $(cat "$t/es" "$t/err")"
+"$tool" eval "$t/m.flux" --params "$t/best.ckpt" --data "csv:$t/train.csv,$t/test.csv" --json > "$t/ev" 2>&1 &&
+  grep -q '"classes": \["a wins", "b wins", "c wins"\], "confusion": \[\[' "$t/ev" && ok || bad "eval: class names: $(cat "$t/ev")"
+"$tool" eval "$t/m.flux" --params "$t/best.ckpt" --data "csv:$t/train.csv,$t/test.csv" --top 2 > "$t/ev" 2>&1 &&
+  grep -q 'top-2 accuracy 0\.[0-9]*$' "$t/ev" && grep -q '^  2 c wins ' "$t/ev" && grep -q 'macro average' "$t/ev" \
+  && ok || bad "eval --top: $(cat "$t/ev")"
+cut -d, -f2- "$t/test.csv" | head -n 4 > "$t/in.csv"
+"$tool" predict "$t/m.flux" --params "$t/best.ckpt" "$t/in.csv" --top 2 > "$t/pr" 2>&1 &&
+  grep -q '^0: class [0-2] [abc] wins (p = 0\.[0-9]*), class [0-2] [abc] wins (p = ' "$t/pr" && ok || bad "predict --top 2: $(cat "$t/pr")"
+grep -q '<h2>Per class</h2>' "$t/r.html" && grep -q 'c wins' "$t/r.html" && grep -q 'Finished: [0-9]* epochs, stopped early' "$t/r.html" \
+  && ok || bad "the report of the run"
+train --epochs 2 --patience 2 > /dev/null 2> "$t/err"; rc=$?
+[ $rc -eq 1 ] && grep -q 'watches the validation loss: hold out a validation split (--val)' "$t/err" && ok || bad "--patience without --val: exit $rc"
+printf 'one\ntwo\n' > "$t/two.txt"
+train --epochs 1 --classes "$t/two.txt" > /dev/null 2> "$t/err"; rc=$?
+[ $rc -eq 1 ] && grep -q 'two.txt: 2 class names, but the model.s output gives 3 classes' "$t/err" && ok || bad "--classes of 2: exit $rc: $(cat "$t/err")"
+
 echo "train tool: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -124,7 +124,7 @@ train --epochs 5 --json --quiet --save "$t/e.ckpt" > "$t/train.json"
 "$tool" eval "$t/m.flux" --params "$t/e.ckpt" --data "$data" --batch 32 --json > "$t/eval.json"
 tl=$(sed -n 's/.*"test_loss": \([0-9.e+-]*\),.*/\1/p' "$t/train.json")
 ta=$(sed -n 's/.*"test_accuracy": \([0-9.e+-]*\),.*/\1/p' "$t/train.json")
-[ -n "$tl" ] && grep -q "\"loss\": $tl, \"accuracy\": $ta}" "$t/eval.json" && ok || bad "eval $(cat "$t/eval.json") vs train $tl $ta"
+[ -n "$tl" ] && grep -q "\"loss\": $tl, \"accuracy\": $ta[,}]" "$t/eval.json" && ok || bad "eval $(cat "$t/eval.json") vs train $tl $ta"
 tail -n +2 "$t/test.csv" | cut -d, -f2- > "$t/in.csv"
 "$tool" predict "$t/m.flux" --params "$t/e.ckpt" "$t/in.csv" > "$t/pred"
 # the predicted classes score the accuracy that eval and training measured

@@ -7,7 +7,7 @@
  * under the sanitizers (which own malloc) the test only runs each scenario once.
  *
  * The scenarios: the notation, model files, C graphs, parameter files, PyTorch and
- * ONNX files, CSV and IDX
+ * ONNX files, PNG images, CSV and IDX
  * data, and the training loop (cf_trainer_new, cf_fit, checkpoints).
  * Environment: OOM_ONLY=NAME:K runs only scenario NAME with allocation K failing (in gdb: break
  * oom_failing); OOM_VERBOSE=1 prints every run. */
@@ -18,6 +18,7 @@
 
 #include "cflux.h"
 #include "core/error.h"
+#include "data/png.h"
 #include "test.h"
 #include "tmpdir.h"
 
@@ -174,6 +175,24 @@ out:
     return rc;
 }
 
+/* PNG images in (each size and colour conversion), and out */
+static int png_images(void)
+{
+    int rc = 0;
+    const char *paths[2] = {tmp("a.png"), tmp("b.png")};
+    cf_dataset *d = NULL, *e = NULL;
+    unsigned char *png = NULL;
+    size_t len;
+    TRY(d = cf_dataset_load_images(paths, 2, CF_SHAPE(1, 28, 28)));
+    TRY(e = cf_dataset_load_images(paths, 2, CF_SHAPE(3 * 9 * 9)));
+    TRY(cf_png_encode((const unsigned char *)cf_dataset_x(d), 8, 8, 3, &png, &len) == 0);
+out:
+    free(png);
+    cf_dataset_free(d);
+    cf_dataset_free(e);
+    return rc;
+}
+
 static int csv_files(void)
 {
     int rc = 0;
@@ -249,6 +268,10 @@ static void write_files(void)
     FILE *g = fopen(tmp("l"), "wb");
     fwrite(lb, 1, sizeof lb, g);
     fclose(g);
+    static unsigned char px[3 * 56 * 56];
+    for (size_t i = 0; i < sizeof px; i++) px[i] = (unsigned char)(i * 7);
+    cf_png_write(tmp("a.png"), px, 28, 28, 1);
+    cf_png_write(tmp("b.png"), px, 56, 56, 3);
 }
 
 /* Run a scenario with its k-th allocation failing, for k = 0, 1, ... until it runs
@@ -296,6 +319,7 @@ TEST(model_files) { every_failure("model_file", model_file); }
 TEST(graph) { every_failure("graph", graph_in_c); }
 TEST(params) { every_failure("params", params_files); }
 TEST(interop) { every_failure("interop", interop_files); }
+TEST(png) { every_failure("png", png_images); }
 TEST(csv) { every_failure("csv", csv_files); }
 TEST(idx) { every_failure("idx", idx_files); }
 TEST(train_loop) { every_failure("training", training); }
@@ -315,6 +339,7 @@ int main(void)
     RUN(graph);
     RUN(params);
     RUN(interop);
+    RUN(png);
     RUN(csv);
     RUN(idx);
     RUN(train_loop);

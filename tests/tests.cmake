@@ -4,7 +4,8 @@ file(GLOB CFLUX_TESTS_SRC CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/tests/test_*.c
 foreach(src ${CFLUX_TESTS_SRC})
   get_filename_component(name ${src} NAME_WE)
   add_executable(${name} ${src})
-  target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR}/src ${PROJECT_SOURCE_DIR}/tests ${CJSON_INCLUDE_DIRS})
+  target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR}/src ${PROJECT_SOURCE_DIR}/tests ${CJSON_INCLUDE_DIRS}
+                             ${PNG_INCLUDE_DIRS})
   target_link_libraries(${name} PRIVATE cflux_static)
   add_test(NAME ${name} COMMAND ${name} WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
 endforeach()
@@ -52,4 +53,10 @@ if(NOT CFLUX_SANITIZE)   # the library's side runs under the sanitizers in test_
   add_test(NAME interop COMMAND sh ${PROJECT_SOURCE_DIR}/tests/interop/check.sh ${PROJECT_BINARY_DIR}
            ${PROJECT_SOURCE_DIR} ${CFLUX_INTEROP_PYTHON})
   set_tests_properties(interop PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600)
+endif()
+if(NOT CFLUX_SANITIZE)   # a Fashion-MNIST run each; the page's code runs under the sanitizers in train_tool
+  add_test(NAME report COMMAND sh ${PROJECT_SOURCE_DIR}/tests/check_report.sh $<TARGET_FILE:cflux> ${PROJECT_SOURCE_DIR})
+  add_test(NAME report_browser COMMAND sh ${PROJECT_SOURCE_DIR}/tests/check_report.sh $<TARGET_FILE:cflux>
+           ${PROJECT_SOURCE_DIR} browser)
+  set_tests_properties(report_browser PROPERTIES SKIP_RETURN_CODE 77)
 endif()

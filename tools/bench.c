@@ -185,19 +185,6 @@ out:
     return rc;
 }
 
-/* A string as a JSON string's contents (the CPU's name, the reasons): no quotes or
-   control characters survive. */
-static void json_str(const char *s)
-{
-    putchar('"');
-    for (; *s; s++) {
-        if (*s == '"' || *s == '\\') printf("\\%c", *s);
-        else if ((unsigned char)*s < 32) printf("\\u%04x", *s);
-        else putchar(*s);
-    }
-    putchar('"');
-}
-
 int cmd_bench(const args *a)
 {
     if (apply_common(a)) return 1;
@@ -228,7 +215,7 @@ int cmd_bench(const args *a)
     double peak = f.peak * threads;
     if (a->json) {
         printf("{\"model\": ");
-        json_str(a->pos[0]);
+        json_string(stdout, a->pos[0]);
         printf(", \"version\": \"%s\", \"batch\": %d, \"threads\": %d, \"seconds\": %g,\n", cf_version(), batch, threads,
                seconds);
         printf(" \"train_samples_per_sec\": %.1f, \"train_gflops\": %.2f, \"peak_gflops\": %.2f, "
@@ -236,13 +223,13 @@ int cmd_bench(const args *a)
         printf(" \"infer_batch\": %d, \"infer_samples_per_sec\": %.1f, \"latency_us\": %.3f, \"latency_calls\": %d,\n",
                INFER_BATCH, f.infer, f.latency, LAT_CALLS);
         printf(" \"peak_rss_mb\": %.1f, \"cpu\": ", f.rss_mb);
-        json_str(cf_cpu_name());
+        json_string(stdout, cf_cpu_name());
         printf(", \"isa\": ");
-        json_str(cf_cpu_isa());
+        json_string(stdout, cf_cpu_isa());
         printf(",\n \"kernels\": {\"gemm\": ");
-        json_str(cf_gemm_name());
+        json_string(stdout, cf_gemm_name());
         printf(", \"why\": ");
-        json_str(cf_gemm_why());
+        json_string(stdout, cf_gemm_why());
         printf("}}\n");
     } else {
         printf("%s: batch %d, %d thread%s, %s (%s)\n", a->pos[0], batch, threads, threads == 1 ? "" : "s",
@@ -266,13 +253,13 @@ int cmd_version(const args *a)
 {
     if (a && a->json) {
         printf("{\"version\": \"%s\", \"threads\": %d, \"cpu\": ", cf_version(), cf_threads());
-        json_str(cf_cpu_name());
+        json_string(stdout, cf_cpu_name());
         printf(", \"isa\": ");
-        json_str(cf_cpu_isa());
+        json_string(stdout, cf_cpu_isa());
         printf(", \"kernels\": {\"gemm\": ");
-        json_str(cf_gemm_name());
+        json_string(stdout, cf_gemm_name());
         printf(", \"why\": ");
-        json_str(cf_gemm_why());
+        json_string(stdout, cf_gemm_why());
         printf("}}\n");
         return 0;
     }

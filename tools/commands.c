@@ -51,6 +51,10 @@ static const opt train_opts[] = {
     {"--resume", OPT_STR, 0, 0, OFF(resume), "PATH", "continue the run saved in a checkpoint of the same model"},
     {"--log", OPT_STR, 0, 0, OFF(log), "CSV", "per-epoch figures as CSV (the whole run's, when resumed)"},
     {"--plot", OPT_STR, 0, 0, OFF(plot), "SVG", "loss and accuracy curves as SVG (the whole run's)"},
+    {"--report", OPT_STR, 0, 0, OFF(report), "HTML", "a page of the run (summary, curves, confusion matrix, the\nworst-classified test images), rewritten after every epoch"},
+    {"--patience", OPT_INT, 1, 1e6, OFF(patience), "N", "stop when the validation loss has not improved for N epochs\n(needs --val)"},
+    {"--keep-best", OPT_STR, 0, 0, OFF(keep_best), "PATH", "write the checkpoint of the epoch with the best validation\nloss there (needs --val)"},
+    {"--classes", OPT_STR, 0, 0, OFF(classes), "FILE", "the classes' names, one a line (Fashion-MNIST's are built in);\nkept in the checkpoint for eval, predict and the report"},
     JSON,
     {"--quiet", OPT_FLAG, 0, 0, OFF(quiet), NULL, "no per-epoch lines"},
     END,
@@ -62,6 +66,8 @@ static const opt eval_opts[] = {
     LABELCOL,
     LOSS,
     {"--batch", OPT_INT, 1, 1 << 20, OFF(batch), "N", "samples per step (256; text: the checkpoint's training\nbatch, so that its streams are the run's)"},
+    {"--top", OPT_INT, 1, 1000, OFF(top), "K", "also the top-K accuracy (a class among the K most probable)"},
+    {"--classes", OPT_STR, 0, 0, OFF(classes), "FILE", "the classes' names, one a line (default: the checkpoint's)"},
     THREADS,
     MAXMEM,
     JSON,
@@ -71,6 +77,8 @@ static const opt eval_opts[] = {
 static const opt predict_opts[] = {
     {"--params", OPT_STR, 0, 0, OFF(params), "CKPT", "the trained weights (a checkpoint or a parameter file; required)"},
     {"--batch", OPT_INT, 1, 1 << 20, OFF(batch), "N", "samples per step (256)"},
+    {"--top", OPT_INT, 1, 1000, OFF(top), "K", "the K most probable classes of each sample (1)"},
+    {"--classes", OPT_STR, 0, 0, OFF(classes), "FILE", "the classes' names, one a line (default: the checkpoint's)"},
     THREADS,
     MAXMEM,
     {"--json", OPT_FLAG, 0, 0, OFF(json), NULL, "one JSON array of the results"},
@@ -115,6 +123,30 @@ static const opt export_opts[] = {
     END,
 };
 
+static const opt summary_opts[] = {
+    {"--batch", OPT_INT, 1, 1 << 20, OFF(batch), "N", "write N for the batch dimension B, and count memory for N"},
+    MAXMEM,
+    JSON,
+    END,
+};
+
+static const opt lrfind_opts[] = {
+    DATA("as for train (default fashion-mnist)"),
+    LABELCOL,
+    LOSS,
+    {"--batch", OPT_INT, 1, 1 << 20, OFF(batch), "N", "samples per step (64)"},
+    {"--optim", OPT_STR, 0, 0, OFF(optim), "NAME", "sgd, momentum, nesterov, adam, adamw (default adam)"},
+    {"--start", OPT_NUM, 1e-12, 1e6, OFF(lr_start), "LR", "the first learning rate (1e-7)"},
+    {"--end", OPT_NUM, 1e-12, 1e6, OFF(lr_end), "LR", "the last learning rate (10)"},
+    {"--steps", OPT_INT, 5, 1e6, OFF(steps), "N", "training steps from --start to --end (100)"},
+    {"--seed", OPT_U64, 0, 0, OFF(seed), "N", "initialisation and shuffling (0)"},
+    {"--plot", OPT_STR, 0, 0, OFF(plot), "SVG", "the loss against the learning rate as SVG"},
+    THREADS,
+    MAXMEM,
+    JSON,
+    END,
+};
+
 static const opt version_opts[] = {JSON, END};
 
 static const opt none[] = {END};
@@ -131,9 +163,11 @@ const command cf_commands[] = {
      "Ctrl-C stops at once.\n",
      train_opts, cmd_train},
     {"eval", "MODEL", 1, "Loss and accuracy of trained weights on data.", NULL, eval_opts, cmd_eval},
-    {"predict", "MODEL INPUT", 2, "Class and probability (or the outputs) for each sample of INPUT.",
-     "INPUT is an IDX file of images or a CSV file of numbers (every column a feature).\n", predict_opts,
-     cmd_predict},
+    {"predict", "MODEL INPUT...", 2, "Classes and probabilities (or the outputs) for each sample of INPUT.",
+     "INPUT is an IDX file of images, a CSV file of numbers (every column a feature),\n"
+     "or PNG images (grey or colour; several may be given), each resized to the\n"
+     "model's input and scaled as training data is (0..255 to 0..1).\n",
+     predict_opts, cmd_predict},
     {"bench", "MODEL", 1, "Time training steps, batch inference and batch-1 latency on random data.",
      "After a warm-up: training steps (forward, loss, backward, SGD update) at --batch,\n"
      "inference at batch 1000, and the median latency of 10,000 single-sample calls.\n"
@@ -145,6 +179,20 @@ const command cf_commands[] = {
      "trained weights and carrying its state from each character to the next; each\n"
      "character is drawn from the model's probabilities.\n",
      sample_opts, cmd_sample},
+    {"summary", "MODEL", 1, "Each layer: its output shape, parameters, FLOPs and memory per sample.",
+     "A table as Keras's summary() prints, each row tied to the source (the layer's\n"
+     "template or op and its file:line:col); totals at the bottom. Per sample: FLOPs\n"
+     "forward and backward, and activations (bytes of the values a row makes, kept for\n"
+     "backward). FLOPs: matrix products and convolutions 2 per multiply-add, the same\n"
+     "again backward for each input that takes a gradient (never the model's inputs);\n"
+     "elementwise ops 1 per element each way; softmax 5/4, batchnorm 6/5 (+4 for dx),\n"
+     "maxpool k*k/1 per output; LSTM and the rest: docs/training.md.\n",
+     summary_opts, cmd_summary},
+    {"lr-find", "MODEL", 1, "Train briefly over rising learning rates; suggest one.",
+     "From fresh weights, one step at each learning rate from --start to --end\n"
+     "(exponentially spaced), until the loss blows up; prints the smoothed loss against\n"
+     "the rate and suggests the rate where it falls fastest.\n",
+     lrfind_opts, cmd_lrfind},
     {"import", "MODEL", 1, "Read PyTorch weights (a state_dict in safetensors) into MODEL's parameters.",
      "Each PyTorch module goes to one layer of MODEL: in order when the modules are\n"
      "numbered (nn.Sequential), else by their tensors' names and shapes; --map says\n"

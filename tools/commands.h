@@ -4,6 +4,7 @@
 #ifndef CF_TOOLS_COMMANDS_H
 #define CF_TOOLS_COMMANDS_H
 
+#include "cflux.h"
 #include "options.h"
 
 int cmd_check(const args *a);
@@ -14,6 +15,8 @@ int cmd_eval(const args *a);
 int cmd_predict(const args *a);
 int cmd_bench(const args *a);
 int cmd_sample(const args *a);
+int cmd_summary(const args *a);
+int cmd_lrfind(const args *a);
 int cmd_import(const args *a);
 int cmd_export(const args *a);
 int cmd_version(const args *a);
@@ -21,8 +24,21 @@ int cmd_version(const args *a);
 /* Print cf_last_error() to stderr and return 1 (cflux.c). */
 int fail(void);
 
+/* s as a JSON string: quotes, backslashes and control characters escaped (cflux.c). */
+void json_string(FILE *f, const char *s);
+
 /* Seconds on the monotonic clock (cflux.c). */
 double now(void);
+
+/* Class names (classes.c): from path (one a line), or, with none, the checkpoint's
+ * or Fashion-MNIST's for its data (data NULL or "fashion-mnist"). 0, or 1 with the
+ * message printed. */
+int class_names_set(cf_model *m, const char *path, const char *data);
+/* Class c's name, or its number in buf. */
+const char *class_name(const cf_model *m, int c, char *buf, size_t size);
+/* Evaluation's metrics as a table, and as JSON members (no braces). */
+void metrics_print(const cf_model *m, const cf_metrics *r, FILE *f);
+void metrics_json(const cf_model *m, const cf_metrics *r, FILE *f);
 
 /* Settings every command takes: --threads and --max-memory. 0, or 1 with the error. */
 int apply_common(const args *a);

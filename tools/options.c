@@ -173,11 +173,18 @@ static int store(const command *c, const opt *o, const char *v, args *a)
     }
 }
 
+int command_repeats(const command *c)
+{
+    size_t n = strlen(c->positional);
+    return n >= 3 && !strcmp(c->positional + n - 3, "...");
+}
+
 int args_parse(const command *c, int argc, char **argv, args *a)
 {
     memset(a, 0, sizeof *a);
     a->epochs = a->batch = a->stop_after = a->lr = a->wd = a->clip = a->val = a->momentum = a->threads =
-        a->label_col = a->seconds = a->length = a->temperature = NAN;
+        a->label_col = a->seconds = a->length = a->temperature = a->top = a->patience = a->lr_start = a->lr_end =
+            a->steps = NAN;
     a->argc = argc;
     a->argv = argv;
     for (int i = 0; i < argc; i++) {
@@ -199,6 +206,14 @@ int args_parse(const command *c, int argc, char **argv, args *a)
             int rc = store(c, o, v, a);
             if (rc) return rc;
             continue;
+        }
+        if (command_repeats(c) && a->npos >= c->npos && a->npos < MAX_POSITIONAL) {
+            a->pos[a->npos++] = s;
+            continue;
+        }
+        if (command_repeats(c) && a->npos >= MAX_POSITIONAL) {
+            fprintf(ERR, "cflux %s: takes at most %d inputs at once\n", c->name, MAX_POSITIONAL - 1);
+            return 2;
         }
         if (a->npos >= c->npos) {
             char buf[256];

@@ -10,11 +10,15 @@
 
 /* Everything any command takes; an option not given stays NULL (strings) or NAN
  * (numbers). */
+#define MAX_POSITIONAL 4096   /* MODEL and the inputs of predict */
+
 typedef struct args {
-    const char *pos[2];   /* the positional arguments: MODEL, INPUT */
+    const char *pos[MAX_POSITIONAL];   /* the positional arguments: MODEL, INPUT... */
     int npos;
     const char *data, *optim, *schedule, *save, *resume, *log, *plot, *init, *params, *loss, *out, *max_memory;
     const char *prime, *from_torch, *to_torch, *onnx, *map;
+    const char *classes, *keep_best, *report;
+    double top, patience, lr_start, lr_end, steps;
     double epochs, batch, stop_after, lr, wd, clip, val, momentum, threads, label_col, seconds, length, temperature;
     uint64_t seed;
     int has_seed, json, quiet, normalize;
@@ -35,7 +39,7 @@ typedef struct opt {
 
 typedef struct command {
     const char *name;
-    const char *positional;   /* "MODEL", "MODEL INPUT" */
+    const char *positional;   /* "MODEL", "MODEL INPUT"; "MODEL INPUT...": the last again and again */
     int npos;                 /* how many positional arguments it takes */
     const char *about;        /* one line for `cflux help` */
     const char *more;         /* paragraphs for `cflux help NAME`, or NULL */
@@ -49,6 +53,9 @@ extern const command cf_commands[];
 /* Fill a from argv (the arguments after the command's name). 0; 1 when --help or -h
  * was given (the help is printed); or 2 with one line printed to stderr. */
 int args_parse(const command *c, int argc, char **argv, args *a);
+
+/* Does c's last positional argument repeat ("INPUT...")? */
+int command_repeats(const command *c);
 
 /* The help of one command, made from its table. */
 void command_help(const command *c, FILE *f);

@@ -56,20 +56,31 @@ static void put_text(FILE *f, const char *s)
 
 int plot_write_svg(const char *path, const cf_epoch_stats *e, int n, const char *title)
 {
+    cf_file *out = cf_file_create(path);
+    if (!out) {
+        fprintf(stderr, "%s\n", cf_last_error());
+        return -1;
+    }
+    if (plot_svg(cf_file_stream(out), e, n, title)) {
+        cf_file_abort(out);
+        fprintf(stderr, "error: %s: out of memory for the plot\n", path);
+        return -1;
+    }
+    if (cf_file_commit(out)) {
+        fprintf(stderr, "%s\n", cf_last_error());
+        return -1;
+    }
+    return 0;
+}
+
+int plot_svg(FILE *f, const cf_epoch_stats *e, int n, const char *title)
+{
     double *v[6] = {0};
     for (int k = 0; k < 6; k++)
         if (!(v[k] = calloc((size_t)(n > 0 ? n : 1), sizeof(double)))) {
             for (int j = 0; j < k; j++) free(v[j]);
-            fprintf(stderr, "error: %s: out of memory for the plot\n", path);
             return -1;
         }
-    cf_file *out = cf_file_create(path);
-    if (!out) {
-        for (int k = 0; k < 6; k++) free(v[k]);
-        fprintf(stderr, "%s\n", cf_last_error());
-        return -1;
-    }
-    FILE *f = cf_file_stream(out);
     double lo = INFINITY, hi = -INFINITY;
     for (int i = 0; i < n; i++) {
         v[0][i] = e[i].train_loss, v[1][i] = e[i].val_loss, v[2][i] = e[i].test_loss;
@@ -124,9 +135,45 @@ int plot_write_svg(const char *path, const cf_epoch_stats *e, int n, const char 
     }
     fprintf(f, "</svg>\n");
     for (int k = 0; k < 6; k++) free(v[k]);
-    if (cf_file_commit(out)) {
-        fprintf(stderr, "%s\n", cf_last_error());
-        return -1;
-    }
     return 0;
 }
+
+int plot_xy_svg(FILE *f, const double *x, const double *y, int n, const char *xlabel, const char *ylabel)
+{
+    enum { PW = 860, PH = 260, PL = 70, PR = 30, PT = 20, PB = 45 };
+    double xlo = INFINITY, xhi = -INFINITY, ylo = INFINITY, yhi = -INFINITY;
+    for (int i = 0; i < n; i++) {
+        if (!isfinite(x[i]) || !isfinite(y[i])) continue;
+        xlo = fmin(xlo, x[i]), xhi = fmax(xhi, x[i]), ylo = fmin(ylo, y[i]), yhi = fmax(yhi, y[i]);
+    }
+    if (!(xlo < xhi)) xlo = isfinite(xlo) ? xlo - 1 : 0, xhi = isfinite(xhi) ? xhi + 1 : 1;
+    if (!(ylo < yhi)) ylo = isfinite(ylo) ? ylo - 1 : 0, yhi = isfinite(yhi) ? yhi + 1 : 1;
+    ylo = fmin(0, ylo);
+    fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" font-family=\"sans-serif\">\n", PW,
+            PH);
+    fprintf(f, "<rect width=\"%d\" height=\"%d\" fill=\"white\"/>\n", PW, PH);
+    fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"none\" stroke=\"#888\"/>\n", PL, PT,
+            PW - PL - PR, PH - PT - PB);
+    for (int k = 0; k <= 4; k++) {
+        double fy = PT + k * (PH - PT - PB) / 4.0, fx = PL + k * (PW - PL - PR) / 4.0;
+        fprintf(f, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#eee\"/>\n", PL, fy, PW - PR, fy);
+        fprintf(f, "<text x=\"%d\" y=\"%.1f\" font-size=\"11\" text-anchor=\"end\">%.3g</text>\n", PL - 6, fy + 4,
+                yhi - k * (yhi - ylo) / 4);
+        fprintf(f, "<text x=\"%.1f\" y=\"%d\" font-size=\"11\" text-anchor=\"middle\">%.4g</text>\n", fx, PH - PB + 16,
+                xlo + k * (xhi - xlo) / 4);
+    }
+    fprintf(f, "<text x=\"%d\" y=\"%d\" font-size=\"12\" text-anchor=\"middle\">", (PW + PL - PR) / 2, PH - 8);
+    put_text(f, xlabel);
+    fprintf(f, "</text>\n<text x=\"16\" y=\"%d\" font-size=\"12\" transform=\"rotate(-90 16 %d)\" "
+               "text-anchor=\"middle\">", PH / 2, PH / 2);
+    put_text(f, ylabel);
+    fprintf(f, "</text>\n<polyline fill=\"none\" stroke=\"#1f77b4\" stroke-width=\"2\" points=\"");
+    for (int i = 0; i < n; i++)
+        if (isfinite(x[i]) && isfinite(y[i]))
+            fprintf(f, "%.1f,%.1f ", PL + (x[i] - xlo) / (xhi - xlo) * (PW - PL - PR),
+                    PT + (1 - (y[i] - ylo) / (yhi - ylo)) * (PH - PT - PB));
+    fprintf(f, "\"/>\n</svg>\n");
+    return 0;
+}
+
+void plot_escape(FILE *f, const char *s) { put_text(f, s); }

@@ -7,12 +7,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "cflux.h"
 #include "commands.h"
 #include "plot.h"
+#include "report.h"
 
 typedef struct run {
     const args *a;
@@ -23,6 +26,7 @@ typedef struct run {
     int failed;               /* a record or checkpoint could not be written */
     int saved_epoch;          /* the epoch of the last checkpoint written, or -1 */
     int text;                 /* text data: the sequence length T (losses are per character); else 0 */
+    report *rep;              /* --report: the page, rewritten after every epoch */
 } run;
 
 static const char *fmt_num(double v, char *buf)
@@ -162,6 +166,15 @@ static int on_epoch(const cf_epoch_stats *s, void *user)
         }
         r->saved_epoch = s->epoch;
     }
+    if (r->rep) {
+        char status[96];
+        snprintf(status, sizeof status, "Training: epoch %d of %d done; this page reloads every 30 seconds.", s->epoch,
+                 s->epochs);
+        if (report_write(r->rep, status, 0)) {
+            r->failed = 1;
+            return 1;
+        }
+    }
     return !isnan(r->a->stop_after) && s->epoch >= (int)r->a->stop_after;
 }
 
@@ -197,8 +210,8 @@ static void describe_task(const cf_dataset *d, cf_trainer *t, const cf_model *m)
 /* Check each file the run will write, before the first step. 0 or 1. */
 static int check_outputs(const args *a)
 {
-    const char *paths[3] = {a->save, a->log, a->plot};
-    for (int i = 0; i < 3; i++)
+    const char *paths[5] = {a->save, a->log, a->plot, a->keep_best, a->report};
+    for (int i = 0; i < 5; i++)
         if (paths[i] && cf_file_check(paths[i])) return fail();
     return 0;
 }
@@ -302,7 +315,10 @@ int cmd_train(const args *a)
     fo.on_batch = on_batch;
     fo.on_warning = on_warning;
     fo.user = &r;
+    fo.patience = isnan(a->patience) ? 0 : (int)a->patience;
+    fo.keep_best = a->keep_best;
     r.tty = isatty(fileno(stderr));
+    if (class_names_set(m, a->classes, a->data)) goto done;
     if (!(r.trainer = cf_trainer_new(m, train, &fo))) goto out;
     if (a->init) {
         if (cf_model_load_params(m, a->init)) goto out;
@@ -325,10 +341,68 @@ int cmd_train(const args *a)
                fo.val_fraction > 0 ? " (less a validation split), " : ", ", test ? cf_dataset_count(test) : 0, what,
                cf_model_weight_count(m), oo.name, (double)oo.lr, r.batch, nt, nt == 1 ? "" : "s");
         describe_task(train, r.trainer, m);
+        if (cf_model_summary(m, 0, 0, stdout)) goto out;
         if (a->init) printf("starting from the weights in %s\n", a->init);
         if (cf_trainer_epoch_samples(r.trainer))
             printf("resuming in epoch %d after %zu samples\n", first + 1, cf_trainer_epoch_samples(r.trainer));
         fflush(stdout);
+    }
+    report rep = {0};
+    char command[4096], lr_s[32], batch_s[16], epochs_s[16], val_s[32], seed_s[32], threads_s[16], pat_s[16];
+    if (a->report) {
+        rep.path = a->report;
+        rep.model = a->pos[0];
+        size_t k = (size_t)snprintf(command, sizeof command, "cflux train");
+        for (int i = 0; i < a->argc && k < sizeof command; i++)
+            k += (size_t)snprintf(command + k, sizeof command - k, strpbrk(a->argv[i], " \t'\"") ? " '%s'" : " %s",
+                                  a->argv[i]);
+        rep.command = command;
+        snprintf(lr_s, sizeof lr_s, "%g", (double)oo.lr);
+        snprintf(batch_s, sizeof batch_s, "%d", r.batch);
+        snprintf(epochs_s, sizeof epochs_s, "%d", r.epochs);
+        snprintf(val_s, sizeof val_s, "%g", fo.val_fraction);
+        snprintf(seed_s, sizeof seed_s, "%llu", (unsigned long long)a->seed);
+        snprintf(threads_s, sizeof threads_s, "%d", cf_threads());
+        snprintf(pat_s, sizeof pat_s, "%d", fo.patience);
+        const char *set[][2] = {{"data", a->data ? a->data : "fashion-mnist"},
+                                {"loss", cf_trainer_loss(r.trainer) == CF_LOSS_XENT ? "cross-entropy" : "mean squared error"},
+                                {"optimizer", oo.name}, {"learning rate", lr_s}, {"schedule", schedule},
+                                {"batch", batch_s}, {"epochs", epochs_s}, {"validation split", val_s},
+                                {"patience", fo.patience ? pat_s : "none"}, {"seed", seed_s}, {"threads", threads_s},
+                                {"CPU", cf_cpu_name()}, {"kernels", cf_gemm_name()}};
+        for (size_t i = 0; i < sizeof set / sizeof *set; i++) {
+            rep.settings[rep.nsettings][0] = set[i][0];
+            rep.settings[rep.nsettings++][1] = set[i][1];
+        }
+        size_t len = 0;
+        FILE *mem = open_memstream(&rep.summary, &len);
+        if (mem && cf_model_summary(m, r.batch, 0, mem)) {
+            fclose(mem);
+            free(rep.summary);
+            rep.summary = NULL;
+        } else if (mem) {
+            fclose(mem);
+        }
+        /* the schedule, by step, at most 400 points */
+        size_t ntrain = cf_dataset_count(train);
+        ntrain -= (size_t)(fo.val_fraction * (double)ntrain);
+        long spe = (long)((ntrain + (size_t)r.batch - 1) / (size_t)r.batch), total = spe * r.epochs;
+        rep.lr_x = malloc(400 * sizeof *rep.lr_x);
+        rep.lr_y = malloc(400 * sizeof *rep.lr_y);
+        for (int i = 0; rep.lr_x && rep.lr_y && total > 0 && i < 400; i++) {
+            long step = (long)((double)i * (double)total / 399);
+            float v;
+            if (cf_schedule_lr(schedule, oo.lr, step, total, spe, &v)) break;
+            rep.lr_x[i] = (double)step / (double)spe;
+            rep.lr_y[i] = v;
+            rep.nlr = i + 1;
+        }
+        rep.m = m;
+        rep.t = r.trainer;
+        rep.test = test;
+        rep.text = r.text;
+        rep.val = fo.val_fraction > 0;
+        r.rep = &rep;
     }
     double start = now();
     stop_target = r.trainer;
@@ -375,6 +449,14 @@ int cmd_train(const args *a)
         printf("test loss %.4f nats/char, accuracy %.4f\n", last->test_loss, last->test_accuracy);
     else if (last && !a->quiet && !isnan(last->test_accuracy))
         printf("test accuracy %.4f\n", last->test_accuracy);
+    int best = 0, early = fo.patience && nh && cf_early_stop(&h[0].val_loss, sizeof *h, nh, fo.patience, &best);
+    if (fo.patience || fo.keep_best) cf_early_stop(&h[0].val_loss, sizeof *h, nh, 0, &best);
+    if (!a->quiet && early && cf_trainer_epoch(r.trainer) < r.epochs)
+        printf("stopped early after epoch %d: the validation loss has not improved for %d epoch%s\n",
+               cf_trainer_epoch(r.trainer), fo.patience, fo.patience == 1 ? "" : "s");
+    if (!a->quiet && best > 0)
+        printf("best epoch %d: validation loss %.4f%s%s\n", best, h[best - 1].val_loss, a->keep_best ? ", kept in " : "",
+               a->keep_best ? a->keep_best : "");
     if (r.saved_epoch >= 0 && !a->quiet) printf("saved %s (epoch %d)\n", a->save, r.saved_epoch);
     if (a->json) {
         printf("{");
@@ -388,6 +470,7 @@ int cmd_train(const args *a)
         json_num("samples_per_sec", sps, 0);
         if (r.text) json_num("chars_per_sec", sps * r.text, 0);
         json_num("seconds", secs, 0);
+        if (best > 0) printf("\"best_epoch\": %d, \"stopped_early\": %s, ", best, early ? "true" : "false");
         printf("\"params\": %zu}\n", cf_model_weight_count(m));
     }
     rc = 0;
@@ -402,6 +485,22 @@ plot:
 out:
     fail();
 done:
+    if (r.rep) {
+        char status[160];
+        int e = cf_trainer_epoch(r.trainer);
+        if (rc == 0 && e < r.epochs && !isnan(a->stop_after) && e >= (int)a->stop_after)
+            snprintf(status, sizeof status, "Paused after epoch %d of %d (--stop-after); --resume goes on.", e,
+                     r.epochs);
+        else if (rc == 0)
+            snprintf(status, sizeof status, "Finished: %d epoch%s%s.", e, e == 1 ? "" : "s",
+                     e < r.epochs ? ", stopped early: the validation loss no longer improved" : "");
+        else if (rc > 128) snprintf(status, sizeof status, "Interrupted after epoch %d.", e);
+        else snprintf(status, sizeof status, "Stopped by an error after epoch %d.", e);
+        if (report_write(r.rep, status, 1) == 0 && !a->quiet) printf("report: %s\n", a->report);
+        free(r.rep->summary);
+        free(r.rep->lr_x);
+        free(r.rep->lr_y);
+    }
     cf_trainer_free(r.trainer);
     cf_dataset_free(train);
     cf_dataset_free(test);
@@ -464,17 +563,27 @@ int cmd_eval(const args *a)
                 cf_dataset_name(d), isnan(l) ? "not a number" : "infinite");
         goto done;
     }
+    if (class_names_set(m, a->classes, a->data)) goto done;
+    /* text: the loss and accuracy of the run's streams; per-class figures of 76
+       characters would say little */
+    cf_metrics mt = {0};
+    int top = isnan(a->top) ? 0 : (int)a->top, have = !text;
+    if (have && cf_evaluate_metrics(m, d, batch, top, &mt)) goto out;
     if (a->json) {
         printf("{\"samples\": %zu, ", cf_dataset_count(d));
         json_num("loss", l, 0);
-        json_num("accuracy", acc, 1);
+        json_num("accuracy", acc, !have);
+        if (have) metrics_json(m, &mt, stdout);
         printf("}\n");
     } else {
         printf("%s on %s (%zu %s): loss %.4f%s", a->pos[0], test ? "the test set" : "the data", cf_dataset_count(d),
                text ? "sequences" : "samples", l, text ? " nats/char" : "");
         if (!isnan(acc)) printf(", accuracy %.4f", acc);
+        if (have && mt.top_k) printf(", top-%d accuracy %.4f", mt.top_k, mt.top_k_accuracy);
         printf("\n");
+        if (have) metrics_print(m, &mt, stdout);
     }
+    cf_metrics_free(&mt);
     rc = 0;
     goto done;
 out:
@@ -488,15 +597,41 @@ done:
 
 /* ---- predict ---- */
 
-/* One sample's value of one output: the top class of a softmax, else the numbers. */
-static void print_output(const float *p, size_t k, int classify, int json)
+/* One sample's value of one output: the top classes of a softmax (names when the model
+ * has them), else the numbers. */
+static void print_output(const cf_model *m, int o, const float *p, size_t k, int top, int json)
 {
-    if (classify) {
-        size_t best = 0;
-        for (size_t c = 1; c < k; c++)
-            if (p[c] > p[best]) best = c;
-        if (json) printf("{\"class\": %zu, \"probability\": %.6g}", best, (double)p[best]);
-        else printf(" class %zu (p = %.4f)", best, (double)p[best]);
+    if (!strcmp(cf_model_output_op(m, o), "softmax")) {
+        int order[16], n = top < (int)k ? top : (int)k;
+        for (int j = 0; j < n; j++) {   /* the n largest, in order; ties to the lower class */
+            int best = -1;
+            for (size_t c = 0; c < k; c++) {
+                int taken = 0;
+                for (int q = 0; q < j; q++) taken |= order[q] == (int)c;
+                if (!taken && (best < 0 || p[c] > p[best])) best = (int)c;
+            }
+            order[j] = best;
+        }
+        const char *const *names;
+        int nn = o == 0 ? cf_model_class_names(m, &names) : 0;
+        if (json && n > 1) printf("[");
+        for (int j = 0; j < n; j++) {
+            int c = order[j];
+            if (json) {
+                printf("%s{\"class\": %d, ", j ? ", " : "", c);
+                if (c < nn) {
+                    printf("\"name\": ");
+                    json_string(stdout, names[c]);
+                    printf(", ");
+                }
+                printf("\"probability\": %.6g}", (double)p[c]);
+            } else {
+                printf("%s class %d", j ? "," : "", c);
+                if (c < nn) printf(" %s", names[c]);
+                printf(" (p = %.4f)", (double)p[c]);
+            }
+        }
+        if (json && n > 1) printf("]");
         return;
     }
     if (json) printf("[");
@@ -504,9 +639,24 @@ static void print_output(const float *p, size_t k, int classify, int json)
     if (json) printf("]");
 }
 
-/* Each sample on a line, "i: ..." with a model's outputs side by side (" | " between
- * them); --json: an array of samples, each its one output's value, or with several
- * outputs an array of their values. */
+/* Is the file a PNG image: named .png, or a regular file that begins as a PNG does
+ * (a pipe is not read here: its bytes would be gone)? */
+static int is_png(const char *path)
+{
+    size_t len = strlen(path);
+    if (len > 4 && !strcasecmp(path + len - 4, ".png")) return 1;
+    struct stat st;
+    if (stat(path, &st) || !S_ISREG(st.st_mode)) return 0;
+    unsigned char sig[8];
+    FILE *f = fopen(path, "rb");
+    size_t n = f ? fread(sig, 1, 8, f) : 0;
+    if (f) fclose(f);
+    return n == 8 && !memcmp(sig, "\x89PNG\r\n\x1a\n", 8);
+}
+
+/* Each sample on a line, "i: ..." (or "FILE: ..." for images) with a model's outputs
+ * side by side (" | " between them); --json: an array of samples, each its one
+ * output's value, or with several outputs an array of their values. */
 int cmd_predict(const args *a)
 {
     if (!a->params) {
@@ -516,10 +666,21 @@ int cmd_predict(const args *a)
     if (apply_common(a)) return 1;
     cf_model *m = cf_model_load(a->pos[0]);
     if (!m) return fail();
-    cf_dataset *d = cf_dataset_load_inputs(a->pos[1]);
-    int rc = 1, no = cf_model_output_count(m);
+    int images = a->npos > 2 || is_png(a->pos[1]);
+    for (int i = 1; images && i < a->npos; i++)
+        if (!is_png(a->pos[i])) {
+            fprintf(stderr, "error: %s: not a PNG image; several inputs must all be PNG images (an IDX or CSV file "
+                            "goes alone)\n", a->pos[i]);
+            cf_model_free(m);
+            return 1;
+        }
+    cf_dataset *d = images ? cf_dataset_load_images(a->pos + 1, a->npos - 1, cf_model_input_shape(m, 0))
+                           : cf_dataset_load_inputs(a->pos[1]);
+    int rc = 1, no = cf_model_output_count(m), top = isnan(a->top) ? 1 : (int)a->top;
+    if (top > 16) top = 16;
     float **outs = calloc(no > 0 ? (size_t)no : 1, sizeof *outs);
     if (!d || cf_model_load_params(m, a->params)) goto out;
+    if (class_names_set(m, a->classes, "")) goto done;
     size_t n = cf_dataset_count(d);
     if (!outs) {
         fprintf(stderr, "error: out of memory\n");
@@ -537,11 +698,12 @@ int cmd_predict(const args *a)
     if (a->json) printf("[");
     for (size_t i = 0; i < n; i++) {
         if (a->json) printf("%s%s", i ? ", " : "", no > 1 ? "[" : "");
+        else if (images) printf("%s:", a->pos[1 + i]);
         else printf("%zu:", i);
         for (int o = 0; o < no; o++) {
             size_t k = cf_shape_count(cf_model_output_shape(m, o));
             if (o) printf(a->json ? ", " : " |");
-            print_output(outs[o] + i * k, k, !strcmp(cf_model_output_op(m, o), "softmax"), a->json);
+            print_output(m, o, outs[o] + i * k, k, top, a->json);
         }
         printf(a->json ? (no > 1 ? "]" : "") : "\n");
     }

@@ -73,6 +73,8 @@ void cf_model_free(cf_model *m)
     free(m->states);
     free(m->carries);
     free(m->layers);
+    free(m->class_names);
+    free(m->class_text);
     free(m->inputs);
     free(m->outputs);
     free(m->builderr);

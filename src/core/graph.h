@@ -115,6 +115,12 @@ int cf_model_torch_names(const cf_model *m, char **out);
 #define CF_TORCH_META "torch_modules"   /* the metadata key */
 int cf_model_set_torch_names(cf_model *m, const char *s);
 
+/* The class names as one metadata string, one a line (malloc'd; NULL with the error
+ * when out of memory), and back (NULL: leave them). 0 or -1. */
+#define CF_CLASSES_META "class_names"
+char *cf_model_class_meta(const cf_model *m);
+int cf_model_set_class_meta(cf_model *m, const char *s);
+
 #define CF_MAX_SCOPES 256
 #define CF_INTERN_SLOTS 64
 
@@ -167,6 +173,12 @@ struct cf_model {
 
     cf_layer *layers;        /* the nets with parameters, in model order (cf_layer) */
     int nlayers, cap_layers;
+
+    /* The names of output 0's classes (cf_model_set_class_names): pointers into
+     * class_text; saved with the parameters. */
+    const char **class_names;
+    char *class_text;
+    int nclasses;
 };
 
 /* A recurrent state of per-sample shape s (the value is (B, s...)), started from init

@@ -5,7 +5,8 @@
  * shapes fit; a file of a newer format version is refused with both versions named.
  * Beside the parameters, a model's input standardisation (if it has one) is stored as
  * "input.mean" and "input.std", and the PyTorch module names an import gave its
- * layers as the metadata "torch_modules" (cf_model_torch_names). Every value loaded must be finite: a file holding
+ * layers as the metadata "torch_modules" (cf_model_torch_names), and the classes'
+ * names as "class_names". Every value loaded must be finite: a file holding
  * NaN or infinity is refused, naming the tensor. */
 #include <math.h>
 #include <stdio.h>
@@ -85,10 +86,20 @@ int cf_model_save_params(cf_model *m, const char *path)
         free(t);
         return -1;
     }
-    const char *keys[] = {"format", "format_version", "cflux_version", CF_TORCH_META};
-    const char *vals[] = {PARAMS_FORMAT, version, cf_version(), torch};
-    int rc = cf_st_write(path, n, t, torch ? 4 : 3, keys, vals);
+    char *classes = m->nclasses ? cf_model_class_meta(m) : NULL;
+    if (m->nclasses && !classes) {
+        free(torch);
+        free(t);
+        return -1;
+    }
+    const char *keys[5] = {"format", "format_version", "cflux_version"};
+    const char *vals[5] = {PARAMS_FORMAT, version, cf_version()};
+    int nmeta = 3;
+    if (torch) keys[nmeta] = CF_TORCH_META, vals[nmeta++] = torch;
+    if (classes) keys[nmeta] = CF_CLASSES_META, vals[nmeta++] = classes;
+    int rc = cf_st_write(path, n, t, nmeta, keys, vals);
     free(torch);
+    free(classes);
     free(t);
     return rc;
 }
@@ -217,6 +228,7 @@ int cf_model_params_from(cf_model *m, const cf_st_file *f, const char *path, uns
     if (flags & CF_LOAD_CHECK) return 0;
     if (cf_model_set_input_norm(m, mean ? mean->data : NULL, std ? std->data : NULL, mean ? mean->count : 0)) return -1;
     if (cf_model_set_torch_names(m, cf_st_meta(f, CF_TORCH_META))) return -1;
+    if (cf_model_set_class_meta(m, cf_st_meta(f, CF_CLASSES_META))) return -1;
     for (int i = 0; i < nheld; i++) {
         float *data;
         const cf_st_tensor *t = cf_st_find(f, held(m, i, &data)->name);

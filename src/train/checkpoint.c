@@ -318,6 +318,9 @@ int cf_trainer_save(cf_trainer *t, const char *path)
     char *torch = NULL;
     if (cf_model_torch_names(m, &torch)) rc = -1;
     if (torch) META(CF_TORCH_META, torch);
+    char *classes = m->nclasses ? cf_model_class_meta(m) : NULL;
+    if (m->nclasses && !classes) rc = -1;
+    if (classes) META(CF_CLASSES_META, classes);
 #undef META
     if (rc == 0) rc = cf_st_write(path, n, ts, nmeta, keys, vals);
     for (int i = 0; i < nc; i++) free((float *)ts[np + ns + i].data);
@@ -326,6 +329,7 @@ int cf_trainer_save(cf_trainer *t, const char *path)
     free(ts);
     free(hist);
     free(torch);
+    free(classes);
     return rc;
 }
 

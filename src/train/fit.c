@@ -194,6 +194,10 @@ cf_trainer *cf_trainer_new(cf_model *m, const cf_dataset *train, const cf_fit_op
         return cf_seterr("error: epochs and batch must be at least 1 (got %d and %d)", o->epochs, o->batch), NULL;
     if (!(o->val_fraction >= 0 && o->val_fraction < 1))
         return cf_seterr("error: the validation fraction must be in [0, 1), not %g", o->val_fraction), NULL;
+    if ((o->patience || o->keep_best) && !(o->val_fraction > 0))
+        return cf_seterr("error: %s watches the validation loss: hold out a validation split (--val)",
+                         o->patience ? "early stopping (--patience)" : "keeping the best epoch (--keep-best)"), NULL;
+    if (o->patience < 0) return cf_seterr("error: the patience must be 0 (none) or more epochs, not %d", o->patience), NULL;
     if (o->loss != 0 && o->loss != CF_LOSS_XENT && o->loss != CF_LOSS_MSE)
         return cf_seterr("error: unknown loss %d (CF_LOSS_XENT or CF_LOSS_MSE)", (int)o->loss), NULL;
     float lr;
@@ -267,9 +271,7 @@ void cf_trainer_stop(cf_trainer *t)
     if (t) atomic_store(&t->stop, 1);
 }
 
-/* Copy samples idx[0..b) of d into an executor's input (standardised, when the model
- * says so) and target. */
-static void load_batch(cf_trainer *t, cf_exec *e, const cf_dataset *d, const size_t *idx, size_t b)
+void cf_trainer_load_batch(const cf_trainer *t, cf_exec *e, const cf_dataset *d, const size_t *idx, size_t b)
 {
     float *x = cf_exec_input(e, 0, NULL), *y = cf_exec_input(e, t->m->target->index, NULL);
     const float *dx = cf_dataset_x(d), *dy = cf_dataset_y(d);
@@ -348,7 +350,7 @@ static int evaluate(cf_trainer *t, const cf_dataset *d, double *loss, double *ac
         size_t b = n - at < B ? n - at : B;
         cf_exec *e = b == B ? t->eval.full : t->eval.tail;
         for (size_t i = 0; i < b; i++) idx[i] = seq ? stream_sample(at + i, B, K) : at + i;
-        load_batch(t, e, d, idx, b);
+        cf_trainer_load_batch(t, e, d, idx, b);
         if (cf_forward(e, 0)) {
             free(idx);
             return -1;
@@ -366,22 +368,26 @@ static int evaluate(cf_trainer *t, const cf_dataset *d, double *loss, double *ac
  * contiguous samples (n is a multiple of B there), stream i in row i of every batch:
  * batch k's row i is sample iK + k. Other data: a shuffle seeded by the run's seed and
  * the epoch. */
-static void order(cf_trainer *t, size_t n, int epoch, int seq)
+void cf_sample_order(size_t *perm, size_t n, size_t B, int seq, uint64_t seed, int pass)
 {
     if (seq) {
-        size_t B = (size_t)t->o.batch;
-        for (size_t p = 0; p < n; p++) t->perm[p] = stream_sample(p, B, n / B);
+        for (size_t p = 0; p < n; p++) perm[p] = stream_sample(p, B, n / B);
         return;
     }
     cf_rng r;
-    cf_rng_seed(&r, t->o.seed ^ (0x9e3779b97f4a7c15ull * (uint64_t)(epoch + 1)));
-    for (size_t i = 0; i < n; i++) t->perm[i] = i;
+    cf_rng_seed(&r, seed ^ (0x9e3779b97f4a7c15ull * (uint64_t)(pass + 1)));
+    for (size_t i = 0; i < n; i++) perm[i] = i;
     for (size_t i = n - 1; i > 0; i--) {
         size_t j = i < 0xffffffffu ? cf_rng_below(&r, (uint32_t)(i + 1)) : (size_t)(cf_rng_next(&r) % (i + 1));
-        size_t k = t->perm[i];
-        t->perm[i] = t->perm[j];
-        t->perm[j] = k;
+        size_t k = perm[i];
+        perm[i] = perm[j];
+        perm[j] = k;
     }
+}
+
+static void order(cf_trainer *t, size_t n, int epoch, int seq)
+{
+    cf_sample_order(t->perm, n, (size_t)t->o.batch, seq, t->o.seed, epoch);
 }
 
 /* A loss that says the run diverged: 0, or -1 with the message. The reference is the
@@ -417,7 +423,7 @@ static int train_epoch(cf_trainer *t, const cf_dataset *train, size_t n, int seq
     for (long s = (long)(start / B); s < steps; s++) {
         size_t at = (size_t)s * B, b = n - at < B ? n - at : B;
         cf_exec *e = b == B ? t->train.full : t->train.tail;
-        load_batch(t, e, train, t->perm + at, b);
+        cf_trainer_load_batch(t, e, train, t->perm + at, b);
         if (cf_schedule_lr(t->o.schedule, t->o.optim.lr, (long)(epoch - 1) * steps + s, total, steps, &lr)) return -1;
         if (lr > lr_max) lr_max = lr;
         cf_exec_set_step(e, (long)(epoch - 1) * steps + s + 1);   /* dropout's masks follow the run */
@@ -521,7 +527,18 @@ int cf_fit(cf_trainer *t, const cf_dataset *train_all, const cf_dataset *test)
             rc = -1;
             break;
         }
+        int best, stop = 0;
+        if (t->o.patience || t->o.keep_best) {
+            const cf_epoch_stats *h;
+            int nh = cf_trainer_history(t, &h);
+            stop = cf_early_stop(&h[0].val_loss, sizeof *h, nh, t->o.patience, &best);
+            if (t->o.keep_best && best == nh && cf_trainer_save(t, t->o.keep_best)) {
+                rc = -1;
+                break;
+            }
+        }
         if (t->o.on_epoch && t->o.on_epoch(&st, t->o.user)) break;
+        if (stop) break;
         if (atomic_load(&t->stop) && epoch < t->o.epochs) {
             rc = CF_STOPPED;
             break;
@@ -531,6 +548,18 @@ out:
     cf_dataset_free(tr);
     cf_dataset_free(val);
     return rc;
+}
+
+int cf_early_stop(const double *val_loss, size_t stride, int n, int patience, int *best_epoch)
+{
+    int best = 0;
+    double low = INFINITY;
+    for (int i = 0; i < n; i++) {
+        double v = *(const double *)((const char *)val_loss + (size_t)i * stride);
+        if (v < low) low = v, best = i + 1;   /* NaN is never better */
+    }
+    if (best_epoch) *best_epoch = best;
+    return patience > 0 && n - best >= patience;
 }
 
 /* ---- evaluate and predict, for a model alone ---- */

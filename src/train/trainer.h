@@ -57,6 +57,15 @@ void cf_trainer_warn(const cf_trainer *t, const char *fmt, ...) __attribute__((f
 /* Standardise nsamples samples of input 0 in place with the model's statistics (none:
  * nothing happens). */
 void cf_norm_apply(const cf_model *m, float *x, size_t nsamples);
+
+/* Copy samples idx[0..b) of d into an executor's input (standardised, when the model
+ * says so) and target. */
+void cf_trainer_load_batch(const cf_trainer *t, cf_exec *e, const cf_dataset *d, const size_t *idx, size_t b);
+
+/* The order pass `pass` reads n samples in: for sequential data (n a multiple of B) B
+ * streams of n / B contiguous samples, stream i in row i of every batch (batch k's
+ * row i is sample iK + k); other data a shuffle seeded by the seed and the pass. */
+void cf_sample_order(size_t *perm, size_t n, size_t B, int seq, uint64_t seed, int pass);
 /* Fit the model's input statistics on d's samples. 0 or -1. */
 int cf_norm_fit(cf_model *m, const cf_dataset *d);
 

@@ -1,0 +1,590 @@
+/* png.c - PNG images in (a sample's floats, for prediction on image files) and out
+ * (8-bit pixels, for the report page), with libpng.
+ *
+ * In: any PNG (grey, grey + alpha, RGB, RGBA, palette; 1 to 16 bits; interlaced or
+ * not) becomes one sample of C (1 or 3) planes of H x W floats in [0, 1]:
+ *   - values are scaled as the IDX reader scales images: an 8-bit value b is
+ *     (float)b / 255, the very float idx.c makes; a 16-bit value v is v / 65535
+ *     rounded once to float (so v = 257 b gives the float of b); 1, 2 and 4 bits are
+ *     widened to 8 first (libpng's expansion: the largest value becomes 255), and a
+ *     palette gives its colours
+ *   - samples are taken as they are: no gamma or colour-profile correction (gAMA,
+ *     iCCP and every other ancillary chunk but tRNS is skipped unread)
+ *   - transparency (an alpha channel, or tRNS) is composited over black: value * alpha
+ *   - colour to grey: ITU-R BT.601 luma, 0.299 R + 0.587 G + 0.114 B; grey to
+ *     colour: the grey in all three planes
+ *   - each axis is resized on its own: kept when it matches; shrunk by area averaging
+ *     (an output pixel is the mean of the source area it covers, fractional overlaps
+ *     weighted; the weights are exact ratios of whole numbers); enlarged by bilinear
+ *     interpolation with pixel centres at i + 0.5, clamped at the edges. The second
+ *     half of an axis takes the mirror of the first half's weights, so that a
+ *     mirrored image gives the mirrored result bit for bit.
+ * Every sample is first its float value; the arithmetic after it (luma, alpha, the
+ * resizing: rows along x, then columns along y) is in double, rounded to float once at
+ * the end. A pixel that needs none of it keeps its float exactly. The image streams
+ * through a row at a time (all of its rows are held only when it is interlaced); the
+ * rows resized along x wait in a block of (C, source height, W) doubles.
+ *
+ * Out: 8-bit grey or RGB, not interlaced, default compression, no time stamp. */
+#include <png.h>
+#include <errno.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cflux.h"
+#include "core/error.h"
+#include "core/mem.h"
+#include "data/data.h"
+#include "data/png.h"
+
+/* libpng's messages land here: the first member of the reader and the writer. */
+#define MSG_MAX 200
+
+static void on_error(png_structp png, png_const_charp msg)
+{
+    char *to = png_get_error_ptr(png);
+    snprintf(to, MSG_MAX, "%s", msg ? msg : "unknown error");
+    png_longjmp(png, 1);
+}
+
+/* The library prints nothing: warnings (a bad CRC in a skipped chunk) are dropped. */
+static void on_warning(png_structp png, png_const_charp msg)
+{
+    (void)png;
+    (void)msg;
+}
+
+/* libpng says "Out of memory", "out of memory", "Insufficient memory", "zlib memory
+ * error", ... */
+static int about_memory(const char *msg)
+{
+    char low[MSG_MAX];
+    size_t i = 0;
+    for (; msg[i] && i < sizeof low - 1; i++) low[i] = (char)(msg[i] >= 'A' && msg[i] <= 'Z' ? msg[i] + 32 : msg[i]);
+    low[i] = 0;
+    return strstr(low, "memory") != NULL;
+}
+
+/* ---- resizing ---- */
+
+/* One axis from n to m pixels: output i is the sum of w[k] * source[j[k]] for k in
+ * [at[i], at[i + 1]). */
+typedef struct axis {
+    int *at;     /* m + 1 */
+    int *j;
+    double *w;
+} axis;
+
+static void axis_free(axis *a)
+{
+    free(a->at);
+    free(a->j);
+    free(a->w);
+}
+
+/* The terms of output i (of an axis from n to m) into j and w; their count. */
+static int terms(int i, int n, int m, int *j, double *w)
+{
+    if (n == m) {
+        j[0] = i;
+        w[0] = 1;
+        return 1;
+    }
+    if (n > m) {
+        /* in units of 1/m source pixel: output i covers [i n, (i + 1) n), source
+         * pixel s covers [s m, (s + 1) m); the weight is the overlap over n */
+        int64_t lo = (int64_t)i * n, hi = lo + n;
+        int k = 0;
+        for (int64_t s = lo / m; s * m < hi; s++) {
+            int64_t a = s * m > lo ? s * m : lo, b = (s + 1) * m < hi ? (s + 1) * m : hi;
+            if (b > a) {
+                j[k] = (int)s;
+                w[k++] = (double)(b - a) / (double)n;
+            }
+        }
+        return k;
+    }
+    /* enlarging: output i's centre sits at (i + 0.5) n / m - 0.5 = num / den source pixels */
+    int64_t num = (int64_t)(2 * i + 1) * n - m, den = 2 * (int64_t)m;
+    int64_t s = num <= 0 ? 0 : num / den, rem = num <= 0 ? 0 : num % den;
+    if (s >= n - 1) {
+        s = n - 1;
+        rem = 0;
+    }
+    j[0] = (int)s;
+    w[0] = 1;
+    if (rem == 0) return 1;
+    double f = (double)rem / (double)den;
+    w[0] = 1 - f;
+    j[1] = (int)s + 1;
+    w[1] = f;
+    return 2;
+}
+
+/* The terms of every output of an axis from n to m; the second half mirrors the first.
+ * 0, or -1 with the message (out of memory). */
+static int axis_make(axis *a, int n, int m, const char *name)
+{
+    size_t cap = (size_t)n + 2 * (size_t)m + 2;
+    a->at = malloc(((size_t)m + 1) * sizeof *a->at);
+    a->j = malloc(cap * sizeof *a->j);
+    a->w = malloc(cap * sizeof *a->w);
+    if (!a->at || !a->j || !a->w)
+        return cf_seterr("error: %s: out of memory (asking for %zu bytes)", name,
+                         ((size_t)m + 1) * sizeof *a->at + cap * (sizeof *a->j + sizeof *a->w));
+    int k = 0;
+    for (int i = 0; i < m; i++) {
+        a->at[i] = k;
+        int mi = m - 1 - i;
+        if (mi < i) {
+            for (int t = a->at[mi]; t < a->at[mi + 1]; t++) {
+                a->j[k] = n - 1 - a->j[t];
+                a->w[k++] = a->w[t];
+            }
+        } else {
+            k += terms(i, n, m, a->j + k, a->w + k);
+        }
+    }
+    a->at[m] = k;
+    return 0;
+}
+
+/* ---- reading ---- */
+
+enum { WHY_LIBPNG, WHY_SET, WHY_TRUNCATED };
+
+typedef struct reader {
+    char msg[MSG_MAX];    /* libpng's message; first (see on_error) */
+    int why;              /* how it failed: libpng said so (msg), the message is set, truncated */
+    gzFile f;
+    const char *name;
+    size_t nread;         /* bytes read so far, for messages */
+    int channels, h, w;   /* the sample's image */
+    float *out;           /* (channels, h, w) */
+    /* owned; freed by cf_png_read whatever happens */
+    unsigned char *rows;  /* counted: one row as libpng gives it, or all of them when interlaced */
+    float *line;          /* one row in floats: (channels, width) */
+    double *tmp;          /* counted: (channels, height, w), the rows resized along x */
+    axis ax, ay;
+} reader;
+
+/* Leave the decoder with the message set. */
+static void stop(reader *r, png_structp png)
+{
+    r->why = WHY_SET;
+    png_longjmp(png, 1);
+}
+
+static void read_fn(png_structp png, png_bytep out, size_t n)
+{
+    reader *r = png_get_io_ptr(png);
+    long got = cf_data_read(r->f, r->name, out, n, &r->nread);
+    if (got < 0) stop(r, png);
+    if ((size_t)got < n) {
+        r->why = WHY_TRUNCATED;
+        png_longjmp(png, 1);
+    }
+}
+
+/* What a file that is not a PNG seems to be, from its first n (< 8 or wrong) bytes. */
+static const char *looks_like(const unsigned char *b, long n)
+{
+    static const unsigned char png_sig[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1A, '\n'};
+    if (n >= 4 && memcmp(b, png_sig, 4) == 0)
+        return n < 8 ? "a PNG file cut short" : "a PNG file whose line ends were changed (a text-mode transfer?)";
+    if (n >= 3 && b[0] == 0xFF && b[1] == 0xD8 && b[2] == 0xFF) return "a JPEG image";
+    if (n >= 4 && memcmp(b, "GIF8", 4) == 0) return "a GIF image";
+    if (n >= 4 && memcmp(b, "RIFF", 4) == 0) return "a RIFF file (a WebP image?)";
+    if (n >= 4 && (memcmp(b, "II*\0", 4) == 0 || memcmp(b, "MM\0*", 4) == 0)) return "a TIFF image";
+    if (n >= 2 && b[0] == 'B' && b[1] == 'M') return "a BMP image";
+    if (n >= 4 && memcmp(b, "%PDF", 4) == 0) return "a PDF file";
+    if (n >= 4 && b[0] == 0 && b[1] == 0 && b[2] == 0x08) return "an IDX file";
+    int text = n > 0;
+    for (long i = 0; i < n; i++) text &= (b[i] >= 0x20 && b[i] < 0x7F) || b[i] == '\t' || b[i] == '\n' || b[i] == '\r';
+    return text ? "text" : NULL;
+}
+
+static int not_png(const char *name, const unsigned char *b, long n)
+{
+    if (n == 0) return cf_seterr("error: %s: not a PNG file (it is empty)", name);
+    const char *like = looks_like(b, n);
+    if (like) return cf_seterr("error: %s: not a PNG file (it looks like %s)", name, like);
+    if (n < 8) return cf_seterr("error: %s: not a PNG file (it has only %ld bytes)", name, n);
+    return cf_seterr("error: %s: not a PNG file (it starts with %02x %02x %02x %02x, not a PNG signature)", name, b[0],
+                     b[1], b[2], b[3]);
+}
+
+/* A sample's value as a double holding its float: 8 bits b / 255, 16 bits v / 65535. */
+static inline double sample(const unsigned char *p, int bits)
+{
+    if (bits == 8) return (float)p[0] / 255.0f;
+    return (float)((double)((unsigned)p[0] << 8 | p[1]) / 65535.0);
+}
+
+/* One row of libpng's pixels (ch 1 to 4 samples of bits 8 or 16) into r->line as the
+ * channels wanted, with alpha composited over black. */
+static void convert(reader *r, const unsigned char *row, int ch, int bits, int width)
+{
+    int bytes = bits / 8, colour = ch >= 3, alpha = ch == 2 || ch == 4;
+    float *line = r->line;
+    for (int x = 0; x < width; x++) {
+        const unsigned char *p = row + (size_t)x * (size_t)(ch * bytes);
+        double v[4] = {0, 0, 0, 0};
+        for (int c = 0; c < ch; c++) v[c] = sample(p + c * bytes, bits);
+        double a = alpha ? v[ch - 1] : 1;
+        if (r->channels == 1) {
+            double g = colour ? 0.299 * v[0] + 0.587 * v[1] + 0.114 * v[2] : v[0];
+            line[x] = (float)(g * a);
+        } else {
+            for (int c = 0; c < 3; c++) line[(size_t)c * width + x] = (float)((colour ? v[c] : v[0]) * a);
+        }
+    }
+}
+
+/* r->line (source row y of width) resized along x into r->tmp. */
+static void resize_row(reader *r, int y, int width, int height)
+{
+    const axis *a = &r->ax;
+    for (int c = 0; c < r->channels; c++) {
+        const float *src = r->line + (size_t)c * width;
+        double *dst = r->tmp + ((size_t)c * height + y) * r->w;
+        for (int i = 0; i < r->w; i++) {
+            double s = 0;
+            for (int k = a->at[i]; k < a->at[i + 1]; k++) s += a->w[k] * src[a->j[k]];
+            dst[i] = s;
+        }
+    }
+}
+
+/* r->tmp resized along y into r->out. */
+static void resize_cols(reader *r, int height)
+{
+    const axis *a = &r->ay;
+    size_t w = (size_t)r->w;
+    for (int c = 0; c < r->channels; c++) {
+        const double *src = r->tmp + (size_t)c * height * w;
+        float *dst = r->out + (size_t)c * r->h * w;
+        for (int i = 0; i < r->h; i++)
+            for (size_t x = 0; x < w; x++) {
+                double s = 0;
+                for (int k = a->at[i]; k < a->at[i + 1]; k++) s += a->w[k] * src[(size_t)a->j[k] * w + x];
+                dst[(size_t)i * w + x] = (float)s;
+            }
+    }
+}
+
+/* Everything after the signature. On any failure it leaves through png_longjmp, with
+ * r->why saying where the message is. */
+static void read_image(reader *r, png_structp png, png_infop info)
+{
+    png_set_read_fn(png, r, read_fn);
+    png_set_sig_bytes(png, 8);
+    png_set_user_limits(png, 0x7fffffff, 0x7fffffff);   /* the limits are checked below, with a message */
+    png_set_keep_unknown_chunks(png, PNG_HANDLE_CHUNK_NEVER, NULL, -1);   /* all but IHDR PLTE tRNS IDAT IEND */
+    png_read_info(png, info);
+    png_uint_32 width, height;
+    int depth, color, interlace;
+    png_get_IHDR(png, info, &width, &height, &depth, &color, &interlace, NULL, NULL);
+    if (width > CF_PNG_MAX_SIDE || height > CF_PNG_MAX_SIDE || (size_t)width * height > CF_PNG_MAX_PIXELS) {
+        cf_seterr("error: %s: the image is %lux%lu pixels; cflux reads images of at most %d pixels a side and %zu "
+                  "in all", r->name, (unsigned long)width, (unsigned long)height, CF_PNG_MAX_SIDE, CF_PNG_MAX_PIXELS);
+        stop(r, png);
+    }
+    png_set_expand(png);   /* palette to RGB, 1 2 4 bits to 8, tRNS to an alpha channel */
+    int passes = png_set_interlace_handling(png);
+    png_read_update_info(png, info);
+    int ch = png_get_channels(png, info), bits = png_get_bit_depth(png, info);
+    size_t rowbytes = png_get_rowbytes(png, info);
+    if (ch < 1 || ch > 4 || (bits != 8 && bits != 16) || rowbytes != (size_t)width * ch * (bits / 8)) {
+        cf_seterr("error: %s: a PNG of color type %d and bit depth %d came out of libpng as %d channels of %d bits; "
+                  "cflux cannot read it", r->name, color, depth, ch, bits);
+        stop(r, png);
+    }
+
+    int W = (int)width, H = (int)height;
+    char what[300];
+    snprintf(what, sizeof what, "%s: the image", r->name);
+    size_t nrows = passes > 1 ? (size_t)H : 1, line = (size_t)r->channels * W * sizeof *r->line;
+    if (!(r->rows = cf_mem_alloc(nrows * rowbytes, what))) stop(r, png);
+    if (!(r->tmp = cf_mem_alloc((size_t)r->channels * H * r->w * sizeof *r->tmp, what))) stop(r, png);
+    if (!(r->line = malloc(line))) {
+        cf_seterr("error: %s: out of memory (asking for %zu bytes)", r->name, line);
+        stop(r, png);
+    }
+    if (axis_make(&r->ax, W, r->w, r->name) || axis_make(&r->ay, H, r->h, r->name)) stop(r, png);
+
+    for (int p = 0; p < passes; p++)
+        for (int y = 0; y < H; y++) {
+            unsigned char *row = r->rows + (passes > 1 ? (size_t)y * rowbytes : 0);
+            png_read_row(png, row, NULL);
+            if (p < passes - 1) continue;
+            convert(r, row, ch, bits, W);
+            resize_row(r, y, W, H);
+        }
+    png_read_end(png, NULL);
+    resize_cols(r, H);
+}
+
+static int read_failed(reader *r)
+{
+    switch (r->why) {
+    case WHY_SET: return -1;
+    case WHY_TRUNCATED:
+        return cf_seterr("error: %s: truncated: the PNG data ends after %zu bytes", r->name, r->nread);
+    default:
+        if (about_memory(r->msg)) return cf_seterr("error: %s: out of memory reading the image (%s)", r->name, r->msg);
+        return cf_seterr("error: %s: corrupt PNG data: %s", r->name, r->msg);
+    }
+}
+
+/* The decoder's objects live here, around the one setjmp. */
+static int decode(reader *r)
+{
+    png_structp png = png_create_read_struct(PNG_LIBPNG_VER_STRING, r, on_error, on_warning);
+    png_infop info = png ? png_create_info_struct(png) : NULL;
+    if (!info) {
+        png_destroy_read_struct(&png, NULL, NULL);
+        return cf_seterr("error: %s: out of memory reading the image", r->name);
+    }
+    if (setjmp(png_jmpbuf(png))) {
+        png_destroy_read_struct(&png, &info, NULL);
+        return read_failed(r);
+    }
+    read_image(r, png, info);
+    png_destroy_read_struct(&png, &info, NULL);
+    return 0;
+}
+
+int cf_png_read(gzFile f, const char *name, int channels, int h, int w, float *out)
+{
+    if (!name) name = "image";
+    if (!f || !out || (channels != 1 && channels != 3) || h < 1 || w < 1 || h > CF_PNG_MAX_SIDE ||
+        w > CF_PNG_MAX_SIDE)
+        return cf_seterr("error: %s: cf_png_read: no stream, no output, or a sample of %d channels of %dx%d", name,
+                         channels, h, w);
+    reader r;
+    memset(&r, 0, sizeof r);
+    r.f = f;
+    r.name = name;
+    r.channels = channels;
+    r.h = h;
+    r.w = w;
+    r.out = out;
+    unsigned char sig[8];
+    long got = cf_data_read(f, name, sig, sizeof sig, &r.nread);
+    if (got < 0) return -1;
+    if (got < 8 || png_sig_cmp(sig, 0, 8) != 0) return not_png(name, sig, got);
+    int rc = decode(&r);
+    cf_mem_free(r.rows);
+    cf_mem_free(r.tmp);
+    free(r.line);
+    axis_free(&r.ax);
+    axis_free(&r.ay);
+    return rc;
+}
+
+/* ---- the dataset ---- */
+
+static int isqrt(int n)
+{
+    int s = (int)sqrt((double)n);
+    while ((long long)s * s > n) s--;
+    while ((long long)(s + 1) * (s + 1) <= n) s++;
+    return s;
+}
+
+/* The image that a sample of shape s (a leading CF_BATCH dropped, into *t) holds:
+ * *c channels of *h x *w. 0, or -1 with the error. */
+static int image_layout(cf_shape s, cf_shape *t, int *c, int *h, int *w)
+{
+    *t = s;
+    if (t->rank > 0 && t->d[0] == CF_BATCH) {
+        t->rank--;
+        memmove(t->d, t->d + 1, (size_t)t->rank * sizeof *t->d);
+    }
+    char buf[96];
+    int ok = 0;
+    *c = 1;
+    *h = *w = 0;
+    for (int i = 0; i < t->rank; i++)
+        if (t->d[i] < 1) t->rank = -1;
+    if (t->rank == 3) {
+        if (t->d[0] != 1 && t->d[0] != 3)
+            return cf_seterr("error: the model's input, %s, has %d channels; images have 1 (grey) or 3 (colour)",
+                             cf_shape_format(s, buf, sizeof buf), t->d[0]);
+        *c = t->d[0];
+        *h = t->d[1];
+        *w = t->d[2];
+        ok = 1;
+    } else if (t->rank == 2) {
+        *h = t->d[0];
+        *w = t->d[1];
+        ok = 1;
+    } else if (t->rank == 1) {
+        int n = t->d[0], r = isqrt(n), r3 = isqrt(n / 3);
+        if (r * r == n) {
+            *h = *w = r;
+            ok = 1;
+        } else if (n % 3 == 0 && 3 * r3 * r3 == n) {
+            *c = 3;
+            *h = *w = r3;
+            ok = 1;
+        }
+    }
+    if (!ok)
+        return cf_seterr("error: the model's input, %s, does not say an image size: images go to an input of "
+                         "(C, H, W) with C 1 (grey) or 3 (colour), (H, W) (grey), or (N) with N = S*S (grey, S x S) "
+                         "or 3*S*S (colour, its planes one after another)", cf_shape_format(s, buf, sizeof buf));
+    if (*h > CF_PNG_MAX_SIDE || *w > CF_PNG_MAX_SIDE)
+        return cf_seterr("error: the model's input, %s, takes images of %dx%d; cflux makes images of at most %d "
+                         "pixels a side", cf_shape_format(s, buf, sizeof buf), *h, *w, CF_PNG_MAX_SIDE);
+    return 0;
+}
+
+cf_dataset *cf_dataset_load_images(const char *const *paths, int n, cf_shape sample)
+{
+    if (!paths || n < 1) {
+        cf_seterr("error: cf_dataset_load_images: no images (paths is NULL or n is %d)", n);
+        return NULL;
+    }
+    for (int i = 0; i < n; i++)
+        if (!paths[i]) {
+            cf_seterr("error: cf_dataset_load_images: path %d of %d is NULL", i, n);
+            return NULL;
+        }
+    cf_shape shape;
+    int c, h, w;
+    if (image_layout(sample, &shape, &c, &h, &w)) return NULL;
+    char name[300];
+    if (n == 1) snprintf(name, sizeof name, "%s", paths[0]);
+    else snprintf(name, sizeof name, "%s and %d more image%s", paths[0], n - 1, n == 2 ? "" : "s");
+    size_t per = (size_t)c * h * w;
+    if (per > CF_DATA_MAX_ELEMS / (size_t)n) {
+        cf_seterr("error: %s: %d images of %zu values are more than the limit of %zu values", name, n, per,
+                  CF_DATA_MAX_ELEMS);
+        return NULL;
+    }
+    char what[340];
+    snprintf(what, sizeof what, "%s: the images", name);
+    float *x = cf_mem_alloc((size_t)n * per * sizeof *x, what);
+    float *y = x ? cf_mem_alloc((size_t)n * sizeof *y, what) : NULL;
+    if (!y) {
+        cf_mem_free(x);
+        return NULL;
+    }
+    memset(y, 0, (size_t)n * sizeof *y);
+    for (int i = 0; i < n; i++) {
+        gzFile f = cf_data_gzopen(paths[i]);
+        int rc = f ? cf_png_read(f, paths[i], c, h, w, x + (size_t)i * per) : -1;
+        if (f) gzclose(f);
+        if (rc) {
+            cf_mem_free(x);
+            cf_mem_free(y);
+            return NULL;
+        }
+    }
+    cf_dataset *d = cf_dataset_adopt(x, shape, y, 1, (size_t)n, name);
+    if (d) d->classes = 0;
+    return d;
+}
+
+/* ---- writing ---- */
+
+typedef struct writer {
+    char msg[MSG_MAX];    /* libpng's message; first (see on_error) */
+    int oom;
+    unsigned char *buf;   /* malloc'd */
+    size_t len, cap;
+} writer;
+
+static void write_fn(png_structp png, png_bytep data, size_t n)
+{
+    writer *wr = png_get_io_ptr(png);
+    if (n > wr->cap - wr->len) {
+        size_t cap = wr->cap ? wr->cap : 4096;
+        while (cap - wr->len < n) cap *= 2;
+        unsigned char *b = realloc(wr->buf, cap);
+        if (!b) {
+            wr->oom = 1;
+            png_longjmp(png, 1);
+        }
+        wr->buf = b;
+        wr->cap = cap;
+    }
+    memcpy(wr->buf + wr->len, data, n);
+    wr->len += n;
+}
+
+static void flush_fn(png_structp png) { (void)png; }
+
+/* The pixels, checked, as a PNG in wr->buf. name names the image in messages. 0 or -1. */
+static int encode(writer *wr, const char *name, const unsigned char *pixels, int w, int h, int channels)
+{
+    if (!pixels || (channels != 1 && channels != 3))
+        return cf_seterr("error: %s: %s; a PNG is written from 8-bit grey (1 channel) or RGB (3) pixels", name,
+                         pixels ? "the pixels have neither 1 nor 3 channels" : "no pixels");
+    if (w < 1 || h < 1 || w > CF_PNG_MAX_SIDE || h > CF_PNG_MAX_SIDE || (size_t)w * h > CF_PNG_MAX_PIXELS)
+        return cf_seterr("error: %s: an image of %dx%d pixels; cflux writes images of 1 to %d pixels a side and at "
+                         "most %zu in all", name, w, h, CF_PNG_MAX_SIDE, CF_PNG_MAX_PIXELS);
+    png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, wr, on_error, on_warning);
+    png_infop info = png ? png_create_info_struct(png) : NULL;
+    if (!info) {
+        png_destroy_write_struct(&png, NULL);
+        return cf_seterr("error: %s: out of memory writing the image", name);
+    }
+    if (setjmp(png_jmpbuf(png))) {
+        png_destroy_write_struct(&png, &info);
+        if (wr->oom || about_memory(wr->msg)) return cf_seterr("error: %s: out of memory writing the image", name);
+        return cf_seterr("error: %s: cannot make the PNG: %s", name, wr->msg);
+    }
+    png_set_write_fn(png, wr, write_fn, flush_fn);
+    png_set_IHDR(png, info, (png_uint_32)w, (png_uint_32)h, 8, channels == 1 ? PNG_COLOR_TYPE_GRAY : PNG_COLOR_TYPE_RGB,
+                 PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
+    png_write_info(png, info);
+    for (int y = 0; y < h; y++) png_write_row(png, pixels + (size_t)y * w * channels);
+    png_write_end(png, NULL);
+    png_destroy_write_struct(&png, &info);
+    return 0;
+}
+
+int cf_png_encode(const unsigned char *pixels, int w, int h, int channels, unsigned char **out, size_t *len)
+{
+    if (out) *out = NULL;
+    if (len) *len = 0;
+    if (!out || !len) return cf_seterr("error: cf_png_encode: no place for the result");
+    writer wr;
+    memset(&wr, 0, sizeof wr);
+    if (encode(&wr, "cf_png_encode", pixels, w, h, channels)) {
+        free(wr.buf);
+        return -1;
+    }
+    *out = wr.buf;
+    *len = wr.len;
+    return 0;
+}
+
+int cf_png_write(const char *path, const unsigned char *pixels, int w, int h, int channels)
+{
+    if (!path || !*path) return cf_seterr("error: cf_png_write: no path");
+    writer wr;
+    memset(&wr, 0, sizeof wr);
+    int rc = encode(&wr, path, pixels, w, h, channels);
+    cf_file *f = rc == 0 ? cf_file_create(path) : NULL;
+    if (rc == 0 && !f) rc = -1;
+    if (rc == 0) {
+        errno = 0;
+        if (fwrite(wr.buf, 1, wr.len, cf_file_stream(f)) != wr.len) {
+            int e = errno;
+            cf_file_abort(f);
+            rc = cf_seterr("error: %s: writing failed: %s", path, strerror(e ? e : EIO));
+        } else {
+            rc = cf_file_commit(f);
+        }
+    }
+    free(wr.buf);
+    return rc;
+}

@@ -1,0 +1,798 @@
+/* summary.c - what a model holds and costs, layer by layer, as Keras's
+ * model.summary() prints it but tied to the model's source: cf_model_summary and
+ * cf_model_flops. Nothing is bound or allocated for the weights: the graph and its
+ * shapes are enough, so a model too big to train is summarised all the same.
+ *
+ * Rows. Only live nodes count: those the outputs need (and the next values of carried
+ * states), as cf_bind finds them; a training loss is not part of the model. A node's
+ * row comes from its frames, the calls around it, outermost first, below the
+ * notation's "model" frame: the first is the model's top-level composite (a Chain, an
+ * unroll, a user's net), and an unroll of a Chain looks through to the Chain. The
+ * frame one level below the composite is the node's row: one Chain item, one layer
+ * (Affine, Conv2D, LSTM, a user's net). A node directly in the composite (relu,
+ * flatten, softmax, an unroll's step slicing) is a row of its own, named by its op.
+ * Rows with the same template (or op and shape) at the same place in the source are
+ * one: the steps of an unroll that is not fused into whole-sequence nodes ("×50").
+ * Each model input is a row, first. A model built in C (no "model" frame) has a row
+ * per outermost scope (cf_scope_begin) and per node outside any.
+ *
+ * Parameters and running statistics (model state without the batch dimension) belong
+ * to the row of the first live node that reads them directly.
+ *
+ * FLOPs per sample, forward and backward, follow what the kernels compute (src/ops);
+ * see cf_model_summary in cflux.h and node_flops below. Backward counts the gradients
+ * that a training bind (CF_TRAIN, without CF_INPUT_GRADS) computes: a node runs its
+ * backward when it carries a gradient (fed by a trainable parameter, on the way to an
+ * output), and computes only the input gradients that are wanted; this repeats
+ * cf_bind's rules (exec.c) without binding. */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "core/error.h"
+#include "core/graph.h"
+#include "core/mem.h"
+#include "ops/op.h"
+
+enum { ROW_INPUT, ROW_NET, ROW_OP };
+static const char *kind_names[] = {"input", "layer", "op"};
+
+typedef struct row {
+    char *key;                 /* what makes two nodes one row (see row_of) */
+    const char *name;          /* the template, op or "Input" */
+    char *label;               /* NULL, or the name with the layers folded into it */
+    const char *input;         /* ROW_INPUT: the input's name */
+    int kind;
+    cf_srcloc place;           /* where it is called (a layer) or made (an op, an input) */
+    int calls;                 /* frames (or nodes) merged into it */
+    const cf_frame *last_frame;
+    const cf_node *out;        /* the value it gives */
+    double fwd, bwd;           /* FLOPs per sample */
+    double act, act_fixed;     /* bytes of values: per sample, and once (no batch dimension) */
+    const cf_node **params;    /* parameters and statistics, as first read */
+    int nparams, cap_params;
+} row;
+
+typedef struct summary {
+    cf_model *m;
+    row *rows;
+    int nrows, cap_rows;
+    int *slots, nslots;        /* hash of keys -> row index + 1 */
+    int *rowof;                /* per node: its row, -1 when dead */
+    unsigned char *live, *hasgrad, *bstep;
+    double fwd, bwd, act, act_fixed;
+    double trained, frozen, stats;   /* numbers in parameters and statistics */
+    const cf_node **unused;    /* parameters and statistics that no live node reads */
+    int nunused;
+} summary;
+
+/* ---- cf_bind's view of the graph: effective inputs, liveness, gradients ---- */
+
+static int model_held(const cf_node *n)
+{
+    return n->op == CF_OP_PARAM || n->op == CF_OP_STATE || n->op == CF_OP_CONST;
+}
+
+static int is_leaf(const cf_node *n) { return n->op == CF_OP_INPUT || model_held(n); }
+
+/* A loss fused with the softmax before it also reads that softmax's input (exec.c). */
+static int fused(const cf_node *n)
+{
+    return (cf_ops[n->op]->flags & CF_FUSE_SOFTMAX) && n->in[0]->op == CF_OP_SOFTMAX;
+}
+
+static int nsrc(const cf_node *n) { return n->nin + fused(n); }
+
+static const cf_node *src(const cf_node *n, int j) { return j < n->nin ? n->in[j] : n->in[0]->in[0]; }
+
+static int differentiable(const cf_node *n, int j)
+{
+    if (fused(n)) return j == n->nin;
+    if (j >= (int)(sizeof cf_ops[n->op]->nograd * 8)) return 1;
+    return !(cf_ops[n->op]->nograd >> j & 1u);
+}
+
+/* live, hasgrad and bstep (runs a backward) per node, as cf_bind finds them. */
+static void plan(summary *s)
+{
+    cf_model *m = s->m;
+    int nn = m->nnodes;
+    for (int i = 0; i < m->noutputs; i++) s->live[m->outputs[i]->id] = 1;
+    for (int i = 0; i < m->ncarries; i++)
+        if (m->carries[i].next) s->live[m->carries[i].next->id] = 1;
+    for (int i = nn - 1; i >= 0; i--)
+        if (s->live[i])
+            for (int j = 0; j < nsrc(m->nodes[i]); j++) s->live[src(m->nodes[i], j)->id] = 1;
+    unsigned char *needs = s->hasgrad, *reach = s->bstep;   /* scratch, then narrowed */
+    for (int i = 0; i < nn; i++) {
+        const cf_node *n = m->nodes[i];
+        if (n->op == CF_OP_PARAM) needs[i] = n->req != CF_GRAD_NONE;
+        else if (!is_leaf(n) && cf_ops[n->op]->backward)
+            for (int j = 0; j < nsrc(n); j++)
+                if (needs[src(n, j)->id] && differentiable(n, j)) needs[i] = 1;
+        needs[i] &= s->live[i];
+    }
+    for (int i = 0; i < m->noutputs; i++) reach[m->outputs[i]->id] = 1;
+    for (int i = nn - 1; i >= 0; i--) {
+        const cf_node *n = m->nodes[i];
+        if (!reach[i] || !needs[i] || is_leaf(n)) continue;
+        for (int j = 0; j < nsrc(n); j++)
+            if (differentiable(n, j)) reach[src(n, j)->id] = 1;
+    }
+    for (int i = 0; i < nn; i++) s->hasgrad[i] = needs[i] && reach[i];
+    for (int i = 0; i < nn; i++) {
+        const cf_node *n = m->nodes[i];
+        s->bstep[i] = 0;
+        if (!s->hasgrad[i] || is_leaf(n)) continue;
+        for (int j = 0; j < nsrc(n); j++)
+            if (s->hasgrad[src(n, j)->id] && differentiable(n, j)) s->bstep[i] = 1;
+    }
+}
+
+/* ---- FLOPs of one node, per sample ---- */
+
+static double count1(cf_shape s) { return (double)cf_shape_count_b(s, 1); }
+
+/* Forward and backward FLOPs of node n for one sample; want[j]: input j's gradient is
+ * computed (j up to nsrc(n)). The counts, which cflux.h and the tool's help give:
+ * matrix products and convolutions 2 per multiply-add, each gradient product the same
+ * again; elementwise ops 1 per output element, and backward 1 per element for each
+ * input that takes a gradient; the rest from their kernels' arithmetic. A switch
+ * without default: a new op that is not counted here is a compiler warning. */
+static void node_flops(const cf_node *n, const unsigned char *want, double *fwd, double *bwd)
+{
+    double E = count1(n->shape), f = 0, b = 0;
+    int ngrads = 0;
+    for (int j = 0; j < nsrc(n); j++) ngrads += want[j] != 0;
+    switch ((cf_opcode)n->op) {
+    case CF_OP_INPUT: case CF_OP_PARAM: case CF_OP_CONST: case CF_OP_STATE:
+    case CF_OP_RESHAPE: case CF_OP_FLATTEN: case CF_OP_CONCAT: case CF_OP_SLICE:
+    case CF_OP_COUNT_:
+        break;                                  /* no arithmetic: copies at most */
+    case CF_OP_MATMUL: {                        /* each output element a dot product of k */
+        cf_shape a = n->in[0]->shape;
+        f = 2 * E * a.d[a.rank - 1];
+        b = f * ngrads;                         /* da = dy b^T, db = a^T dy */
+        break;
+    }
+    case CF_OP_CONV2D: {                        /* each output element C/G KH KW multiply-adds */
+        cf_shape w = n->in[1]->shape;
+        f = 2 * E * (double)w.d[1] * w.d[2] * w.d[3];
+        b = f * ngrads;                         /* dx and dK, as the kernels count them */
+        break;
+    }
+    case CF_OP_ADD: case CF_OP_SUB: case CF_OP_MUL: case CF_OP_DIV:
+        f = E;
+        b = E * ngrads;
+        break;
+    case CF_OP_NEG: case CF_OP_SIGMOID: case CF_OP_TANH: case CF_OP_RELU: case CF_OP_LEAKYRELU:
+    case CF_OP_EXP: case CF_OP_LOG: case CF_OP_SOFTPLUS: case CF_OP_DROPOUT:
+        f = E;                                  /* dropout in training: x times its mask */
+        b = E * ngrads;
+        break;
+    case CF_OP_SOFTMAX: case CF_OP_LOGSOFTMAX:
+        f = 5 * E;                              /* max, subtract, exp, sum, scale (or log-sum) */
+        b = 4 * E;                              /* sum dy y (2), y (dy - s) (2) */
+        break;
+    case CF_OP_SUM: case CF_OP_MEAN:
+        f = count1(n->in[0]->shape);            /* one addition per element summed */
+        b = E;                                  /* dy scaled per row; spreading it is a copy */
+        break;
+    case CF_OP_XENT:                            /* per probability: max, subtract, exp, sum */
+        f = 4 * count1(n->in[0]->shape);
+        b = ngrads ? 3 * count1(n->in[0]->shape) : 0;   /* g (p - t), or -g t / p */
+        break;
+    case CF_OP_MSE:                             /* subtract, square, sum; 2 per input's element */
+        f = 3 * count1(n->in[0]->shape);
+        b = 2 * count1(n->in[0]->shape) * ngrads;
+        break;
+    case CF_OP_MAXPOOL:                         /* a comparison per window element; dy to the max */
+        f = E * n->attr.i[0] * n->attr.i[1];
+        b = E;
+        break;
+    case CF_OP_AVGPOOL:                         /* the window's sum and a division, both ways */
+        f = E * ((double)n->attr.i[0] * n->attr.i[1] + 1);
+        b = f;
+        break;
+    case CF_OP_GLOBALAVGPOOL: {                 /* a plane's sum and a division; back: a division */
+        cf_shape x = n->in[0]->shape;
+        f = E * ((double)x.d[2] * x.d[3] + 1);
+        b = E;
+        break;
+    }
+    case CF_OP_BATCHNORM:
+        /* training: the mean (1), the variance (3), y = x a + c (2); backward: sum dy and
+           sum dy xhat (5), and with dx, a dy + b x + c (4) */
+        f = 6 * E;
+        b = 5 * E + (want[0] ? 4 * E : 0);
+        break;
+    case CF_OP_EMBEDDING:                       /* a copy; back: dy's rows added into dE */
+        b = want[1] ? E : 0;
+        break;
+    case CF_OP_LSTM: {
+        /* I inputs, H units, T steps, G = 4H gates. Forward: the input products of all
+           steps (2 T I G) and the bias (T G), the steps' products h U (2 T H G), the cells
+           (9 T H: 4 gate functions, c, tanh c, h). Backward: the cells (24 T H), dh through
+           U^T from the second step on (2 (T-1) H G); dU (2 T H G), db (T G) and dW
+           (2 T I G) when wanted; the input's gradient dZ W^T (2 T I G), added into E's
+           rows (T I) when the input is an embedding folded in. */
+        double I = n->in[2]->shape.d[0], H = n->in[3]->shape.d[0], T = n->shape.d[1], G = 4 * H;
+        f = 2 * T * I * G + T * G + 2 * T * H * G + 9 * T * H;
+        b = 24 * T * H + 2 * (T - 1) * H * G;
+        if (want[3]) b += 2 * T * H * G;
+        if (want[4]) b += T * G;
+        if (want[2]) b += 2 * T * I * G;
+        if (want[5]) b += 2 * T * I * G + (n->nin == 7 ? T * I : 0);
+        break;
+    }
+    }
+    *fwd = f;
+    *bwd = b;
+}
+
+/* ---- rows ---- */
+
+static unsigned long hash_str(const char *s)   /* FNV-1a */
+{
+    uint64_t h = 1469598103934665603ull;
+    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    return (unsigned long)(h ^ h >> 32);
+}
+
+/* The frame `depth` calls below the outermost of f's chain (of k frames), or NULL. */
+static const cf_frame *frame_at(const cf_frame *f, int k, int depth)
+{
+    for (int i = k - 1; f && i > depth; i--) f = f->parent;
+    return depth < k ? f : NULL;
+}
+
+static int is_model_frame(const cf_frame *f) { return f && !f->call.file && f->name && strcmp(f->name, "model") == 0; }
+
+static char *place_str(cf_srcloc l, char *buf, size_t size)
+{
+    if (!l.file) snprintf(buf, size, "-");
+    else if (l.col > 0) snprintf(buf, size, "%s:%d:%d", l.file, l.line, l.col);
+    else snprintf(buf, size, "%s:%d", l.file, l.line);
+    return buf;
+}
+
+/* The row of node n (not an input): its key, name, kind, place and the frame that
+ * makes it (NULL for an op row). */
+static void row_of(const cf_node *n, char *key, size_t size, const char **name, int *kind, cf_srcloc *place,
+                   const cf_frame **frame)
+{
+    int k = 0;
+    for (const cf_frame *f = n->frame; f; f = f->parent) k++;
+    int base = 0;                               /* C: a row per outermost scope */
+    if (is_model_frame(frame_at(n->frame, k, 0))) {
+        base = 2;                               /* below "model" and the composite */
+        const cf_frame *c = frame_at(n->frame, k, 1), *in = frame_at(n->frame, k, 2);
+        if (c && in && c->name && in->name && strcmp(c->name, "unroll") == 0 && strcmp(in->name, "Chain") == 0)
+            base = 3;
+    }
+    char where[512], sh[96];
+    const cf_frame *f = k > base ? frame_at(n->frame, k, base) : NULL;
+    if (f) {
+        *name = f->name ? f->name : "?";
+        *kind = ROW_NET;
+        *place = f->call;
+        snprintf(key, size, "F\x1f%s\x1f%s", *name, place_str(f->call, where, sizeof where));
+    } else {
+        *name = cf_ops[n->op]->name;
+        *kind = ROW_OP;
+        *place = n->loc;
+        snprintf(key, size, "O\x1f%s\x1f%s\x1f%s", *name, place_str(n->loc, where, sizeof where),
+                 cf_shape_str(n->shape, sh, sizeof sh));
+    }
+    *frame = f;
+}
+
+/* The index of the row with this key, or -1. Given `made`, a missing row is made
+ * (*made = 1), and -1 means out of memory (the message set). */
+static int find_row(summary *s, const char *key, int *made)
+{
+    int create = made != NULL;
+    if (made) *made = 0;
+    if (!create) {
+        if (!s->nslots) return -1;
+        for (unsigned long h = hash_str(key) & (unsigned long)(s->nslots - 1); s->slots[h];
+             h = (h + 1) & (unsigned long)(s->nslots - 1))
+            if (strcmp(s->rows[s->slots[h] - 1].key, key) == 0) return s->slots[h] - 1;
+        return -1;
+    }
+    if (2 * (s->nrows + 1) > s->nslots) {       /* grow the hash: half full at most */
+        int n = s->nslots ? 2 * s->nslots : 64, *slots = calloc((size_t)n, sizeof *slots);
+        if (!slots) return cf_oom((size_t)n * sizeof *slots);
+        for (int r = 0; r < s->nrows; r++) {
+            unsigned long h = hash_str(s->rows[r].key) & (unsigned long)(n - 1);
+            while (slots[h]) h = (h + 1) & (unsigned long)(n - 1);
+            slots[h] = r + 1;
+        }
+        free(s->slots);
+        s->slots = slots;
+        s->nslots = n;
+    }
+    unsigned long h = hash_str(key) & (unsigned long)(s->nslots - 1);
+    for (; s->slots[h]; h = (h + 1) & (unsigned long)(s->nslots - 1))
+        if (strcmp(s->rows[s->slots[h] - 1].key, key) == 0) return s->slots[h] - 1;
+    if (s->nrows == s->cap_rows) {
+        int cap = s->cap_rows ? 2 * s->cap_rows : 16;
+        row *r = realloc(s->rows, (size_t)cap * sizeof *r);
+        if (!r) return cf_oom((size_t)cap * sizeof *r);
+        s->rows = r;
+        s->cap_rows = cap;
+    }
+    row *r = &s->rows[s->nrows];
+    memset(r, 0, sizeof *r);
+    if (!(r->key = strdup(key))) return cf_oom(strlen(key) + 1);
+    s->slots[h] = ++s->nrows;
+    *made = 1;
+    return s->nrows - 1;
+}
+
+static int add_param(row *r, const cf_node *p)
+{
+    if (r->nparams == r->cap_params) {
+        int cap = r->cap_params ? 2 * r->cap_params : 4;
+        const cf_node **q = realloc(r->params, (size_t)cap * sizeof *q);
+        if (!q) return cf_oom((size_t)cap * sizeof *q);
+        r->params = q;
+        r->cap_params = cap;
+    }
+    r->params[r->nparams++] = p;
+    return 0;
+}
+
+/* A parameter or a statistic: what a row lists. */
+static int is_weight(const cf_node *n) { return n->op == CF_OP_PARAM || (n->op == CF_OP_STATE && !n->batched); }
+
+static int by_id(const void *a, const void *b)
+{
+    int x = (*(const cf_node *const *)a)->id, y = (*(const cf_node *const *)b)->id;
+    return (x > y) - (x < y);
+}
+
+/* Each row's parameters in the model's order; and a row that reads parameters made in
+ * another layer's call that has no row of its own (an Embedding folded into the LSTM
+ * after it) is named after both: "Embedding+LSTM". */
+static int name_folded(summary *s)
+{
+    char key[1024];
+    for (int r = 0; r < s->nrows; r++) {
+        row *w = &s->rows[r];
+        if (w->nparams > 1) qsort(w->params, (size_t)w->nparams, sizeof *w->params, by_id);
+        for (int i = 0; i < w->nparams; i++) {
+            const char *name;
+            int kind;
+            cf_srcloc place;
+            const cf_frame *frame;
+            row_of(w->params[i], key, sizeof key, &name, &kind, &place, &frame);
+            if (kind != ROW_NET || find_row(s, key, NULL) >= 0) continue;
+            const char *now = w->label ? w->label : w->name;
+            size_t n = strlen(name) + strlen(now) + 2;
+            char *label = malloc(n);
+            if (!label) return cf_oom(n);
+            snprintf(label, n, "%s+%s", name, now);
+            free(w->label);
+            w->label = label;
+        }
+    }
+    return 0;
+}
+
+static void summary_free(summary *s)
+{
+    for (int r = 0; r < s->nrows; r++) {
+        free(s->rows[r].key);
+        free(s->rows[r].label);
+        free(s->rows[r].params);
+    }
+    free(s->rows);
+    free(s->slots);
+    free(s->rowof);
+    free(s->live);
+    free(s->unused);
+}
+
+static int summarise(cf_model *m, summary *s)
+{
+    memset(s, 0, sizeof *s);
+    s->m = m;
+    if (!m) return cf_seterr("error: cf_model_summary: no model");
+    if (cf_model_infer_shapes(m)) return -1;
+    int nn = m->nnodes;
+    s->rowof = malloc((size_t)(nn ? nn : 1) * sizeof *s->rowof);
+    s->live = calloc((size_t)(nn ? nn : 1), 3);
+    s->unused = malloc((size_t)(m->nparams + m->nstates + 1) * sizeof *s->unused);
+    if (!s->rowof || !s->live || !s->unused) return cf_oom((size_t)nn * (sizeof(int) + 3));
+    s->hasgrad = s->live + nn;
+    s->bstep = s->hasgrad + nn;
+    plan(s);
+    char key[1024];
+    int made;
+    /* the inputs first, in their order */
+    for (int i = 0; i < nn; i++) s->rowof[i] = -1;
+    for (int i = 0; i < m->ninputs; i++) {
+        const cf_node *n = m->inputs[i];
+        if (!s->live[n->id]) continue;          /* a loss's labels */
+        snprintf(key, sizeof key, "I\x1f%d", n->id);
+        int r = find_row(s, key, &made);
+        if (r < 0) return -1;
+        row *w = &s->rows[r];
+        w->name = "Input";
+        w->input = n->name;
+        w->kind = ROW_INPUT;
+        w->place = n->loc;
+        w->calls = 1;
+        w->out = n;
+        s->rowof[n->id] = r;
+    }
+    unsigned char want[CF_MAX_INPUTS + 1];
+    for (int i = 0; i < nn; i++) {
+        const cf_node *n = m->nodes[i];
+        if (!s->live[i] || is_leaf(n)) continue;
+        const char *name;
+        int kind;
+        cf_srcloc place;
+        const cf_frame *frame;
+        row_of(n, key, sizeof key, &name, &kind, &place, &frame);
+        int r = find_row(s, key, &made);
+        if (r < 0) return -1;
+        row *w = &s->rows[r];
+        if (made) {
+            w->name = name;
+            w->kind = kind;
+            w->place = place;
+        }
+        if (kind == ROW_OP || frame != w->last_frame) w->calls++;
+        w->last_frame = frame;
+        s->rowof[i] = r;
+        for (int j = 0; j < nsrc(n) && j <= CF_MAX_INPUTS; j++)
+            want[j] = s->bstep[i] && s->hasgrad[src(n, j)->id] && differentiable(n, j);
+        double f, b;
+        node_flops(n, want, &f, &b);
+        w->fwd += f;
+        w->bwd += s->bstep[i] ? b : 0;
+        double bytes = 4 * count1(n->shape);
+        if (n->batched) w->act += bytes;
+        else w->act_fixed += bytes;
+        for (int j = 0; j < n->nin; j++) {
+            const cf_node *p = n->in[j];
+            if (!is_weight(p) || s->rowof[p->id] >= 0) continue;
+            s->rowof[p->id] = r;
+            if (add_param(w, p)) return -1;
+        }
+    }
+    if (name_folded(s)) return -1;
+    /* each row's value: the last of its nodes read by another row or given out */
+    for (int i = 0; i < nn; i++) {
+        const cf_node *n = m->nodes[i];
+        if (!s->live[i] || is_leaf(n)) continue;
+        for (int j = 0; j < n->nin; j++) {
+            const cf_node *x = n->in[j];
+            int r = s->rowof[x->id];
+            if (r >= 0 && r != s->rowof[i] && !is_weight(x) && (!s->rows[r].out || s->rows[r].out->id < x->id))
+                s->rows[r].out = x;
+        }
+    }
+    for (int o = 0; o < m->noutputs; o++) {
+        const cf_node *x = m->outputs[o];
+        int r = s->rowof[x->id];
+        if (r >= 0 && (!s->rows[r].out || s->rows[r].out->id < x->id)) s->rows[r].out = x;
+    }
+    for (int i = 0; i < nn; i++)                /* else its last node */
+        if (s->rowof[i] >= 0 && !is_weight(m->nodes[i]) && !s->rows[s->rowof[i]].out)
+            s->rows[s->rowof[i]].out = m->nodes[i];
+    for (int r = 0; r < s->nrows; r++) {
+        row *w = &s->rows[r];
+        if (w->kind == ROW_INPUT) w->act += 4 * count1(w->out->shape);
+        s->fwd += w->fwd;
+        s->bwd += w->bwd;
+        s->act += w->act;
+        s->act_fixed += w->act_fixed;
+    }
+    /* every parameter and statistic counts in the totals, read or not */
+    for (int i = 0; i < nn; i++) {
+        const cf_node *n = m->nodes[i];
+        if (!is_weight(n)) continue;
+        double c = count1(n->shape);
+        if (n->op == CF_OP_STATE) s->stats += c;
+        else if (n->req == CF_GRAD_NONE) s->frozen += c;
+        else s->trained += c;
+        if (s->rowof[i] < 0) s->unused[s->nunused++] = n;
+    }
+    return 0;
+}
+
+/* ---- cf_model_flops ---- */
+
+int cf_model_flops(cf_model *m, double *forward, double *backward)
+{
+    summary s;
+    int rc = summarise(m, &s);
+    if (rc == 0) {
+        if (forward) *forward = s.fwd;
+        if (backward) *backward = s.bwd;
+    }
+    summary_free(&s);
+    return rc;
+}
+
+/* ---- the table ---- */
+
+/* A count in 4 significant digits: "128", "200.8K", "1.235G" (powers of 1000). */
+static char *count_str(double v, char *buf, size_t size)
+{
+    static const char *unit[] = {"", "K", "M", "G", "T", "P", "E"};
+    int u = 0;
+    while (v >= 999.95 && u < 6) v /= 1000, u++;
+    if (u == 0) snprintf(buf, size, "%.0f", v);
+    else snprintf(buf, size, "%.*f%s", v >= 99.995 ? 1 : v >= 9.9995 ? 2 : 3, v, unit[u]);
+    return buf;
+}
+
+static char *bytes_str(double v, char *buf)
+{
+    return cf_mem_str(v > 0 ? (size_t)v : 0, buf);
+}
+
+/* Columns on a terminal: UTF-8 code points ("σ", "×" are one each). */
+static int width(const char *s)
+{
+    int w = 0;
+    for (; *s; s++) w += ((unsigned char)*s & 0xC0) != 0x80;
+    return w;
+}
+
+/* s padded to w columns, left (left != 0) or right aligned. */
+static void put_col(FILE *out, const char *s, int w, int left)
+{
+    int pad = w - width(s);
+    if (!left) fprintf(out, "%*s", pad > 0 ? pad : 0, "");
+    fputs(s, out);
+    if (left) fprintf(out, "%*s", pad > 0 ? pad : 0, "");
+}
+
+static void rule(FILE *out, int c, int n)
+{
+    for (int i = 0; i < n; i++) fputc(c, out);
+    fputc('\n', out);
+}
+
+static char *shape_b(cf_shape s, int batch, char *buf, size_t size)
+{
+    if (batch > 0)
+        for (int i = 0; i < s.rank; i++)
+            if (s.d[i] == CF_BATCH) s.d[i] = batch;
+    return cf_shape_str(s, buf, size);
+}
+
+enum { C_NAME, C_PLACE, C_OUT, C_PARAMS, C_FWD, C_BWD, C_ACT, NCOL };
+static const char *heads[NCOL] = {"Layer", "Place", "Output", "Params", "FLOPs fwd", "FLOPs bwd", "Activations"};
+
+/* A row's cells; with `own` (the model's file), places in it are written with its
+ * base name only, to keep the table narrow (the heading names the file in full). */
+static void row_cells(const row *w, int batch, const char *own, char cell[NCOL][160])
+{
+    char sh[96];
+    if (w->kind == ROW_INPUT) snprintf(cell[C_NAME], 160, "Input %s", w->input);
+    else snprintf(cell[C_NAME], 160, "%s", w->label ? w->label : w->name);
+    cf_srcloc at = w->place;
+    if (own && at.file && strcmp(at.file, own) == 0 && strrchr(own, '/')) at.file = strrchr(own, '/') + 1;
+    place_str(at, cell[C_PLACE], 160);
+    shape_b(w->out->shape, batch, sh, sizeof sh);
+    if (w->calls > 1) snprintf(cell[C_OUT], 160, "%s ×%d", sh, w->calls);
+    else snprintf(cell[C_OUT], 160, "%s", sh);
+    double p = 0;
+    for (int i = 0; i < w->nparams; i++) p += count1(w->params[i]->shape);
+    snprintf(cell[C_PARAMS], 160, "%.0f", p);
+    count_str(w->fwd, cell[C_FWD], 160);
+    count_str(w->bwd, cell[C_BWD], 160);
+    char b[CF_MEM_STR];
+    snprintf(cell[C_ACT], 160, "%s", bytes_str(w->act + w->act_fixed, b));
+}
+
+/* Print items "name count" separated by ", " after `lead`, wrapped at `max` columns
+ * with continuation lines indented by `indent`. */
+typedef struct wrap {
+    FILE *out;
+    int col, indent, max, first;
+} wrap;
+
+static void wrap_item(wrap *p, const char *item)
+{
+    int w = width(item) + (p->first ? 0 : 2);
+    if (!p->first && p->col + w > p->max) {
+        fprintf(p->out, ",\n%*s", p->indent, "");
+        p->col = p->indent;
+        w -= 2;
+    } else if (!p->first) {
+        fputs(", ", p->out);
+    }
+    fputs(item, p->out);
+    p->col += w;
+    p->first = 0;
+}
+
+static void list_params(FILE *out, const cf_node *const *ps, int n, int indent, int max)
+{
+    wrap p = {out, indent, indent, max, 1};
+    char item[256];
+    fprintf(out, "%*s", indent, "");
+    int stats = 0;
+    for (int pass = 0; pass < 2; pass++)
+        for (int i = 0; i < n; i++) {
+            const cf_node *q = ps[i];
+            if ((q->op == CF_OP_STATE) != pass) continue;
+            if (pass && !stats++) {
+                const char *lead = p.first ? "statistics (not trained): " : "; statistics (not trained): ";
+                fputs(lead, out);
+                p.col += width(lead);
+                p.first = 1;
+            }
+            snprintf(item, sizeof item, "%s %.0f%s", q->name, count1(q->shape),
+                     q->op == CF_OP_PARAM && q->req == CF_GRAD_NONE ? " (frozen)" : "");
+            wrap_item(&p, item);
+        }
+    fputc('\n', out);
+}
+
+static void print_table(const summary *s, int batch, FILE *out)
+{
+    const cf_model *m = s->m;
+    int wd[NCOL], total = 0;
+    const char *own = NULL;
+    char cell[NCOL][160];
+    for (int pass = 0; pass < 2; pass++) {   /* again with short places, if too wide */
+        for (int c = 0; c < NCOL; c++) wd[c] = width(heads[c]);
+        for (int r = 0; r < s->nrows; r++) {
+            row_cells(&s->rows[r], batch, own, cell);
+            for (int c = 0; c < NCOL; c++)
+                if (width(cell[c]) > wd[c]) wd[c] = width(cell[c]);
+        }
+        total = 0;
+        for (int c = 0; c < NCOL; c++) total += wd[c] + (c ? 2 : 0);
+        if (total <= 100 || !(own = m->source_name)) break;
+    }
+    /* the model: its file and top-level composite, when it came from the notation */
+    const cf_frame *top = NULL;
+    for (int i = 0; i < m->nnodes && !top; i++) {
+        const cf_frame *f = m->nodes[i]->frame;
+        int k = 0;
+        for (const cf_frame *g = f; g; g = g->parent) k++;
+        if (k >= 2 && is_model_frame(frame_at(f, k, 0))) top = frame_at(f, k, 1);
+    }
+    char where[512];
+    if (top && top->name) fprintf(out, "Model: %s at %s", top->name, place_str(top->call, where, sizeof where));
+    else fprintf(out, "Model: %s", m->source_name ? m->source_name : "built in C");
+    if (batch > 0) fprintf(out, "\nFLOPs and activations are per sample; the batch is %d.\n", batch);
+    else fprintf(out, "\nFLOPs and activations are per sample; B is the batch size.\n");
+    for (int c = 0; c < NCOL; c++) {
+        if (c) fputs("  ", out);
+        put_col(out, heads[c], wd[c], c < C_PARAMS);
+    }
+    fputc('\n', out);
+    rule(out, '=', total);
+    int maxw = total > 72 ? total : 72;
+    for (int r = 0; r < s->nrows; r++) {
+        const row *w = &s->rows[r];
+        row_cells(w, batch, own, cell);
+        for (int c = 0; c < NCOL; c++) {
+            if (c) fputs("  ", out);
+            put_col(out, cell[c], wd[c], c < C_PARAMS);
+        }
+        fputc('\n', out);
+        if (w->nparams) list_params(out, w->params, w->nparams, 4, maxw);
+    }
+    rule(out, '-', total);
+    char a[32], b[32], c1[CF_MEM_STR], c2[CF_MEM_STR];
+    fprintf(out, "Parameters: %.0f trained", s->trained);
+    if (s->frozen > 0) fprintf(out, ", %.0f frozen", s->frozen);
+    if (s->stats > 0) fprintf(out, "; %.0f running statistics (not trained)", s->stats);
+    fprintf(out, "; %s\n", bytes_str(4 * (s->trained + s->frozen + s->stats), c1));
+    if (s->nunused) {
+        fprintf(out, "Not read by the outputs:\n");
+        list_params(out, s->unused, s->nunused, 4, maxw);
+    }
+    fprintf(out, "FLOPs a sample: %s forward, %s backward (2 per multiply-add)\n", count_str(s->fwd, a, sizeof a),
+            count_str(s->bwd, b, sizeof b));
+    fprintf(out, "Activations a sample: %s", bytes_str(s->act, c1));
+    if (s->act_fixed > 0) fprintf(out, " (and %s without the batch dimension)", bytes_str(s->act_fixed, c2));
+    if (batch > 0) fprintf(out, "; at batch %d: %s", batch, bytes_str(s->act * batch + s->act_fixed, c2));
+    fputc('\n', out);
+}
+
+/* ---- JSON ---- */
+
+static cJSON *shape_json(cf_shape s, int batch)
+{
+    cJSON *a = cJSON_CreateArray();
+    for (int i = 0; a && i < s.rank; i++)
+        cJSON_AddItemToArray(a, cJSON_CreateNumber(s.d[i] == CF_BATCH && batch > 0 ? batch : s.d[i]));
+    return a;
+}
+
+static cJSON *param_json(const cf_node *p)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "name", p->name);
+    cJSON_AddItemToObject(o, "shape", shape_json(p->shape, 0));
+    cJSON_AddNumberToObject(o, "count", count1(p->shape));
+    const char *kind = p->op == CF_OP_STATE ? "statistic" : p->req == CF_GRAD_NONE ? "frozen" : "trained";
+    cJSON_AddStringToObject(o, "kind", kind);
+    return o;
+}
+
+static cJSON *params_json(const cf_node *const *ps, int n)
+{
+    cJSON *a = cJSON_CreateArray();
+    for (int i = 0; i < n; i++) cJSON_AddItemToArray(a, param_json(ps[i]));
+    return a;
+}
+
+static int print_json(const summary *s, int batch, FILE *out)
+{
+    cJSON *root = cJSON_CreateObject();
+    if (s->m->source_name) cJSON_AddStringToObject(root, "model", s->m->source_name);
+    cJSON_AddNumberToObject(root, "batch", batch > 0 ? batch : 0);
+    cJSON *rows = cJSON_AddArrayToObject(root, "rows");
+    char buf[512];
+    for (int r = 0; r < s->nrows; r++) {
+        const row *w = &s->rows[r];
+        cJSON *o = cJSON_CreateObject();
+        if (w->kind == ROW_INPUT) snprintf(buf, sizeof buf, "Input %s", w->input);
+        else snprintf(buf, sizeof buf, "%s", w->label ? w->label : w->name);
+        cJSON_AddStringToObject(o, "name", buf);
+        cJSON_AddStringToObject(o, "kind", kind_names[w->kind]);
+        cJSON_AddStringToObject(o, "place", place_str(w->place, buf, sizeof buf));
+        if (w->place.file) {
+            cJSON_AddStringToObject(o, "file", w->place.file);
+            cJSON_AddNumberToObject(o, "line", w->place.line);
+            cJSON_AddNumberToObject(o, "col", w->place.col);
+        }
+        cJSON_AddStringToObject(o, "output", shape_b(w->out->shape, batch, buf, sizeof buf));
+        cJSON_AddItemToObject(o, "output_shape", shape_json(w->out->shape, batch));
+        cJSON_AddNumberToObject(o, "calls", w->calls);
+        double p = 0;
+        for (int i = 0; i < w->nparams; i++) p += count1(w->params[i]->shape);
+        cJSON_AddNumberToObject(o, "param_count", p);
+        cJSON_AddItemToObject(o, "params", params_json(w->params, w->nparams));
+        cJSON_AddNumberToObject(o, "flops_forward", w->fwd);
+        cJSON_AddNumberToObject(o, "flops_backward", w->bwd);
+        cJSON_AddNumberToObject(o, "activation_bytes", w->act);
+        if (w->act_fixed > 0) cJSON_AddNumberToObject(o, "activation_bytes_unbatched", w->act_fixed);
+        cJSON_AddItemToArray(rows, o);
+    }
+    cJSON *t = cJSON_AddObjectToObject(root, "totals");
+    cJSON_AddNumberToObject(t, "trained", s->trained);
+    cJSON_AddNumberToObject(t, "frozen", s->frozen);
+    cJSON_AddNumberToObject(t, "statistics", s->stats);
+    cJSON_AddNumberToObject(t, "weight_bytes", 4 * (s->trained + s->frozen + s->stats));
+    cJSON_AddNumberToObject(t, "flops_forward", s->fwd);
+    cJSON_AddNumberToObject(t, "flops_backward", s->bwd);
+    cJSON_AddNumberToObject(t, "activation_bytes", s->act);
+    cJSON_AddNumberToObject(t, "activation_bytes_unbatched", s->act_fixed);
+    if (batch > 0) cJSON_AddNumberToObject(t, "activation_bytes_batch", s->act * batch + s->act_fixed);
+    if (s->nunused) cJSON_AddItemToObject(t, "unused", params_json(s->unused, s->nunused));
+    char *text = cJSON_PrintUnformatted(root);
+    cJSON_Delete(root);
+    if (!text) return cf_oom(0);
+    fprintf(out, "%s\n", text);
+    cJSON_free(text);
+    return 0;
+}
+
+int cf_model_summary(cf_model *m, int batch, int json, FILE *out)
+{
+    if (!out) return cf_seterr("error: cf_model_summary: no stream to write to");
+    if (batch < 0) return cf_seterr("error: cf_model_summary: batch %d; it must be 0 (B) or more", batch);
+    summary s;
+    int rc = summarise(m, &s);
+    if (rc == 0) rc = json ? print_json(&s, batch, out) : (print_table(&s, batch, out), 0);
+    summary_free(&s);
+    if (rc == 0 && ferror(out)) rc = cf_seterr("error: cf_model_summary: could not write the summary");
+    return rc;
+}

@@ -1,0 +1,635 @@
+/* test_summary.c - cf_model_summary and cf_model_flops: the rows a model's source
+ * gives, their shapes, parameters, FLOPs and activation bytes against counts made by
+ * hand (the arithmetic beside each), the table and the JSON against each other, the
+ * matrix products' counts against what the engine does (cf_gemm_flops over a
+ * training step), and clean errors. */
+#include <cjson/cJSON.h>
+#include <dirent.h>
+#include <stdlib.h>
+
+#include "cflux.h"
+#include "test.h"
+
+/* The summary as text (the table, or JSON), or NULL with the error. */
+static char *summary_of(cf_model *m, int batch, int json)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    if (!f) return NULL;
+    int rc = cf_model_summary(m, batch, json, f);
+    fclose(f);
+    if (rc) {
+        free(buf);
+        return NULL;
+    }
+    return buf;
+}
+
+static cJSON *summary_json(cf_model *m, int batch)
+{
+    char *text = summary_of(m, batch, 1);
+    cJSON *j = text ? cJSON_Parse(text) : NULL;
+    free(text);
+    return j;
+}
+
+static cJSON *row_at(cJSON *j, int i) { return cJSON_GetArrayItem(cJSON_GetObjectItem(j, "rows"), i); }
+static int nrows(cJSON *j) { return cJSON_GetArraySize(cJSON_GetObjectItem(j, "rows")); }
+static double num(cJSON *o, const char *key) { return cJSON_GetNumberValue(cJSON_GetObjectItem(o, key)); }
+static const char *str(cJSON *o, const char *key)
+{
+    const char *s = cJSON_GetStringValue(cJSON_GetObjectItem(o, key));
+    return s ? s : "(none)";
+}
+
+/* Row r's parameter k: name, count and kind. */
+static cJSON *param_at(cJSON *r, int k) { return cJSON_GetArrayItem(cJSON_GetObjectItem(r, "params"), k); }
+static const char *pname(cJSON *r, int k) { return str(param_at(r, k), "name"); }
+static double pcount(cJSON *r, int k) { return num(param_at(r, k), "count"); }
+static const char *pkind(cJSON *r, int k) { return str(param_at(r, k), "kind"); }
+
+/* One row as counted by hand. */
+typedef struct want {
+    const char *name, *place, *output;
+    double params, fwd, bwd, bytes;
+} want;
+
+static void check_rows(cJSON *j, const want *w, int n)
+{
+    CHECK(nrows(j) == n);
+    for (int i = 0; i < n && i < nrows(j); i++) {
+        cJSON *r = row_at(j, i);
+        if (strcmp(str(r, "name"), w[i].name) != 0 || strcmp(str(r, "place"), w[i].place) != 0 ||
+            strcmp(str(r, "output"), w[i].output) != 0)
+            fprintf(stderr, "row %d: %s %s %s, want %s %s %s\n", i, str(r, "name"), str(r, "place"), str(r, "output"),
+                    w[i].name, w[i].place, w[i].output);
+        CHECK(strcmp(str(r, "name"), w[i].name) == 0);
+        CHECK(strcmp(str(r, "place"), w[i].place) == 0);
+        CHECK(strcmp(str(r, "output"), w[i].output) == 0);
+        CHECK_NEAR(num(r, "param_count"), w[i].params, 0);
+        CHECK_NEAR(num(r, "flops_forward"), w[i].fwd, 0);
+        CHECK_NEAR(num(r, "flops_backward"), w[i].bwd, 0);
+        CHECK_NEAR(num(r, "activation_bytes"), w[i].bytes, 0);
+    }
+}
+
+/* models/mlp.flux: Chain(Input(784), Affine(128), relu, Affine(64), relu, Affine(10),
+ * softmax). Per sample. A product x W (n, k) (k, m) is 2 k m forward; backward dW is
+ * 2 k m and dx 2 k m, but the first layer's x is the model's input: no dx. An addition
+ * of m elements is m forward and m backward for each of its two inputs (the product's
+ * and the bias's gradients). relu 1 per element each way; softmax 5 forward, 4 back. */
+static const want mlp_rows[] = {
+    {"Input x", "models/mlp.flux:2:9", "(B, 784)", 0, 0, 0, 784 * 4},
+    /* 2*784*128 + 128 = 200832; dW 2*784*128 + 128 + 128 = 200960; (128 + 128) floats */
+    {"Affine", "models/mlp.flux:4:3", "(B, 128)", 100352 + 128, 200832, 200960, 1024},
+    {"relu", "models/mlp.flux:4:16", "(B, 128)", 0, 128, 128, 512},
+    /* 2*128*64 + 64 = 16448; dx and dW 2 * 16384 + 64 + 64 = 32896; (64 + 64) floats */
+    {"Affine", "models/mlp.flux:5:3", "(B, 64)", 8192 + 64, 16448, 32896, 512},
+    {"relu", "models/mlp.flux:5:15", "(B, 64)", 0, 64, 64, 256},
+    /* 2*64*10 + 10 = 1290; 2 * 1280 + 10 + 10 = 2580; (10 + 10) floats */
+    {"Affine", "models/mlp.flux:6:3", "(B, 10)", 640 + 10, 1290, 2580, 80},
+    {"softmax", "models/mlp.flux:6:15", "(B, 10)", 0, 5 * 10, 4 * 10, 40},
+};
+/* 200832 + 128 + 16448 + 64 + 1290 + 50 */
+#define MLP_FWD 218812.0
+/* 200960 + 128 + 32896 + 64 + 2580 + 40 */
+#define MLP_BWD 236668.0
+/* 3136 + 1024 + 512 + 512 + 256 + 80 + 40 */
+#define MLP_BYTES 5560.0
+
+TEST(mlp_by_hand)
+{
+    cf_model *m = cf_model_load("models/mlp.flux");
+    CHECK(m != NULL);
+    cJSON *j = summary_json(m, 0);
+    CHECK(j != NULL);
+    if (!j) return;
+    check_rows(j, mlp_rows, 7);
+    cJSON *r = row_at(j, 1);
+    CHECK(strcmp(pname(r, 0), "1.W") == 0 && pcount(r, 0) == 100352 && strcmp(pkind(r, 0), "trained") == 0);
+    CHECK(strcmp(pname(r, 1), "1.b") == 0 && pcount(r, 1) == 128);
+    CHECK(strcmp(pname(row_at(j, 3), 0), "3.W") == 0 && pcount(row_at(j, 3), 0) == 8192);
+    CHECK(strcmp(pname(row_at(j, 5), 1), "5.b") == 0 && pcount(row_at(j, 5), 1) == 10);
+    CHECK(num(row_at(j, 1), "line") == 4 && num(row_at(j, 1), "col") == 3);
+    cJSON *t = cJSON_GetObjectItem(j, "totals");
+    CHECK_NEAR(num(t, "trained"), 109386, 0);   /* 100352 + 128 + 8192 + 64 + 640 + 10 */
+    CHECK_NEAR(num(t, "statistics"), 0, 0);
+    CHECK_NEAR(num(t, "weight_bytes"), 4 * 109386, 0);
+    CHECK_NEAR(num(t, "flops_forward"), MLP_FWD, 0);
+    CHECK_NEAR(num(t, "flops_backward"), MLP_BWD, 0);
+    CHECK_NEAR(num(t, "activation_bytes"), MLP_BYTES, 0);
+    CHECK(cJSON_GetObjectItem(t, "activation_bytes_batch") == NULL);
+    double f = 0, b = 0;
+    CHECK(cf_model_flops(m, &f, &b) == 0);
+    CHECK_NEAR(f, MLP_FWD, 0);
+    CHECK_NEAR(b, MLP_BWD, 0);
+    CHECK(cf_model_param_data(m, 0) == NULL);   /* nothing allocated for the weights */
+    cJSON_Delete(j);
+    cf_model_free(m);
+}
+
+/* --batch N: N for B in the shapes, and the activations of a batch of N. */
+TEST(mlp_batch)
+{
+    cf_model *m = cf_model_load("models/mlp.flux");
+    cJSON *j = summary_json(m, 32);
+    CHECK(j != NULL);
+    if (!j) return;
+    CHECK(strcmp(str(row_at(j, 0), "output"), "(32, 784)") == 0);
+    cJSON *sh = cJSON_GetObjectItem(row_at(j, 1), "output_shape");
+    CHECK(cJSON_GetArraySize(sh) == 2 && num(row_at(j, 1), "calls") == 1);
+    CHECK(cJSON_GetArrayItem(sh, 0)->valuedouble == 32 && cJSON_GetArrayItem(sh, 1)->valuedouble == 128);
+    cJSON *t = cJSON_GetObjectItem(j, "totals");
+    CHECK_NEAR(num(t, "activation_bytes_batch"), 32 * MLP_BYTES, 0);
+    CHECK_NEAR(num(t, "flops_forward"), MLP_FWD, 0);   /* still per sample */
+    CHECK_NEAR(num(j, "batch"), 32, 0);
+    cJSON_Delete(j);
+    j = summary_json(m, 0);
+    sh = cJSON_GetObjectItem(row_at(j, 1), "output_shape");
+    CHECK(cJSON_GetArrayItem(sh, 0)->valuedouble == -1);   /* B */
+    cJSON_Delete(j);
+    char *text = summary_of(m, 32, 0);
+    CHECK_HAS(text, "(32, 128)");
+    CHECK_HAS(text, "at batch 32: 173.8 KB");          /* 32 * 5560 = 177920 bytes */
+    free(text);
+    cf_model_free(m);
+}
+
+/* "200.8K" -> 200800: what the table shows of a count. */
+static double unshort(const char *s)
+{
+    char *end;
+    double v = strtod(s, &end);
+    const char *units = "KMGTPE", *u = *end ? strchr(units, *end) : NULL;
+    for (const char *p = units; u && p <= u; p++) v *= 1000;
+    return v;
+}
+
+/* "1.0 KB" -> 1024 */
+static double unbytes(const char *s)
+{
+    char *end;
+    double v = strtod(s, &end);
+    while (*end == ' ') end++;
+    const char *units = "KMGTPE", *u = *end && *end != 'B' ? strchr(units, *end) : NULL;
+    for (const char *p = units; u && p <= u; p++) v *= 1024;
+    return v;
+}
+
+/* The table's cells: runs of two or more blanks part them. */
+static int cells(const char *text, char out[8][128])
+{
+    char buf[512];
+    snprintf(buf, sizeof buf, "%.*s", (int)strcspn(text, "\n"), text);
+    const char *line = buf;
+    int n = 0;
+    while (*line == ' ') line++;
+    while (*line && n < 8) {
+        const char *e = strstr(line, "  ");
+        size_t len = e ? (size_t)(e - line) : strlen(line);
+        if (len > 127) len = 127;
+        memcpy(out[n], line, len);
+        out[n++][len] = 0;
+        if (!e) break;
+        line = e;
+        while (*line == ' ') line++;
+    }
+    return n;
+}
+
+/* The table holds what the JSON holds: each row's name, place, output and parameters
+ * exactly, its FLOPs and bytes to the digits shown; the totals likewise. */
+static void table_agrees(cf_model *m, int batch)
+{
+    char *text = summary_of(m, batch, 0);
+    cJSON *j = summary_json(m, batch);
+    CHECK(text && j);
+    if (!text || !j) {
+        free(text);
+        cJSON_Delete(j);
+        return;
+    }
+    int r = 0;
+    char c[8][128];
+    const char *line = strstr(text, "\n==");
+    line = line ? strchr(line + 1, '\n') : NULL;
+    for (; line && *++line && *line != '-'; line = strchr(line, '\n')) {
+        if (line[0] == ' ') continue;   /* a row's parameters */
+        int n = cells(line, c);
+        cJSON *o = row_at(j, r++);
+        CHECK(n == 7 && o);
+        if (n != 7 || !o) break;
+        char out[128];
+        if (num(o, "calls") > 1) snprintf(out, sizeof out, "%s ×%.0f", str(o, "output"), num(o, "calls"));
+        else snprintf(out, sizeof out, "%s", str(o, "output"));
+        CHECK(strcmp(c[0], str(o, "name")) == 0);
+        CHECK(strcmp(c[1], str(o, "place")) == 0);
+        CHECK(strcmp(c[2], out) == 0);
+        CHECK_NEAR(atof(c[3]), num(o, "param_count"), 0);
+        CHECK_NEAR(unshort(c[4]), num(o, "flops_forward"), 5e-4 * num(o, "flops_forward"));
+        CHECK_NEAR(unshort(c[5]), num(o, "flops_backward"), 5e-4 * num(o, "flops_backward"));
+        CHECK_NEAR(unbytes(c[6]), num(o, "activation_bytes"), 0.05 * num(o, "activation_bytes"));
+        /* the parameters, on the line below */
+        cJSON *ps = cJSON_GetObjectItem(o, "params");
+        for (int k = 0; k < cJSON_GetArraySize(ps); k++) {
+            char item[160];
+            snprintf(item, sizeof item, "%s %.0f", pname(o, k), pcount(o, k));
+            CHECK_HAS(strchr(line, '\n'), item);
+        }
+    }
+    CHECK(r == nrows(j));
+    cJSON *t = cJSON_GetObjectItem(j, "totals");
+    char want[160];
+    snprintf(want, sizeof want, "Parameters: %.0f trained", num(t, "trained"));
+    CHECK_HAS(text, want);
+    const char *fl = strstr(text, "FLOPs a sample: ");
+    CHECK(fl != NULL);
+    if (fl) {
+        double f = unshort(fl + 16), b = unshort(strstr(fl, "forward, ") + 9);
+        CHECK_NEAR(f, num(t, "flops_forward"), 5e-4 * num(t, "flops_forward"));
+        CHECK_NEAR(b, num(t, "flops_backward"), 5e-4 * num(t, "flops_backward"));
+    }
+    free(text);
+    cJSON_Delete(j);
+}
+
+TEST(table_agrees_with_json)
+{
+    const char *files[] = {"models/mlp.flux", "models/cnn-bn.flux", "models/char-rnn.flux", "models/char-gru.flux",
+                           "models/tlp.flux", "models/cnn.flux"};
+    for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
+        cf_model *m = cf_model_load(files[i]);
+        CHECK(m != NULL);
+        if (!m) continue;
+        table_agrees(m, 0);
+        table_agrees(m, 16);
+        cf_model_free(m);
+    }
+}
+
+/* models/cnn.flux: Conv2D(8, 5), relu, MaxPool(2), Conv2D(16, 5), relu, MaxPool(2),
+ * flatten, Affine(10), softmax on (1, 28, 28). A convolution's output element is
+ * C KH KW multiply-adds: 2 E C KH KW. */
+TEST(cnn_by_hand)
+{
+    cf_model *m = cf_model_load("models/cnn.flux");
+    cJSON *j = summary_json(m, 0);
+    CHECK(j != NULL);
+    if (!j) return;
+    CHECK(nrows(j) == 10);   /* Input and the chain's nine items */
+    /* conv 1: E = 8*24*24 = 4608 outputs of 1*5*5: 2*4608*25 = 230400, the bias 4608;
+       backward dK 230400 (x is the input: no dx), the addition 2 * 4608 */
+    cJSON *r = row_at(j, 1);
+    CHECK(strcmp(str(r, "name"), "Conv2D") == 0 && strcmp(str(r, "output"), "(B, 8, 24, 24)") == 0);
+    CHECK_NEAR(num(r, "flops_forward"), 230400 + 4608, 0);
+    CHECK_NEAR(num(r, "flops_backward"), 230400 + 2 * 4608, 0);
+    CHECK_NEAR(num(r, "param_count"), 8 * 25 + 8, 0);
+    /* max pooling 2x2: 4 comparisons per output, 8*12*12 = 1152 outputs; back 1 each */
+    r = row_at(j, 3);
+    CHECK(strcmp(str(r, "name"), "MaxPool") == 0);
+    CHECK_NEAR(num(r, "flops_forward"), 4 * 1152, 0);
+    CHECK_NEAR(num(r, "flops_backward"), 1152, 0);
+    /* conv 2: E = 16*8*8 = 1024 outputs of 8*5*5 = 200: 2*1024*200 = 409600, + 1024;
+       backward dx and dK 2 * 409600, the addition 2 * 1024 */
+    r = row_at(j, 4);
+    CHECK(strcmp(str(r, "place"), "models/cnn.flux:6:3") == 0);
+    CHECK_NEAR(num(r, "flops_forward"), 409600 + 1024, 0);
+    CHECK_NEAR(num(r, "flops_backward"), 2 * 409600 + 2 * 1024, 0);
+    CHECK_NEAR(num(r, "activation_bytes"), 2 * 1024 * 4, 0);   /* the convolution and the sum */
+    CHECK(strcmp(str(row_at(j, 7), "name"), "flatten") == 0 && num(row_at(j, 7), "flops_forward") == 0);
+    cJSON_Delete(j);
+    cf_model_free(m);
+}
+
+/* models/cnn-bn.flux: BatchNorm's running mean and variance are statistics, listed as
+ * such and not trained; 6 FLOPs an element forward, 5 + 4 backward (dx wanted). */
+TEST(batchnorm_statistics)
+{
+    cf_model *m = cf_model_load("models/cnn-bn.flux");
+    cJSON *j = summary_json(m, 0);
+    CHECK(j != NULL);
+    if (!j) return;
+    cJSON *r = row_at(j, 2);
+    CHECK(strcmp(str(r, "name"), "BatchNorm") == 0 && strcmp(str(r, "place"), "models/cnn-bn.flux:6:27") == 0);
+    CHECK(cJSON_GetArraySize(cJSON_GetObjectItem(r, "params")) == 4);
+    CHECK(strcmp(pname(r, 0), "2.γ") == 0 && strcmp(pkind(r, 0), "trained") == 0);
+    CHECK(strcmp(pname(r, 2), "2.mean") == 0 && strcmp(pkind(r, 2), "statistic") == 0 && pcount(r, 2) == 32);
+    CHECK(strcmp(pname(r, 3), "2.var") == 0 && strcmp(pkind(r, 3), "statistic") == 0);
+    CHECK_NEAR(num(r, "flops_forward"), 6.0 * 32 * 28 * 28, 0);
+    CHECK_NEAR(num(r, "flops_backward"), 9.0 * 32 * 28 * 28, 0);
+    cJSON *t = cJSON_GetObjectItem(j, "totals");
+    CHECK_NEAR(num(t, "statistics"), 2 * (32 + 64 + 128), 0);
+    CHECK_NEAR(num(t, "trained"), (double)cf_model_weight_count(m), 0);
+    cJSON_Delete(j);
+    char *text = summary_of(m, 0, 0);
+    CHECK_HAS(text, "2.γ 32, 2.β 32; statistics (not trained): 2.mean 32, 2.var 32");
+    CHECK_HAS(text, "; 448 running statistics (not trained)");
+    free(text);
+    cf_model_free(m);
+}
+
+/* models/char-rnn.flux: unroll(Chain(Input(), Embedding(76, 64), LSTM(128), Affine(76),
+ * softmax), 50), fused into one LSTM node over the sequence with the Embedding folded
+ * in: I = 64, H = 128, T = 50, G = 4H = 512. */
+TEST(lstm_rows)
+{
+    cf_model *m = cf_model_load("models/char-rnn.flux");
+    cJSON *j = summary_json(m, 0);
+    CHECK(j != NULL);
+    if (!j) return;
+    CHECK(nrows(j) == 5);   /* Input x, the Input's reshape, Embedding+LSTM, Affine, softmax */
+    cJSON *r = row_at(j, 2);
+    CHECK(strcmp(str(r, "name"), "Embedding+LSTM") == 0);
+    CHECK(strcmp(str(r, "place"), "models/char-rnn.flux:8:50") == 0);
+    CHECK(strcmp(str(r, "output"), "(B, 50, 128)") == 0);
+    CHECK(strcmp(pname(r, 0), "1.E") == 0 && pcount(r, 0) == 76 * 64);
+    CHECK(strcmp(pname(r, 1), "2.W") == 0 && pcount(r, 1) == 64 * 512);
+    CHECK(strcmp(pname(r, 2), "2.U") == 0 && pcount(r, 2) == 128 * 512);
+    CHECK(strcmp(pname(r, 3), "2.b") == 0 && pcount(r, 3) == 512);
+    /* forward: 2TIG 3276800 + TG 25600 + 2THG 6553600 + 9TH 57600 */
+    CHECK_NEAR(num(r, "flops_forward"), 3276800 + 25600 + 6553600 + 57600, 0);
+    /* backward: cells 24TH 153600, dh 2(T-1)HG 6422528, dU 6553600, db 25600, dW
+       3276800, the input's 2TIG 3276800 and its rows into E, TI 3200 */
+    CHECK_NEAR(num(r, "flops_backward"), 153600 + 6422528 + 6553600 + 25600 + 3276800 + 3276800 + 3200, 0);
+    r = row_at(j, 3);
+    CHECK(strcmp(str(r, "name"), "Affine") == 0 && strcmp(str(r, "output"), "(B, 50, 76)") == 0);
+    CHECK_NEAR(num(r, "flops_forward"), 2.0 * 50 * 128 * 76 + 50 * 76, 0);
+    cJSON_Delete(j);
+    cf_model_free(m);
+}
+
+/* models/char-gru.flux is not fused: its 50 steps repeat each layer, one row each. */
+TEST(unrolled_steps)
+{
+    cf_model *m = cf_model_load("models/char-gru.flux");
+    cJSON *j = summary_json(m, 0);
+    CHECK(j != NULL);
+    if (!j) return;
+    int gru = -1;
+    for (int i = 0; i < nrows(j); i++)
+        if (strcmp(str(row_at(j, i), "name"), "GRU") == 0) gru = i;
+    CHECK(gru > 0);
+    cJSON *r = row_at(j, gru);
+    CHECK(num(r, "calls") == 50);
+    CHECK(strcmp(str(r, "output"), "(B, 128)") == 0);
+    CHECK(strcmp(pname(r, 0), "2.W") == 0 && strcmp(pname(r, 3), "2.d") == 0);
+    /* a step's two products: 2*64*384 + 2*128*384 = 147456, fifty of them */
+    CHECK(num(r, "flops_forward") > 50 * 147456.0);
+    CHECK_NEAR(num(cJSON_GetObjectItem(j, "totals"), "trained"), (double)cf_model_weight_count(m), 0);
+    cJSON_Delete(j);
+    char *text = summary_of(m, 0, 0);
+    CHECK_HAS(text, "(B, 128) ×50");
+    free(text);
+    cf_model_free(m);
+}
+
+/* models/tlp.flux: a user's template taking models; its calls are the rows. */
+TEST(template_of_models)
+{
+    cf_model *m = cf_model_load("models/tlp.flux");
+    cJSON *j = summary_json(m, 0);
+    CHECK(j != NULL);
+    if (!j) return;
+    static const want rows[] = {
+        {"Input x", "models/tlp.flux:9:9", "(B, 10)", 0, 0, 0, 40},
+        /* 2*10*20 + 20 = 420; dW 400, the addition 2 * 20 */
+        {"Affine", "models/tlp.flux:4:12", "(B, 20)", 220, 420, 440, 160},
+        {"sigmoid", "models/tlp.flux:4:10", "(B, 20)", 0, 20, 20, 80},
+        /* 2*20*15 + 15 = 615; dx and dW 2 * 600, the addition 2 * 15 */
+        {"Affine", "models/tlp.flux:5:13", "(B, 15)", 315, 615, 1230, 120},
+        {"softmax", "models/tlp.flux:5:5", "(B, 15)", 0, 75, 60, 60},
+    };
+    check_rows(j, rows, 5);
+    CHECK(strcmp(pname(row_at(j, 1), 0), "first.W") == 0 && strcmp(pname(row_at(j, 3), 1), "second.b") == 0);
+    cJSON_Delete(j);
+    cf_model_free(m);
+}
+
+/* A frozen parameter takes no gradient, and what lies before it none either: freezing
+ * the first Affine leaves its row and relu without backward, and the second Affine
+ * without dx. */
+TEST(frozen_parameters)
+{
+    cf_model *m = cf_model_load("models/mlp.flux");
+    CHECK(cf_model_set_grad_req(m, "1.W", CF_GRAD_NONE) == 0);
+    CHECK(cf_model_set_grad_req(m, "1.b", CF_GRAD_NONE) == 0);
+    cJSON *j = summary_json(m, 0);
+    CHECK(j != NULL);
+    if (!j) return;
+    CHECK_NEAR(num(row_at(j, 1), "flops_backward"), 0, 0);
+    CHECK_NEAR(num(row_at(j, 2), "flops_backward"), 0, 0);
+    CHECK_NEAR(num(row_at(j, 3), "flops_backward"), 16384 + 64 + 64, 0);   /* dW and the addition */
+    CHECK(strcmp(pkind(row_at(j, 1), 0), "frozen") == 0);
+    cJSON *t = cJSON_GetObjectItem(j, "totals");
+    CHECK_NEAR(num(t, "frozen"), 100352 + 128, 0);
+    CHECK_NEAR(num(t, "trained"), 109386 - 100480, 0);
+    cJSON_Delete(j);
+    char *text = summary_of(m, 0, 0);
+    CHECK_HAS(text, "1.W 100352 (frozen)");
+    free(text);
+    cf_model_free(m);
+}
+
+/* The summary describes the model, not its training: after the loss is added and the
+ * model is bound for training (as cflux train has it when it prints the summary) it
+ * is the same, the labels and the loss left out. */
+TEST(same_when_training)
+{
+    cf_model *m = cf_model_load("models/cnn-bn.flux");
+    char *before = summary_of(m, 64, 1);
+    CHECK(cf_model_add_loss(m, CF_LOSS_XENT) == 0);
+    cf_exec *e = cf_bind(m, 64, CF_TRAIN);
+    CHECK(e != NULL);
+    char *after = summary_of(m, 64, 1);
+    CHECK(before && after && strcmp(before, after) == 0);
+    free(before);
+    free(after);
+    cf_exec_free(e);
+    cf_model_free(m);
+}
+
+/* A model built in C: a row per outermost scope, a node outside any is a row of its
+ * own; a parameter read by two rows is listed with the first and counted once. */
+TEST(c_model_and_shared_parameter)
+{
+    cf_model *m = cf_model_new();
+    cf_node *x = cf_input(m, "x", CF_SHAPE(4));
+    cf_node *W = cf_param(m, "W", CF_SHAPE(4, 4), CF_GLOROT);
+    cf_scope_begin(m, "first", NULL);
+    cf_node *h = cf_matmul(m, x, W);
+    cf_scope_end(m);
+    h = cf_tanh(m, h);
+    cf_scope_begin(m, "second", NULL);
+    cf_node *y = cf_matmul(m, h, W);
+    cf_scope_end(m);
+    cf_output(m, y);
+    cJSON *j = summary_json(m, 0);
+    CHECK(j != NULL);
+    if (!j) return;
+    CHECK(nrows(j) == 4);   /* x, first, tanh, second */
+    CHECK(strcmp(str(row_at(j, 1), "name"), "first") == 0 && strcmp(str(row_at(j, 3), "name"), "second") == 0);
+    CHECK(strcmp(str(row_at(j, 2), "name"), "tanh") == 0);
+    CHECK_NEAR(num(row_at(j, 1), "param_count"), 16, 0);
+    CHECK_NEAR(num(row_at(j, 3), "param_count"), 0, 0);
+    CHECK_NEAR(num(cJSON_GetObjectItem(j, "totals"), "trained"), 16, 0);
+    /* second: 2*4*4 forward; dx and dW 2 * 32 backward. first: 32; dW only, 32 */
+    CHECK_NEAR(num(row_at(j, 3), "flops_backward"), 64, 0);
+    CHECK_NEAR(num(row_at(j, 1), "flops_backward"), 32, 0);
+    cJSON_Delete(j);
+    cf_model_free(m);
+}
+
+/* The products' FLOPs as counted above are what the engine does: cf_gemm_flops over a
+ * forward and a backward at batch B is B times them. */
+static double engine_products(const char *file, int batch)
+{
+    cf_model *m = cf_model_load(file);
+    cf_exec *e = m ? cf_bind(m, batch, CF_TRAIN) : NULL;
+    CHECK(e != NULL);
+    if (!e) {
+        fprintf(stderr, "%s\n", cf_last_error());
+        cf_model_free(m);
+        return -1;
+    }
+    size_t n;
+    float *in = cf_exec_input(e, 0, &n), *head = cf_exec_output_grad(e, 0, &n);
+    cf_exec_input(e, 0, &n);
+    memset(in, 0, n * sizeof *in);   /* zeros: valid indices too */
+    cf_exec_output_grad(e, 0, &n);
+    for (size_t i = 0; i < n; i++) head[i] = 1;
+    double before = cf_gemm_flops();
+    CHECK(cf_forward(e, 1) == 0);
+    CHECK(cf_backward(e) == 0);
+    double done = cf_gemm_flops() - before;
+    cf_exec_free(e);
+    cf_model_free(m);
+    return done;
+}
+
+TEST(engine_agrees)
+{
+    /* mlp: forward 2*(784*128 + 128*64 + 64*10) = 218368; backward the same but the
+       first layer's dx: 218368 + 2*(128*64 + 64*10) = 236032 */
+    CHECK_NEAR(engine_products("models/mlp.flux", 4), 4 * (218368.0 + 236032.0), 0);
+    /* cnn: forward 230400 + 409600 + 2*256*10 = 645120; backward 230400 (dK) + 2 *
+       409600 + 2 * 5120 = 1059840 */
+    CHECK_NEAR(engine_products("models/cnn.flux", 2), 2 * (645120.0 + 1059840.0), 0);
+    /* char-rnn at batch 1 (50 rows: fewer than the table's 76, so not folded): forward
+       2TIG 3276800 + 2THG 6553600 + the Affine's 2*50*128*76 = 972800; backward dh
+       6422528, dU 6553600, dW 3276800, the embedding's rows 3276800, the Affine's dx and
+       dW 2 * 972800 */
+    CHECK_NEAR(engine_products("models/char-rnn.flux", 1),
+               3276800.0 + 6553600 + 972800 + 6422528 + 6553600 + 3276800 + 3276800 + 2 * 972800, 0);
+}
+
+/* Every model the project ships summarises, in both forms, and the rows add up to
+ * the totals. */
+static void sums_add_up(const char *file)
+{
+    cf_model *m = cf_model_load(file);
+    if (!m) return;   /* test_models checks which compile */
+    cJSON *j = summary_json(m, 8);
+    CHECK(j != NULL);
+    if (!j) {
+        fprintf(stderr, "%s: %s\n", file, cf_last_error());
+        cf_model_free(m);
+        return;
+    }
+    double f = 0, b = 0, a = 0, p = 0;
+    for (int i = 0; i < nrows(j); i++) {
+        f += num(row_at(j, i), "flops_forward");
+        b += num(row_at(j, i), "flops_backward");
+        a += num(row_at(j, i), "activation_bytes");
+        p += num(row_at(j, i), "param_count");
+    }
+    cJSON *t = cJSON_GetObjectItem(j, "totals");
+    CHECK_NEAR(f, num(t, "flops_forward"), 1e-9 * f);
+    CHECK_NEAR(b, num(t, "flops_backward"), 1e-9 * b);
+    CHECK_NEAR(a, num(t, "activation_bytes"), 0);
+    CHECK(p <= num(t, "trained") + num(t, "frozen") + num(t, "statistics"));
+    char *text = summary_of(m, 0, 0);
+    CHECK(text && strstr(text, "FLOPs a sample"));
+    free(text);
+    cJSON_Delete(j);
+    cf_model_free(m);
+}
+
+TEST(every_model)
+{
+    const char *dirs[] = {"models", "tests/models/good"};
+    for (int d = 0; d < 2; d++) {
+        DIR *dir = opendir(dirs[d]);
+        CHECK(dir != NULL);
+        struct dirent *e;
+        while (dir && (e = readdir(dir))) {
+            size_t len = strlen(e->d_name);
+            if (len < 6 || strcmp(e->d_name + len - 5, ".flux") != 0) continue;
+            char path[512];
+            snprintf(path, sizeof path, "%s/%s", dirs[d], e->d_name);
+            sums_add_up(path);
+        }
+        if (dir) closedir(dir);
+    }
+}
+
+/* A model too big to allocate is summarised all the same: nothing is allocated. */
+TEST(big_model)
+{
+    cf_model *m = cf_model_parse("model = Chain(Input(784), Affine(3000000), softmax)", "big.flux");
+    CHECK(m != NULL);
+    CHECK(cf_set_memory_limit(64u << 20) == 0);
+    double f = 0, b = 0;
+    CHECK(cf_model_flops(m, &f, &b) == 0);
+    CHECK_NEAR(f, 2.0 * 784 * 3000000 + 3000000 + 5.0 * 3000000, 0);
+    char *text = summary_of(m, 0, 0);
+    CHECK_HAS(text, "2355000000 trained");
+    free(text);
+    cf_set_memory_limit(0);
+    cf_model_free(m);
+}
+
+TEST(errors)
+{
+    CHECK(cf_model_load("tests/models/bad/dim_affine_fractional.flux") == NULL);   /* does not compile */
+    CHECK(cf_model_summary(NULL, 0, 0, stdout) == -1);
+    CHECK_HAS(cf_last_error(), "no model");
+    CHECK(cf_model_flops(NULL, NULL, NULL) == -1);
+    cf_model *m = cf_model_load("models/mlp.flux");
+    CHECK(cf_model_summary(m, 0, 0, NULL) == -1);
+    CHECK_HAS(cf_last_error(), "no stream");
+    CHECK(cf_model_summary(m, -1, 0, stdout) == -1);
+    CHECK_HAS(cf_last_error(), "batch -1");
+    cf_model_free(m);
+    /* shapes that do not fit, in C: the shape error and the line that made it */
+    m = cf_model_new();
+    cf_node *x = cf_input(m, "x", CF_SHAPE(4));
+    cf_node *W = cf_param(m, "W", CF_SHAPE(5, 3), CF_GLOROT);
+    cf_output(m, cf_matmul(m, x, W));
+    double f = 0, b = 0;
+    CHECK(cf_model_flops(m, &f, &b) == -1);
+    CHECK(summary_of(m, 0, 1) == NULL);
+    CHECK_HAS(cf_last_error(), "matrix product shapes do not match: (B, 4) * (5, 3)");
+    CHECK_HAS(cf_last_error(), "test_summary.c");
+    cf_model_free(m);
+}
+
+int main(void)
+{
+    RUN(mlp_by_hand);
+    RUN(mlp_batch);
+    RUN(table_agrees_with_json);
+    RUN(cnn_by_hand);
+    RUN(batchnorm_statistics);
+    RUN(lstm_rows);
+    RUN(unrolled_steps);
+    RUN(template_of_models);
+    RUN(frozen_parameters);
+    RUN(same_when_training);
+    RUN(c_model_and_shared_parameter);
+    RUN(engine_agrees);
+    RUN(every_model);
+    RUN(big_model);
+    RUN(errors);
+    return test_summary("summary");
+}

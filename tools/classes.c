@@ -1,0 +1,149 @@
+/* classes.c - the names of a model's classes (--classes FILE, Fashion-MNIST's built
+ * in) and evaluation's metrics as the tool prints them. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cflux.h"
+#include "commands.h"
+
+static const char *const fashion[] = {"T-shirt/top", "Trouser", "Pullover", "Dress", "Coat",
+                                      "Sandal",      "Shirt",   "Sneaker",  "Bag",   "Ankle boot"};
+
+int class_names_set(cf_model *m, const char *path, const char *data)
+{
+    if (!path) {
+        const char *const *have;
+        if (cf_model_class_names(m, &have)) return 0;   /* a checkpoint's */
+        cf_shape out = cf_model_output_shape(m, 0);
+        int fm = !data || !strcmp(data, "fashion-mnist");
+        if (fm && out.rank == 2 && out.d[1] == 10) return cf_model_set_class_names(m, fashion, 10) ? fail() : 0;
+        return 0;
+    }
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        fprintf(stderr, "error: %s: cannot open the class names\n", path);
+        return 1;
+    }
+    enum { MAXC = 4096 };
+    static char lines[MAXC][128];
+    const char *names[MAXC];
+    int n = 0, rc = 0;
+    char buf[512];
+    while (fgets(buf, sizeof buf, f)) {
+        size_t len = strcspn(buf, "\r\n");
+        buf[len] = 0;
+        if (!len) continue;   /* blank lines: none */
+        if (n == MAXC || len >= sizeof lines[0]) {
+            fprintf(stderr, "error: %s: %s\n", path, n == MAXC ? "more than 4096 class names" : "a name over 100 bytes");
+            rc = 1;
+            break;
+        }
+        memcpy(lines[n], buf, len + 1);
+        names[n] = lines[n];
+        n++;
+    }
+    fclose(f);
+    if (rc) return rc;
+    if (cf_model_set_class_names(m, names, n)) {
+        fprintf(stderr, "error: %s: %s\n", path, cf_last_error() + (strncmp(cf_last_error(), "error: ", 7) ? 0 : 7));
+        return 1;
+    }
+    return 0;
+}
+
+const char *class_name(const cf_model *m, int c, char *buf, size_t size)
+{
+    const char *const *names;
+    int n = cf_model_class_names(m, &names);
+    if (c >= 0 && c < n) return names[c];
+    snprintf(buf, size, "%d", c);
+    return buf;
+}
+
+static void json_val(FILE *f, double v)
+{
+    if (isfinite(v)) fprintf(f, "%.6g", v);
+    else fprintf(f, "null");
+}
+
+void metrics_print(const cf_model *m, const cf_metrics *r, FILE *f)
+{
+    char buf[32];
+    if (!r->classes) {
+        fprintf(f, "MSE %.6g, MAE %.6g, R² %.4f\n", r->mse, r->mae, r->r2);
+        return;
+    }
+    int k = r->classes, w = 11;
+    for (int c = 0; c < k; c++) {
+        int len = (int)strlen(class_name(m, c, buf, sizeof buf));
+        if (len + 4 > w) w = len + 4 < 28 ? len + 4 : 28;
+    }
+    if (k > 30) {
+        fprintf(f, "(%d classes: the confusion matrix and per-class figures are in --json)\n", k);
+        return;
+    }
+    fprintf(f, "confusion matrix (rows: the true class; columns: the predicted one, by number):\n");
+    fprintf(f, "%*s", w, "");
+    for (int c = 0; c < k; c++) fprintf(f, " %5d", c);
+    fprintf(f, "\n");
+    for (int t = 0; t < k; t++) {
+        fprintf(f, "%3d %-*.*s", t, w - 4, w - 4, class_name(m, t, buf, sizeof buf));
+        for (int p = 0; p < k; p++) fprintf(f, " %5ld", r->confusion[(size_t)t * k + p]);
+        fprintf(f, "\n");
+    }
+    fprintf(f, "%*s  precision  recall      F1  support\n", w, "");
+    for (int c = 0; c < k; c++)
+        fprintf(f, "%3d %-*.*s %9.4f %7.4f %7.4f %8ld\n", c, w - 4, w - 4, class_name(m, c, buf, sizeof buf),
+                r->precision[c], r->recall[c], r->f1[c], r->support[c]);
+    fprintf(f, "    %-*s %9.4f %7.4f %7.4f %8zu\n", w - 4, "macro average", r->macro_precision, r->macro_recall,
+            r->macro_f1, r->count);
+}
+
+void metrics_json(const cf_model *m, const cf_metrics *r, FILE *f)
+{
+    char buf[32];
+    if (!r->classes) {
+        fprintf(f, "\"mse\": ");
+        json_val(f, r->mse);
+        fprintf(f, ", \"mae\": ");
+        json_val(f, r->mae);
+        fprintf(f, ", \"r2\": ");
+        json_val(f, r->r2);
+        return;
+    }
+    int k = r->classes;
+    if (r->top_k) {
+        fprintf(f, "\"top_k\": %d, \"top_k_accuracy\": ", r->top_k);
+        json_val(f, r->top_k_accuracy);
+        fprintf(f, ", ");
+    }
+    fprintf(f, "\"classes\": [");
+    for (int c = 0; c < k; c++) {
+        if (c) fprintf(f, ", ");
+        json_string(f, class_name(m, c, buf, sizeof buf));
+    }
+    fprintf(f, "], \"confusion\": [");
+    for (int t = 0; t < k; t++) {
+        fprintf(f, "%s[", t ? ", " : "");
+        for (int p = 0; p < k; p++) fprintf(f, "%s%ld", p ? ", " : "", r->confusion[(size_t)t * k + p]);
+        fprintf(f, "]");
+    }
+    fprintf(f, "], \"per_class\": [");
+    for (int c = 0; c < k; c++) {
+        fprintf(f, "%s{\"precision\": ", c ? ", " : "");
+        json_val(f, r->precision[c]);
+        fprintf(f, ", \"recall\": ");
+        json_val(f, r->recall[c]);
+        fprintf(f, ", \"f1\": ");
+        json_val(f, r->f1[c]);
+        fprintf(f, ", \"support\": %ld}", r->support[c]);
+    }
+    fprintf(f, "], \"macro_precision\": ");
+    json_val(f, r->macro_precision);
+    fprintf(f, ", \"macro_recall\": ");
+    json_val(f, r->macro_recall);
+    fprintf(f, ", \"macro_f1\": ");
+    json_val(f, r->macro_f1);
+}

@@ -2,9 +2,10 @@
 #
 #   make demo      build, then train models/mlp.flux on Fashion-MNIST and print its
 #                  test accuracy (the main job)
-#   make test      build and run every test: a release build (OpenBLAS), then a
-#                  build with AddressSanitizer and UndefinedBehaviorSanitizer that
-#                  uses the built-in matrix product, then a short run of every
+#   make test      build and run every test: a release build (OpenBLAS, and Open MPI
+#                  when it is installed: the data-parallel tests), then a build with
+#                  AddressSanitizer and UndefinedBehaviorSanitizer that uses the
+#                  built-in matrix product and no MPI, then a short run of every
 #                  fuzzer (the notation's compiler for 30 s, the others 10 s each).
 #                  It installs what the tests need first (Fashion-MNIST, clang's
 #                  libFuzzer, a Python environment with safetensors): nothing is
@@ -62,7 +63,7 @@ test-release: build test-deps
 	@cd build && ctest --output-on-failure -j $(JOBS)
 
 test-asan: test-deps
-	@$(CMAKE) -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DCFLUX_SANITIZE=ON -DCFLUX_BLAS=OFF >/dev/null
+	@$(CMAKE) -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DCFLUX_SANITIZE=ON -DCFLUX_BLAS=OFF -DCFLUX_MPI=OFF >/dev/null
 	@$(CMAKE) --build build-asan -j $(JOBS)
 	@cd build-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	  ctest --output-on-failure -j $(JOBS)

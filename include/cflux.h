@@ -561,6 +561,15 @@ CF_API int         cf_exec_state_set(cf_exec *e, int i, const float *in);
 /* Back-propagate the head gradients of the last forward; parameter gradients
  * accumulate or are overwritten as their grad_req says. Needs CF_TRAIN. 0 or -1. */
 CF_API int cf_backward(cf_exec *e);
+/* During cf_backward, fn(param, user) is called for each parameter as soon as its
+ * gradient is final (nothing later in backward adds to it), in the order backward
+ * finishes them, every parameter once per call: what data-parallel training needs to
+ * start summing gradients while backward goes on. fn NULL: none. 0 or -1. */
+CF_API int cf_exec_on_grad_ready(cf_exec *e, void (*fn)(int param, void *user), void *user);
+/* A second stream of random numbers (dropout's masks) beside the model's seed and the
+ * step: each process of a data-parallel run draws its own (0, the default, is what a
+ * single process draws). */
+CF_API void cf_exec_set_stream(cf_exec *e, uint64_t stream);
 /* p -= lr * grad, then grad = 0, for every parameter with a gradient. 0 or -1. */
 CF_API int cf_update_sgd(cf_exec *e, float lr);
 
@@ -783,6 +792,9 @@ typedef struct cf_fit_opts {
      * none). The history says which epoch was best (cf_early_stop). */
     int patience;
     const char *keep_best;
+    /* Train data-parallel across the ranks of cf_dist_init (see "Data-parallel
+     * training"); one rank, or 0: alone. */
+    int distributed;
 } cf_fit_opts;
 
 CF_API cf_fit_opts cf_fit_defaults(void);
@@ -940,6 +952,33 @@ CF_API int cf_model_export_torch(cf_model *m, const char *path, const char *map_
  * recurrent model is written step by step; a carried state starts from its initial
  * value at every run. Written crash-safe. 0 or -1. */
 CF_API int cf_model_export_onnx(cf_model *m, const char *path);
+
+/* ---- Data-parallel training (Open MPI) ----------------------------------------------
+ *
+ * In a build with MPI (CFLUX_MPI; cf_dist_available() says), `mpirun -np N` starts N
+ * processes (ranks) of one program; each calls cf_dist_init (or, inside a larger MPI
+ * program, cf_dist_init_comm in cflux_mpi.h) and trains with cf_fit_opts.distributed
+ * set. Every rank then holds the whole model (rank 0's parameters broadcast at the
+ * start) and takes its share of the rows of every batch (o.batch stays the global
+ * batch); after backward the gradients are summed across ranks, each weighted by its
+ * share of the rows, so every rank applies the update one process would on the whole
+ * batch. The sums run in buckets as backward finishes them, overlapping the rest of
+ * backward. Losses, accuracies and evaluations (sharded) are summed the same way, so
+ * every rank sees the same figures and makes the same decisions; after each epoch
+ * the running statistics are averaged and the parameters compared by checksum (an
+ * error when a rank's differ). A rank that dies or hangs makes the others stop with
+ * an error after $CFLUX_DIST_TIMEOUT seconds (20) instead of waiting forever. Dropout
+ * draws each rank's own masks (cf_exec_set_stream). Only rank 0 should write files.
+ * Without MPI, cf_dist_init fails and the rest says one rank of one. */
+CF_API int  cf_dist_available(void);   /* 1 when built with MPI */
+CF_API int  cf_dist_init(void);        /* MPI_Init_thread when needed; MPI_COMM_WORLD. 0 or -1 */
+CF_API int  cf_dist_rank(void);        /* this rank, from 0 (0 when not distributed) */
+CF_API int  cf_dist_size(void);        /* the ranks (1 when not distributed) */
+CF_API void cf_dist_abort(void);       /* stop every rank (MPI_Abort) after an error */
+CF_API void cf_dist_finalize(void);    /* MPI_Finalize, when cf_dist_init initialised MPI */
+/* Seconds a data-parallel trainer has spent waiting on the other ranks (the part of
+ * the gradient sums that backward did not hide, and the sums of losses); 0 alone. */
+CF_API double cf_trainer_wait_seconds(const cf_trainer *t);
 
 /* ---- Model summary -----------------------------------------------------------------
  *

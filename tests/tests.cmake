@@ -60,3 +60,8 @@ if(NOT CFLUX_SANITIZE)   # a Fashion-MNIST run each; the page's code runs under 
            ${PROJECT_SOURCE_DIR} browser)
   set_tests_properties(report_browser PROPERTIES SKIP_RETURN_CODE 77)
 endif()
+if(CFLUX_WITH_MPI)   # data-parallel training under mpirun (tests/check_mpi.sh)
+  add_test(NAME mpi COMMAND sh ${PROJECT_SOURCE_DIR}/tests/check_mpi.sh $<TARGET_FILE:cflux> ${MPIEXEC_EXECUTABLE}
+           ${CFLUX_PYTHON})
+  set_tests_properties(mpi PROPERTIES TIMEOUT 300)
+endif()

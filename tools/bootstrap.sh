@@ -4,8 +4,9 @@
 #   tools/bootstrap.sh build   what building needs
 #   tools/bootstrap.sh demo    the same, plus the Fashion-MNIST data set
 #   tools/bootstrap.sh test    what every test needs: the data set, clang with its
-#                              libFuzzer runtime, Python's venv, and Chromium (which
-#                              opens the training report in a test)
+#                              libFuzzer runtime, Python's venv, Chromium (which
+#                              opens the training report in a test) and Open MPI (the
+#                              data-parallel tests)
 #
 # As root, a missing package is installed with apt-get; otherwise this prints the
 # exact command to run and fails, changing nothing.
@@ -14,7 +15,7 @@ set -eu
 need="cmake gcc make pkg-config libopenblas-dev libcjson-dev zlib1g-dev libpng-dev"
 case "${1:-build}" in
   demo) need="$need dataset-fashion-mnist" ;;
-  test) need="$need dataset-fashion-mnist clang libclang-rt-dev python3-venv chromium" ;;
+  test) need="$need dataset-fashion-mnist clang libclang-rt-dev python3-venv chromium libopenmpi-dev openmpi-bin" ;;
   build) ;;
   *) echo "usage: $0 [build|demo|test]" >&2; exit 2 ;;
 esac

@@ -180,6 +180,8 @@ static int on_epoch(const cf_epoch_stats *s, void *user)
 
 /* ---- train ---- */
 
+static int train_run(const args *a, int ranks);
+
 /* What was inferred from the data and the model, in one line: the task, the loss,
  * and for CSV data which column holds the labels and which the features. */
 static void describe_task(const cf_dataset *d, cf_trainer *t, const cf_model *m)
@@ -262,7 +264,42 @@ static int text_seq_len(const cf_dataset *d)
     return cf_dataset_vocab(d, NULL) ? cf_dataset_sample_shape(d).d[0] : 0;
 }
 
+/* Started by mpirun with more than one process: train data-parallel (the library's
+ * "Data-parallel training"). Rank 0 alone prints and writes files. 0, or 1 with the
+ * message. */
+static int start_ranks(const args **a, args *local, int *ranks)
+{
+    const char *n = getenv("OMPI_COMM_WORLD_SIZE");
+    *ranks = 1;
+    if (!n || atoi(n) < 2) return 0;
+    if (!cf_dist_available()) {
+        fprintf(stderr, "error: started as %s processes, but this cflux was built without MPI (install Open MPI's "
+                        "libopenmpi-dev and rebuild)\n", n);
+        return 1;
+    }
+    if (cf_dist_init()) return fail();
+    *ranks = cf_dist_size();
+    if (cf_dist_rank() > 0) {   /* the others: quiet, no files */
+        *local = **a;
+        local->quiet = 1;
+        local->json = 0;
+        local->save = local->log = local->plot = local->report = local->keep_best = NULL;
+        *a = local;
+    }
+    return 0;
+}
+
 int cmd_train(const args *a)
+{
+    args local;
+    int ranks;
+    if (start_ranks(&a, &local, &ranks)) return 1;
+    int rc = train_run(a, ranks);
+    if (ranks > 1) cf_dist_finalize();
+    return rc;
+}
+
+static int train_run(const args *a, int ranks)
 {
     run r = {.a = a, .saved_epoch = -1};
     r.epochs = isnan(a->epochs) ? 10 : (int)a->epochs;
@@ -317,6 +354,7 @@ int cmd_train(const args *a)
     fo.user = &r;
     fo.patience = isnan(a->patience) ? 0 : (int)a->patience;
     fo.keep_best = a->keep_best;
+    fo.distributed = ranks > 1;
     r.tty = isatty(fileno(stderr));
     if (class_names_set(m, a->classes, a->data)) goto done;
     if (!(r.trainer = cf_trainer_new(m, train, &fo))) goto out;
@@ -340,6 +378,9 @@ int cmd_train(const args *a)
                a->pos[0], a->data ? a->data : "fashion-mnist", cf_dataset_count(train),
                fo.val_fraction > 0 ? " (less a validation split), " : ", ", test ? cf_dataset_count(test) : 0, what,
                cf_model_weight_count(m), oo.name, (double)oo.lr, r.batch, nt, nt == 1 ? "" : "s");
+        if (ranks > 1)
+            printf("data-parallel over %d ranks: each takes its share of every batch of %d (%d to %d rows)\n", ranks,
+                   r.batch, r.batch / ranks, (r.batch + ranks - 1) / ranks);
         describe_task(train, r.trainer, m);
         if (cf_model_summary(m, 0, 0, stdout)) goto out;
         if (a->init) printf("starting from the weights in %s\n", a->init);
@@ -458,6 +499,10 @@ int cmd_train(const args *a)
         printf("best epoch %d: validation loss %.4f%s%s\n", best, h[best - 1].val_loss, a->keep_best ? ", kept in " : "",
                a->keep_best ? a->keep_best : "");
     if (r.saved_epoch >= 0 && !a->quiet) printf("saved %s (epoch %d)\n", a->save, r.saved_epoch);
+    double waited = cf_trainer_wait_seconds(r.trainer);
+    if (ranks > 1 && !a->quiet)
+        printf("%.0f samples/s over %d ranks; waiting on the other ranks %.2f s of %.2f s (%.1f%%)\n", sps, ranks,
+               waited, secs, secs > 0 ? 100 * waited / secs : 0);
     if (a->json) {
         printf("{");
         printf("\"epochs\": %d, ", cf_trainer_epoch(r.trainer));
@@ -470,6 +515,7 @@ int cmd_train(const args *a)
         json_num("samples_per_sec", sps, 0);
         if (r.text) json_num("chars_per_sec", sps * r.text, 0);
         json_num("seconds", secs, 0);
+        if (ranks > 1) printf("\"ranks\": %d, \"wait_seconds\": %.6g, ", ranks, waited);
         if (best > 0) printf("\"best_epoch\": %d, \"stopped_early\": %s, ", best, early ? "true" : "false");
         printf("\"params\": %zu}\n", cf_model_weight_count(m));
     }

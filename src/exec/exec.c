@@ -148,6 +148,8 @@ int cf_exec_state_set(cf_exec *e, int i, const float *in)
 void cf_exec_free(cf_exec *e)
 {
     if (!e) return;
+    free(e->ready);
+    free(e->ready_end);
     cf_mem_free(e->carry);
     cf_mem_free(e->arena);
     free(e);
@@ -529,7 +531,8 @@ int cf_forward(cf_exec *e, int train)
     if (!e) return cf_seterr("error: cf_forward: no executor");
     e->ctx.train = train != 0;
     e->ctx.step++;
-    e->ctx.key = (e->m->seed ^ 0x243f6a8885a308d3ull) * 0x9e3779b97f4a7c15ull + (uint64_t)e->ctx.step;
+    e->ctx.key = (e->m->seed ^ 0x243f6a8885a308d3ull) * 0x9e3779b97f4a7c15ull + (uint64_t)e->ctx.step +
+                 e->stream * 0xd1b54a32d192ed03ull;
     take_carries(e);
     for (int s = 0; s < e->nfwd; s++) {
         int i = e->fwd[s];
@@ -574,23 +577,76 @@ int cf_backward(cf_exec *e)
         cf_put(e->grad[i], h, n, !e->gz[i]);
         e->gz[i] = 0;
     }
+    int told = 0;
     for (int s = 0; s < e->nbwd; s++) {
         int i = e->bwd[s];
-        if (e->gz[i]) continue;               /* nothing flows back through it */
-        cf_inst *k = &e->inst[i];
-        for (int j = 0; j < k->nin; j++) {
-            if (!k->dx[j]) continue;
-            int src = e->src[e->src_at[i] + j];
-            k->acc[j] = !e->gz[src];
-            e->gz[src] = 0;
+        if (!e->gz[i]) {                      /* else nothing flows back through it */
+            cf_inst *k = &e->inst[i];
+            for (int j = 0; j < k->nin; j++) {
+                if (!k->dx[j]) continue;
+                int src = e->src[e->src_at[i] + j];
+                k->acc[j] = !e->gz[src];
+                e->gz[src] = 0;
+            }
+            k->ws = e->bws[i];
+            cf_ops[k->node->op]->backward(k);
         }
-        k->ws = e->bws[i];
-        cf_ops[k->node->op]->backward(k);
+        /* a parameter whose gradient this step finished: zero if nothing reached it */
+        for (; e->grad_hook && told < e->ready_end[s]; told++) {
+            const cf_node *p = m->params[e->ready[told]];
+            if (e->grad[p->id] && e->gz[p->id]) memset(e->grad[p->id], 0, cf_shape_count(p->shape) * sizeof(float));
+            e->gz[p->id] = 0;
+            e->grad_hook(e->ready[told], e->grad_user);
+        }
     }
     /* a gradient that nothing reached this time is zero */
     for (int i = 0; i < e->nn; i++)
         if (e->grad[i] && e->gz[i] && is_leaf(m->nodes[i])) memset(e->grad[i], 0, cf_shape_count_b(e->shape[i], 1) * sizeof(float));
+    for (; e->grad_hook && told < e->ready_end[e->nbwd]; told++) e->grad_hook(e->ready[told], e->grad_user);
     return 0;
+}
+
+int cf_exec_on_grad_ready(cf_exec *e, void (*fn)(int param, void *user), void *user)
+{
+    if (!e || !(e->flags & CF_TRAIN)) return cf_seterr("error: cf_exec_on_grad_ready: no executor bound for training");
+    cf_model *m = e->m;
+    if (fn && !e->ready) {
+        int np = m->nparams, *last = malloc((size_t)(np ? np : 1) * sizeof *last);
+        e->ready = malloc((size_t)(np ? np : 1) * sizeof *e->ready);
+        e->ready_end = calloc((size_t)e->nbwd + 1, sizeof *e->ready_end);
+        if (!last || !e->ready || !e->ready_end) {
+            free(last);
+            free(e->ready);
+            free(e->ready_end);
+            e->ready = e->ready_end = NULL;
+            return cf_oom((size_t)np * 3 * sizeof *last);
+        }
+        for (int q = 0; q < np; q++) last[q] = e->nbwd;   /* no step: at the end */
+        for (int s = 0; s < e->nbwd; s++) {
+            int i = e->bwd[s];
+            const cf_inst *k = &e->inst[i];
+            for (int j = 0; j < k->nin; j++) {
+                const cf_node *src = m->nodes[e->src[e->src_at[i] + j]];
+                if (k->dx[j] && src->op == CF_OP_PARAM) last[src->index] = s;
+            }
+        }
+        /* grouped by the step that finishes them, in backward's order */
+        int n = 0;
+        for (int s = 0; s <= e->nbwd; s++) {
+            for (int q = 0; q < np; q++)
+                if (last[q] == s) e->ready[n++] = q;
+            e->ready_end[s] = n;
+        }
+        free(last);
+    }
+    e->grad_hook = fn;
+    e->grad_user = user;
+    return 0;
+}
+
+void cf_exec_set_stream(cf_exec *e, uint64_t stream)
+{
+    if (e) e->stream = stream;
 }
 
 typedef struct {

@@ -72,6 +72,15 @@ struct cf_exec {
 
     float *arena;
     size_t arena_floats, unplanned_floats;
+
+    /* cf_exec_on_grad_ready: told of each parameter when backward has finished its
+       gradient. ready lists the parameters in the order backward finishes them,
+       ready_end[s] how many are finished after backward step s (ready_end[nbwd]: all,
+       the ones no step reaches last, after the zeroing at the end). */
+    void (*grad_hook)(int param, void *user);
+    void *grad_user;
+    int *ready, *ready_end;
+    uint64_t stream;     /* cf_exec_set_stream: mixed into the run's key */
 };
 
 #endif

@@ -27,6 +27,7 @@
 #include "core/error.h"
 #include "core/graph.h"
 #include "core/rng.h"
+#include "train/dist.h"
 #include "train/trainer.h"
 
 #define CF_DIVERGED 1e4
@@ -77,6 +78,29 @@ static int bind_for(cf_model *m, bound *b, int batch, size_t n, unsigned flags)
     b->tail_batch = tail;
     if (n >= (size_t)batch && !(b->full = cf_bind(m, batch, flags))) return -1;
     if (tail && !(b->tail = cf_bind(m, tail, flags))) return -1;
+    return 0;
+}
+
+/* Executors for this rank's shard of batches of `batch` rows and of the last, n %
+ * batch rows (data-parallel: cf_dist_shard; else the whole batch); a shard of no rows
+ * has none. */
+static int bind_shards(cf_trainer *t, bound *b, int batch, size_t n, unsigned flags)
+{
+    if (!t->dist) return bind_for(t->m, b, batch, n, flags);
+    size_t lo, hi, tlo, thi;
+    cf_dist_shard((size_t)batch, &lo, &hi);
+    cf_dist_shard(n % (size_t)batch, &tlo, &thi);
+    int full = (int)(hi - lo), tail = (int)(thi - tlo);
+    if ((b->full || b->tail) && b->batch == full && b->tail_batch == tail) return 0;
+    unbind(b);
+    b->batch = full;
+    b->tail_batch = tail;
+    if (full && n >= (size_t)batch && !(b->full = cf_bind(t->m, full, flags))) return -1;
+    if (tail && !(b->tail = cf_bind(t->m, tail, flags))) return -1;
+    if (flags & CF_TRAIN) {
+        cf_exec_set_stream(b->full, (uint64_t)cf_dist_rank());
+        cf_exec_set_stream(b->tail, (uint64_t)cf_dist_rank());
+    }
     return 0;
 }
 
@@ -225,12 +249,14 @@ cf_trainer *cf_trainer_new(cf_model *m, const cf_dataset *train, const cf_fit_op
     atomic_init(&t->stop, 0);
     /* the model changes (its loss) only once the data fits */
     if (check_data(t, train, CHECK_VALUES) || cf_model_add_loss(m, want) || cf_model_init_params(m) ||
-        !(t->opt = cf_optim_new(m, &t->o.optim))) {
+        !(t->opt = cf_optim_new(m, &t->o.optim)) || (o->distributed && cf_dist_size() > 1 && !(t->dist = cf_dist_attach(m)))) {
         cf_trainer_free(t);
         return NULL;
     }
     return t;
 }
+
+double cf_trainer_wait_seconds(const cf_trainer *t) { return t ? cf_dist_wait_seconds(t->dist) : 0; }
 
 void cf_trainer_free(cf_trainer *t)
 {
@@ -238,6 +264,7 @@ void cf_trainer_free(cf_trainer *t)
     unbind(&t->train);
     unbind(&t->eval);
     cf_optim_free(t->opt);
+    cf_dist_detach(t->dist);
     free(t->perm);
     free(t->hist);
     cf_trainer_drop_carry(t);
@@ -339,15 +366,16 @@ static int evaluate(cf_trainer *t, const cf_dataset *d, double *loss, double *ac
         if (n < B) B = n;
         n = n / B * B;
     }
-    size_t K = n / B;
-    if (bind_for(t->m, &t->eval, (int)B, n, CF_LOSS)) return -1;   /* d checked by the caller */
+    size_t K = n / B, lo = 0, hi = n;
+    if (t->dist && !seq) cf_dist_shard(n, &lo, &hi);   /* data-parallel: a shard each, summed */
+    if (bind_for(t->m, &t->eval, (int)B, hi - lo, CF_LOSS)) return -1;   /* d checked by the caller */
     size_t *idx = malloc(B * sizeof *idx);
     if (!idx) return cf_oom(B * sizeof *idx);
     if (seq) cf_exec_reset_state(t->eval.full);   /* the streams start from their beginning */
     double total = 0;
     size_t hits = 0;
-    for (size_t at = 0; at < n; at += B) {
-        size_t b = n - at < B ? n - at : B;
+    for (size_t at = lo; at < hi; at += B) {
+        size_t b = hi - at < B ? hi - at : B;
         cf_exec *e = b == B ? t->eval.full : t->eval.tail;
         for (size_t i = 0; i < b; i++) idx[i] = seq ? stream_sample(at + i, B, K) : at + i;
         cf_trainer_load_batch(t, e, d, idx, b);
@@ -359,6 +387,12 @@ static int evaluate(cf_trainer *t, const cf_dataset *d, double *loss, double *ac
         if (t->classes) hits += correct(t, e);
     }
     free(idx);
+    if (t->dist && !seq) {
+        double v[2] = {total, (double)hits};
+        if (cf_dist_sum(t->dist, v, 2)) return -1;
+        total = v[0];
+        hits = (size_t)v[1];
+    }
     *loss = total / (double)n;
     if (t->classes) *acc = (double)hits / (double)(n * t->ycount);
     return 0;
@@ -421,19 +455,38 @@ static int train_epoch(cf_trainer *t, const cf_dataset *train, size_t n, int seq
     float lr = 0, lr_max = 0;
     if (seq && start == 0) cf_exec_reset_state(t->train.full);   /* the epoch starts the streams again */
     for (long s = (long)(start / B); s < steps; s++) {
-        size_t at = (size_t)s * B, b = n - at < B ? n - at : B;
-        cf_exec *e = b == B ? t->train.full : t->train.tail;
-        cf_trainer_load_batch(t, e, train, t->perm + at, b);
+        size_t at = (size_t)s * B, b = n - at < B ? n - at : B, lo = 0, hi = b;
+        if (t->dist) cf_dist_shard(b, &lo, &hi);   /* this rank's rows of the batch */
+        cf_exec *e = hi == lo ? NULL : b == B ? t->train.full : t->train.tail;
+        if (e) cf_trainer_load_batch(t, e, train, t->perm + at + lo, hi - lo);
         if (cf_schedule_lr(t->o.schedule, t->o.optim.lr, (long)(epoch - 1) * steps + s, total, steps, &lr)) return -1;
         if (lr > lr_max) lr_max = lr;
-        cf_exec_set_step(e, (long)(epoch - 1) * steps + s + 1);   /* dropout's masks follow the run */
-        if (cf_forward(e, 1) || check_loss(t, (double)cf_exec_loss(e), epoch, s + 1, lr) || cf_backward(e)) return -1;
+        if (e) cf_exec_set_step(e, (long)(epoch - 1) * steps + s + 1);   /* dropout's masks follow the run */
+        double step_loss, step_hits = 0;
+        int stop_now = 0;
+        if (!t->dist) {
+            if (cf_forward(e, 1) || check_loss(t, (double)cf_exec_loss(e), epoch, s + 1, lr) || cf_backward(e))
+                return -1;
+            step_loss = (double)cf_exec_loss(e);
+            if (t->classes) step_hits = (double)correct(t, e);
+        } else {   /* every rank's rows, then the sums of all: the same figures and decisions everywhere */
+            if ((e && cf_forward(e, 1)) || cf_dist_begin_step(t->dist, e, (double)(hi - lo) / (double)b) ||
+                (e && cf_backward(e)) || cf_dist_end_step(t->dist))
+                return -1;
+            double v[3] = {e ? (double)cf_exec_loss(e) * (double)(hi - lo) : 0, e && t->classes ? (double)correct(t, e) : 0,
+                           atomic_load(&t->stop)};
+            if (e) cf_exec_on_grad_ready(e, NULL, NULL);
+            if (cf_dist_sum(t->dist, v, 3)) return -1;
+            step_loss = v[0] / (double)b;
+            step_hits = v[1];
+            stop_now = v[2] > 0;
+            if (check_loss(t, step_loss, epoch, s + 1, lr)) return -1;
+        }
         if (cf_optim_step(t->opt, lr))
             return cf_seterr("error: epoch %d, step %ld: a gradient is not finite (the loss was %g); "
-                             "try a smaller learning rate or clipping the gradients",
-                             epoch, s + 1, (double)cf_exec_loss(e));
-        loss += (double)cf_exec_loss(e) * (double)b;
-        if (t->classes) hits += correct(t, e);
+                             "try a smaller learning rate or clipping the gradients", epoch, s + 1, step_loss);
+        loss += step_loss * (double)b;
+        hits += (size_t)step_hits;
         done += b;
         t->epoch_samples = at + b;
         t->epoch_loss = loss;
@@ -444,7 +497,7 @@ static int train_epoch(cf_trainer *t, const cf_dataset *train, size_t n, int seq
                           t->classes ? (double)hits / ((double)done * (double)t->ycount) : NAN,
                           secs > 0 ? (double)(done - timed) / secs : 0, t->o.user);
         }
-        if (at + b < n && atomic_load(&t->stop)) {
+        if (at + b < n && (t->dist ? stop_now : atomic_load(&t->stop))) {   /* distributed: the ranks' sum */
             *stopped = 1;
             break;
         }
@@ -488,7 +541,8 @@ int cf_fit(cf_trainer *t, const cf_dataset *train_all, const cf_dataset *test)
         (test && check_data(t, test, CHECK_VALUES)))
         goto out;
     if (t->o.normalize && !t->m->norm_count && cf_norm_fit(t->m, train)) goto out;
-    if (bind_for(t->m, &t->train, (int)B, n, CF_TRAIN)) goto out;
+    if (bind_shards(t, &t->train, (int)B, n, CF_TRAIN)) goto out;
+    if (t->dist && cf_dist_broadcast(t->dist)) goto out;   /* every rank from rank 0's weights */
     give_carries(t, t->train.full);
     if (t->nperm < n) {
         free(t->perm);
@@ -515,6 +569,10 @@ int cf_fit(cf_trainer *t, const cf_dataset *train_all, const cf_dataset *test)
             rc = CF_STOPPED;
             break;
         }
+        if (t->dist && cf_dist_epoch_end(t->dist, epoch)) {
+            rc = -1;
+            break;
+        }
         if ((val && evaluate(t, val, &st.val_loss, &st.val_accuracy)) ||
             (test && evaluate(t, test, &st.test_loss, &st.test_accuracy))) {
             rc = -1;
@@ -532,7 +590,7 @@ int cf_fit(cf_trainer *t, const cf_dataset *train_all, const cf_dataset *test)
             const cf_epoch_stats *h;
             int nh = cf_trainer_history(t, &h);
             stop = cf_early_stop(&h[0].val_loss, sizeof *h, nh, t->o.patience, &best);
-            if (t->o.keep_best && best == nh && cf_trainer_save(t, t->o.keep_best)) {
+            if (t->o.keep_best && best == nh && cf_dist_rank() == 0 && cf_trainer_save(t, t->o.keep_best)) {
                 rc = -1;
                 break;
             }

@@ -39,6 +39,7 @@ struct cf_trainer {
        executor that cf_fit binds; given to it and freed there */
     struct cf_saved_carry { char *name; float *data; size_t count; } *carry;
     int ncarry;
+    struct cf_dist *dist;        /* data-parallel (o.distributed, more than one rank); else NULL */
 };
 
 /* Free what cf_trainer_load kept of a checkpoint's carried state. */

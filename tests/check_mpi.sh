@@ -1,0 +1,75 @@
+#!/bin/sh
+# check_mpi.sh CFLUX MPIEXEC PYTHON - data-parallel training under Open MPI's mpirun:
+#   - 2 ranks with 32 rows each of every batch of 64 end 20 steps with the parameters
+#     of 1 rank with batches of 64 (within 1e-5);
+#   - a rank killed (SIGKILL) or hung (SIGSTOP) makes the others exit with an error
+#     within 30 s, and the last checkpoint stays readable;
+#   - a 2-rank checkpoint resumes on 1 rank, and a 1-rank one on 2.
+# As root, mpirun needs OMPI_ALLOW_RUN_AS_ROOT; more ranks than cores --oversubscribe.
+set -u
+tool=$1 mpiexec=$2 py=$3 name=mpi
+. "$(dirname "$0")/train_setup.sh"
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+mpi() { n=$1; shift; "$mpiexec" --oversubscribe -np "$n" "$tool" "$@"; }
+awk 'BEGIN { srand(11); print "label,a,b,c,d"; for (i = 0; i < 640; i++) { a = rand(); b = rand(); c = rand(); d = rand();
+  l = (a > b && a > c) ? 0 : (b > c ? 1 : 2); printf "%d,%.4f,%.4f,%.4f,%.4f\n", l, a, b, c, d } }' > "$t/eq.csv"
+run() { n=$1; shift; mpi "$n" train "$t/m.flux" --data "csv:$t/eq.csv" --batch 64 --lr 0.01 --threads 1 --seed 5 "$@"; }
+same() {  # same A B: the parameters of two checkpoints within 1e-5
+  "$py" -c '
+import sys
+from safetensors.numpy import load_file
+a, b = load_file(sys.argv[1]), load_file(sys.argv[2])
+keys = [k for k in a if not k.startswith(("optim.", "carry."))]
+assert keys and all(k in b for k in keys), "not the same parameters"
+d = max(float(abs(a[k] - b[k]).max()) for k in keys)
+print("largest difference %.3g" % d)
+sys.exit(0 if d <= 1e-5 else 1)' "$1" "$2"
+}
+
+# equivalence: 640 samples in batches of 64, 2 epochs: 20 steps
+"$tool" train "$t/m.flux" --data "csv:$t/eq.csv" --batch 64 --lr 0.01 --threads 1 --seed 5 --epochs 2 \
+  --save "$t/one.ckpt" --quiet > /dev/null 2>&1 || bad "1 process did not train"
+run 2 --epochs 2 --save "$t/two.ckpt" > "$t/out" 2>&1 || bad "2 ranks did not train: $(tail -n 5 "$t/out")"
+grep -q '^data-parallel over 2 ranks: each takes its share of every batch of 64 (32 to 32 rows)' "$t/out" && ok ||
+  bad "the run does not say it is data-parallel: $(head -n 3 "$t/out")"
+[ "$(grep -c '^epoch ' "$t/out")" -eq 2 ] && ok || bad "rank 0 alone should print the epochs: $(cat "$t/out")"
+same "$t/one.ckpt" "$t/two.ckpt" && ok || bad "2 ranks x 32 and 1 x 64 end with other parameters"
+
+# resume a 2-rank checkpoint on 1 rank, and a 1-rank one on 2 ranks
+"$tool" train "$t/m.flux" --data "csv:$t/eq.csv" --batch 64 --lr 0.01 --threads 1 --seed 5 --epochs 3 \
+  --resume "$t/two.ckpt" --save "$t/two-one.ckpt" > "$t/out" 2>&1 &&
+  grep -q '^epoch  3/3 ' "$t/out" && ok || bad "a 2-rank checkpoint did not resume on 1 rank: $(tail -n 3 "$t/out")"
+run 2 --epochs 3 --resume "$t/one.ckpt" --save "$t/one-two.ckpt" > "$t/out" 2>&1 &&
+  grep -q '^epoch  3/3 ' "$t/out" && ok || bad "a 1-rank checkpoint did not resume on 2 ranks: $(tail -n 3 "$t/out")"
+same "$t/two-one.ckpt" "$t/one-two.ckpt" && ok || bad "the two resumed runs differ"
+
+# a rank killed, then a rank hung: the others stop with an error, well within 30 s
+for sig in KILL STOP; do
+  rm -f "$t/long.ckpt"
+  CFLUX_DIST_TIMEOUT=5 run 2 --epochs 100000 --save "$t/long.ckpt" > "$t/out" 2>&1 &
+  job=$!
+  pids=""
+  for i in $(seq 100); do   # both ranks running, and a checkpoint written
+    pids=$(pgrep -f "$t/m.flux" | while read -r p; do [ "$(cat /proc/"$p"/comm 2> /dev/null)" = cflux ] && echo "$p"; done)
+    [ "$(echo "$pids" | wc -w)" -eq 2 ] && [ -s "$t/long.ckpt" ] && break
+    sleep 0.1
+  done
+  victim=$(echo "$pids" | tail -n 1)
+  start=$(date +%s)
+  kill -"$sig" "$victim"
+  gone=0
+  for i in $(seq 300); do kill -0 "$job" 2> /dev/null || { gone=1; break; }; sleep 0.1; done
+  wait "$job"
+  rc=$?
+  secs=$(($(date +%s) - start))
+  [ $gone = 1 ] && [ $rc -ne 0 ] && ok || bad "SIG$sig to one rank: mpirun exit $rc after ${secs} s: $(tail -n 5 "$t/out")"
+  [ "$sig" = KILL ] || grep -q 'no answer from the other ranks for 5 s' "$t/out" && ok ||
+    bad "SIG$sig: no error naming the hang: $(tail -n 5 "$t/out")"
+  "$tool" eval "$t/m.flux" --params "$t/long.ckpt" --data "csv:$t/eq.csv" > /dev/null 2>&1 && ok ||
+    bad "SIG$sig: the checkpoint is not readable"
+  kill -9 $pids 2> /dev/null
+  echo "mpi: SIG$sig to rank $victim: the run stopped with exit $rc after ${secs} s"
+done
+
+echo "mpi: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]

@@ -1,8 +1,9 @@
 /* allreduce_bench.c - what one MPI_Allreduce (a sum of floats, in place) costs on this
  * machine or cluster, by message size: the numbers behind the cost model of
- * docs/distributed.md. A benchmark, not a test.
+ * docs/distributed.md. A benchmark, not a test (built when MPI is found).
  *
- *   mpirun -np N build/bench_allreduce [--rounds R] [--samples S] [--max-bytes B] [--json]
+ *   mpirun -np N build/bench_allreduce [--rounds R] [--samples S] [--max-bytes B]
+ *                                      [--iallreduce | --iallreduce-sleep] [--json]
  *
  * Sizes from 4 B to --max-bytes (16 MB) by powers of 4. Each round visits every size
  * once (so machine noise hits all alike) and takes S samples of it; a sample times k
@@ -12,13 +13,42 @@
  * size / time and the bus bandwidth (GB/s, 10^9 B/s): the algorithm bandwidth times
  * 2(N-1)/N, the share of the message each rank sends and receives in a ring
  * allreduce, so that a link's speed reads the same at every N (the convention of
- * NCCL's tests). Before timing, one call of each size is checked to sum. */
+ * NCCL's tests). Before timing, one call of each size is checked to sum.
+ *
+ * --iallreduce times MPI_Iallreduce finished by MPI_Test in a busy loop instead (what
+ * cflux's trainer calls: Open MPI runs it in its libnbc module, with algorithms of its
+ * own; `--mca coll_libnbc_iallreduce_algorithm A` chooses one); --iallreduce-sleep
+ * finishes it the way the trainer waits (1000 tests, then a 20 µs sleep between
+ * tests), to show what that wait costs. */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 enum { MAX_SIZES = 32 };
+
+/* How a call is made: MPI_Allreduce; MPI_Iallreduce and MPI_Test until done; the
+ * same with cflux's sleeps between tests. */
+enum { BLOCKING, NONBLOCKING, NONBLOCKING_SLEEP };
+static int mode = BLOCKING;
+static const char *mode_name[] = {"MPI_Allreduce", "MPI_Iallreduce + MPI_Test", "MPI_Iallreduce + MPI_Test, sleeping"};
+
+static void allreduce(float *buf, int count)
+{
+    if (mode == BLOCKING) {
+        MPI_Allreduce(MPI_IN_PLACE, buf, count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+        return;
+    }
+    MPI_Request req;
+    int done = 0, spins = 0;
+    MPI_Iallreduce(MPI_IN_PLACE, buf, count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, &req);
+    while (MPI_Test(&req, &done, MPI_STATUS_IGNORE) == MPI_SUCCESS && !done)
+        if (mode == NONBLOCKING_SLEEP && ++spins > 1000) {
+            struct timespec ns = {0, 20000};
+            nanosleep(&ns, NULL);
+        }
+}
 
 static int cmp_double(const void *a, const void *b)
 {
@@ -37,7 +67,7 @@ static double time_calls(float *buf, int count, int k)
 {
     MPI_Barrier(MPI_COMM_WORLD);
     double t0 = MPI_Wtime();
-    for (int i = 0; i < k; i++) MPI_Allreduce(MPI_IN_PLACE, buf, count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    for (int i = 0; i < k; i++) allreduce(buf, count);
     double t = MPI_Wtime() - t0, worst;
     MPI_Allreduce(&t, &worst, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
     return worst;
@@ -47,7 +77,7 @@ static double time_calls(float *buf, int count, int k)
 static int check_sum(float *buf, int count, int rank, int size)
 {
     for (int i = 0; i < count; i++) buf[i] = (float)(rank + i % 7);
-    MPI_Allreduce(MPI_IN_PLACE, buf, count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    allreduce(buf, count);
     for (int i = 0; i < count; i++)
         if (buf[i] != (float)(size * (size - 1) / 2 + size * (i % 7))) return -1;
     return 0;
@@ -56,7 +86,7 @@ static int check_sum(float *buf, int count, int rank, int size)
 static void usage(void)
 {
     fprintf(stderr, "usage: mpirun -np N bench_allreduce [--rounds R (5)] [--samples S (20)] "
-                    "[--max-bytes B (16777216)] [--json]\n");
+                    "[--max-bytes B (16777216)] [--iallreduce | --iallreduce-sleep] [--json]\n");
 }
 
 int main(int argc, char **argv)
@@ -68,6 +98,8 @@ int main(int argc, char **argv)
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--json")) json = 1;
+        else if (!strcmp(argv[i], "--iallreduce")) mode = NONBLOCKING;
+        else if (!strcmp(argv[i], "--iallreduce-sleep")) mode = NONBLOCKING_SLEEP;
         else if (!strcmp(argv[i], "--rounds") && i + 1 < argc) rounds = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--samples") && i + 1 < argc) samples = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--max-bytes") && i + 1 < argc) max_bytes = atol(argv[++i]);
@@ -98,7 +130,7 @@ int main(int argc, char **argv)
     for (int s = 0; s < ns; s++) bad |= check_sum(buf, (int)(bytes[s] / 4), rank, size);
     MPI_Allreduce(MPI_IN_PLACE, &bad, 1, MPI_INT, MPI_BOR, MPI_COMM_WORLD);
     if (bad) {
-        if (rank == 0) fprintf(stderr, "bench_allreduce: MPI_Allreduce did not sum\n");
+        if (rank == 0) fprintf(stderr, "bench_allreduce: a sum came out wrong\n");
         MPI_Finalize();
         return 1;
     }
@@ -122,10 +154,11 @@ int main(int argc, char **argv)
     if (rank == 0) {
         double ring = 2.0 * (size - 1) / size;
         if (json) {
-            printf("{\"ranks\": %d, \"rounds\": %d, \"samples\": %d, \"op\": \"MPI_Allreduce float sum in place\", "
-                   "\"sizes\": [", size, rounds, samples);
+            printf("{\"ranks\": %d, \"rounds\": %d, \"samples\": %d, \"op\": \"%s, float sum in place\", "
+                   "\"sizes\": [", size, rounds, samples, mode_name[mode]);
         } else {
-            printf("MPI_Allreduce, float sum in place, %d ranks: medians of %d samples (%d rounds)\n", size, n, rounds);
+            printf("%s, float sum in place, %d ranks: medians of %d samples (%d rounds)\n", mode_name[mode], size, n,
+                   rounds);
             printf("%10s %8s %12s %10s %10s %10s\n", "bytes", "calls", "latency us", "min us", "alg GB/s", "bus GB/s");
         }
         for (int s = 0; s < ns; s++) {

@@ -473,7 +473,7 @@ static int train_run(const args *a, int ranks)
                 fprintf(stderr, "saved %s\n", a->save);
                 print_resume(a, a->save);
             }
-        } else {
+        } else if (cf_dist_rank() == 0) {   /* the other ranks never save */
             fprintf(stderr, "nothing saved (no --save)\n");
         }
         if (a->plot) plot_write_svg(a->plot, h, nh, a->pos[0]);

@@ -73,17 +73,21 @@ static void give_up(const char *what)
     exit(1);
 }
 
-/* Wait for n requests, testing (never blocking) until the deadline. */
+/* Wait for n requests, testing (never blocking) until the deadline. Open MPI moves a
+ * non-blocking sum on only while it is tested, so the first second is spent testing
+ * without a pause (a pause of 20 us made a 437 KB sum 1.8 times as slow); after that
+ * a peer is late, and the wait sleeps between tests. */
 static void wait_all(cf_dist *d, MPI_Request *req, int n, const char *what)
 {
-    double t0 = seconds(), limit = t0 + timeout();
-    int done = 0, spins = 0;
+    double t0 = seconds(), limit = t0 + timeout(), now = t0;
+    int done = 0;
     while (MPI_Testall(n, req, &done, MPI_STATUSES_IGNORE) == MPI_SUCCESS && !done) {
-        if (++spins > 1000) {
-            struct timespec ns = {0, 20000};
+        now = seconds();
+        if (now > t0 + 1) {
+            struct timespec ns = {0, 200000};
             nanosleep(&ns, NULL);
         }
-        if (seconds() > limit) give_up(what);
+        if (now > limit) give_up(what);
     }
     if (d) d->waited += seconds() - t0;
 }

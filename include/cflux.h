@@ -407,6 +407,17 @@ CF_API void cf_scope_end(cf_model *m);
  * eps (0: 1e-5) and momentum (0: 0.1). */
 #define cf_batchnorm(m, x, gamma, beta, run_mean, run_var) cf_op_at(m, CF_OP_BATCHNORM, 5, \
     (cf_node *const[]){(x), (gamma), (beta), (run_mean), (run_var)}, 0, 0, 0, 0, __FILE__, __LINE__, 0)
+/* Layer normalisation over the last dimension of x (B, ..., d), as PyTorch's
+ * nn.LayerNorm(d): y = (x - mean) / sqrt(var + eps) * gamma + beta, mean and var (biased)
+ * those of each row of d numbers; gamma and beta hold d numbers each (parameters, from
+ * ones and zeros). eps 0 means 1e-5. */
+#define cf_layernorm(m, x, gamma, beta, eps) cf_op_at(m, CF_OP_LAYERNORM, 3, \
+    (cf_node *const[]){(x), (gamma), (beta)}, 0, 0, (const float[]){(eps)}, 1, __FILE__, __LINE__, 0)
+/* GELU, as PyTorch's: cf_gelu is x Φ(x) in the tanh approximation (approximate='tanh'),
+ * 0.5 x (1 + tanh(sqrt(2/π) (x + 0.044715 x^3))); cf_gelu_exact is x Φ(x) itself, Φ the
+ * standard normal distribution function (PyTorch's default). */
+#define cf_gelu(m, x)       cf_unary_at(m, CF_OP_GELU, x, 0, __FILE__, __LINE__, 0)
+#define cf_gelu_exact(m, x) cf_unary_at(m, CF_OP_GELU, x, 1, __FILE__, __LINE__, 0)
 /* Rows of a table by index, as PyTorch's nn.Embedding: x (B, ...) holds class indices
  * stored as floats, E (V, D) is a parameter; y (B, ..., D), y[..., :] = E[x[...], :].
  * An index that is not a whole number in 0..V-1 makes cf_forward fail, naming it, its
@@ -478,6 +489,7 @@ typedef enum cf_opcode {
     CF_OP_STATE, CF_OP_BATCHNORM,
     CF_OP_EMBEDDING,
     CF_OP_LSTM,
+    CF_OP_LAYERNORM, CF_OP_GELU,
     CF_OP_COUNT_
 } cf_opcode;
 
@@ -996,15 +1008,16 @@ CF_API double cf_trainer_wait_seconds(const cf_trainer *t);
  * per multiply-add (x (n, k) W (k, m): 2nkm), and as much again backward for each of
  * its inputs that takes a gradient (W unless frozen; x when a trainable parameter lies
  * before it, so never the model's inputs). Elementwise ops (+ - .* ./ relu σ tanh exp
- * log softplus dropout) 1 per output element, and backward 1 per element for each
+ * log softplus gelu dropout) 1 per output element, and backward 1 per element for each
  * input that takes a gradient. Per element: softmax 5 forward, 4 backward; batchnorm
- * (training) 6, and 5 backward plus 4 for dx; maxpool k·k (comparisons) per output, 1
- * back; avgpool k·k + 1 both ways; sum, mean 1 per element summed, 1 per output back;
- * embedding 0, 1 per output element back into the table; reshape, flatten, slice,
- * concat 0. An LSTM over T steps of I inputs, H units (G = 4H): 2TIG + TG + 2THG +
- * 9TH forward; backward 24TH + 2(T-1)HG, plus 2THG for U, TG for b, 2TIG for W and
- * 2TIG for its input as wanted (an Embedding folded in is counted so, though the
- * engine does E W once a batch). docs/training.md has the whole table.
+ * (training) 6, and 5 backward plus 4 for dx; layernorm 8, and 5 backward plus 11 for
+ * dx; maxpool k·k (comparisons) per output, 1 back; avgpool k·k + 1 both ways; sum,
+ * mean 1 per element summed, 1 per output back; embedding 0, 1 per output element back
+ * into the table; reshape, flatten, slice, concat 0. An LSTM over T steps of I
+ * inputs, H units (G = 4H): 2TIG + TG + 2THG + 9TH forward; backward 24TH +
+ * 2(T-1)HG, plus 2THG for U, TG for b, 2TIG for W and 2TIG for its input as wanted (an
+ * Embedding folded in is counted so, though the engine does E W once a batch).
+ * docs/training.md has the whole table.
  *
  * cf_model_summary writes the table (json 0) or one JSON object (json 1) with "rows"
  * (name, kind, place, output, output_shape with -1 for B, calls, params [name, shape,

@@ -411,6 +411,66 @@ TEST(batchnorm)
     if (bad == 0) checked[CF_OP_BATCHNORM] = 1;
 }
 
+/* Layer normalisation over the last dimension of x (B, ..., d), with eps; a tanh after
+ * it so that the head gradient is not all the backward sees. With `twice`, a second
+ * layernorm of the same x shares gamma and beta and gives a squared output: each
+ * gradient, of x, gamma and beta, is then both written and added to. */
+static int check_layernorm(cf_shape xs, float eps, int twice)
+{
+    int d = xs.d[xs.rank - 1];
+    cf_model *m = cf_model_new();
+    cf_node *x = cf_input(m, "x", xs);
+    cf_node *g = cf_param(m, "g", CF_SHAPE(d), CF_UNIFORM(1.0f));
+    cf_node *b = cf_param(m, "b", CF_SHAPE(d), CF_UNIFORM(1.0f));
+    cf_output(m, cf_tanh(m, cf_layernorm(m, x, g, b, eps)));
+    if (twice) {
+        cf_node *y = cf_layernorm(m, x, g, b, eps);
+        cf_output(m, cf_mul(m, y, y));
+    }
+    return check_model(m, -2, 2, 0);
+}
+
+TEST(layernorm)
+{
+    CHECK(check_layernorm(CF_SHAPE(5), 0, 0) == 0);            /* (B, d) */
+    CHECK(check_layernorm(CF_SHAPE(4, 6), 0, 0) == 0);         /* (B, T, d) */
+    CHECK(check_layernorm(CF_SHAPE(2, 3, 7), 1e-2f, 0) == 0);  /* rank 4, a large eps */
+    CHECK(check_layernorm(CF_SHAPE(3, 19), 0, 1) == 0);        /* d past the 8-lane sums; written and added */
+    CHECK(check_layernorm(CF_SHAPE(2, 1), 0, 0) == 0);         /* d = 1: y = beta */
+    /* rows split into chunks: 32 chunks of 3 x 12 rows */
+    CHECK(check_layernorm(CF_SHAPE(12, 8), 0, 1) == 0);
+}
+
+/* GELU of x .* (p + 1.5) for x of shape xs in [lo, hi], both forms. */
+static int check_gelu(cf_shape xs, int exact, float lo, float hi)
+{
+    cf_model *m = cf_model_new();
+    cf_node *x = cf_input(m, "x", xs);
+    cf_node *p = cf_param(m, "p", CF_SHAPE(xs.d[xs.rank - 1]), CF_UNIFORM(1.0f));
+    cf_node *h = cf_mul(m, x, cf_add(m, p, cf_scalar(m, 1.5f)));
+    cf_output(m, exact ? cf_gelu_exact(m, h) : cf_gelu(m, h));
+    return check_model(m, lo, hi, 0);
+}
+
+TEST(gelu)
+{
+    for (int exact = 0; exact < 2; exact++) {
+        CHECK(check_gelu(CF_SHAPE(7), exact, -3, 3) == 0);         /* (B, d): 21, a tail past the lanes */
+        CHECK(check_gelu(CF_SHAPE(2, 4), exact, -3, 3) == 0);      /* (B, T, d) */
+        CHECK(check_gelu(CF_SHAPE(2, 3, 5), exact, -1, 1) == 0);   /* rank 4, near 0 */
+        CHECK(check_gelu(CF_SHAPE(9), exact, -6, 6) == 0);         /* the tails */
+    }
+    /* used twice: its gradient is written, then added to */
+    cf_model *m = cf_model_new();
+    cf_node *x = cf_input(m, "x", CF_SHAPE(3, 4));
+    cf_node *p = cf_param(m, "p", CF_SHAPE(4), CF_UNIFORM(1.0f));
+    cf_node *h = cf_mul(m, x, p);
+    cf_output(m, cf_gelu(m, h));
+    cf_output(m, cf_gelu_exact(m, cf_tanh(m, h)));
+    cf_output(m, cf_mul(m, cf_gelu_exact(m, h), h));
+    CHECK(check_model(m, -2, 2, 0) == 0);
+}
+
 /* At the kink, where central differences cannot tell: PyTorch's leaky_relu backward
  * is x > 0 ? g : g * slope (aten/src/ATen/native/cpu/Activation.cpp), so at 0 and -0
  * the gradient is the slope's; relu's is 0 there (threshold_backward). Exact values,
@@ -586,6 +646,8 @@ int main(void)
     RUN(batchnorm);
     RUN(embedding);
     RUN(lstm);
+    RUN(layernorm);
+    RUN(gelu);
     RUN(kinks_at_zero);
     RUN(checker_catches_wrong_backward);
     RUN(every_op_has_a_row_a_name_and_a_check);

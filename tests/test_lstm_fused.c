@@ -151,6 +151,19 @@ TEST(stacked_lstms_on_values)
     CHECK(same_numbers(src, 4, 0, 2) == 0);
 }
 
+/* LayerNorm and gelu treat each step alike: the Chain around an LSTM is still built
+ * layer by layer, each over all steps at once, with the same numbers. */
+TEST(layernorm_and_gelu_around_an_lstm)
+{
+    const char *src = "model = unroll(Chain(Input(5), LayerNorm(), LSTM(12), gelu, LayerNorm(), Affine(3)), 6, "
+                      "stateful = false)\n";
+    cf_model *m = parse(src, 1);
+    CHECK(m && has_lstm_node(m));
+    cf_model_free(m);
+    CHECK(same_numbers(src, 4, 0, 1) == 0);
+    CHECK(same_numbers(src, 4, 0, 2) == 0);
+}
+
 /* What is not built layer by layer: a Chain with a layer that is not known to treat
  * each step alike (here a user's net) keeps the step-by-step graph. */
 TEST(other_chains_stay_as_written)
@@ -167,6 +180,7 @@ int main(void)
     RUN(embedded_lstm_folded);
     RUN(embedded_lstm_gathered);
     RUN(stacked_lstms_on_values);
+    RUN(layernorm_and_gelu_around_an_lstm);
     RUN(other_chains_stay_as_written);
     return test_summary("lstm_fused");
 }

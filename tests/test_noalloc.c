@@ -43,6 +43,44 @@ TEST(training_step_allocates_nothing)
     }
 }
 
+/* layernorm (its aux and workspace) and gelu, in a model of the notation large
+ * enough for the thread pool: the steps allocate nothing either. */
+static int layernorm_steps_allocate(int threads)
+{
+    cf_set_threads(threads);
+    cf_model *m = cf_model_parse("model = Chain(Input(16, 64), LayerNorm(), Affine(128), gelu, Affine(64),\n"
+                                 "              x -> gelu(x, exact = true), LayerNorm(eps = 1e-3))\n",
+                                 "ln.flux");
+    cf_exec *e = m && cf_model_init_params(m) == 0 ? cf_bind(m, 32, CF_TRAIN) : NULL;
+    if (!e) {
+        fprintf(stderr, "%s\n", cf_last_error());
+        cf_model_free(m);
+        return -1;
+    }
+    size_t n, ny;
+    float *x = cf_exec_input(e, 0, &n), *g = cf_exec_output_grad(e, 0, &ny);
+    for (size_t i = 0; i < n; i++) x[i] = (float)(i % 255) / 127.0f - 1.0f;
+    for (size_t i = 0; i < ny; i++) g[i] = (float)(i % 7) - 3.0f;
+    allocations = 0;
+    counting = 1;
+    for (int step = 0; step < 3; step++) {
+        cf_forward(e, 1);
+        cf_backward(e);
+        cf_update_sgd(e, 0.01f);
+    }
+    counting = 0;
+    cf_exec_free(e);
+    cf_model_free(m);
+    cf_set_threads(0);
+    return allocations;
+}
+
+TEST(layernorm_and_gelu_steps_allocate_nothing)
+{
+    CHECK(layernorm_steps_allocate(1) == 0);
+    CHECK(layernorm_steps_allocate(2) == 0);
+}
+
 /* The counter itself works: the check can fail. */
 TEST(counter_sees_allocations)
 {
@@ -62,6 +100,7 @@ int main(void)
     return 0;
 #else
     RUN(training_step_allocates_nothing);
+    RUN(layernorm_and_gelu_steps_allocate_nothing);
     RUN(counter_sees_allocations);
     return test_summary("noalloc");
 #endif

@@ -2,6 +2,7 @@
  * traces, and the same numbers as the same model built in C. */
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "cflux.h"
 #include "mlp.h"
@@ -200,6 +201,64 @@ TEST(ops_are_functions_of_the_notation_by_their_table_rows)
     cf_model_free(m);
 }
 
+/* The output of model m (parameters initialised) for x (B x n numbers): 0 if it ran. */
+static int run_model(cf_model *m, int B, const float *x, size_t n, float *y)
+{
+    if (cf_model_init_params(m)) return -1;
+    cf_exec *e = cf_bind(m, B, 0);
+    if (!e) return -1;
+    memcpy(cf_exec_input(e, 0, NULL), x, n * sizeof *x);
+    size_t ny = 0;
+    int rc = cf_forward(e, 0);
+    if (!rc) memcpy(y, cf_exec_output(e, 0, &ny), n * sizeof *y);
+    cf_exec_free(e);
+    return rc || ny != n ? -1 : 0;
+}
+
+/* The standard library's LayerNorm (γ ones, β zeros; eps given), gelu bare in a Chain
+ * (the tanh form) and gelu(x, exact = true) (the erf form): the bits of the same ops
+ * made in C. Their keywords are checked. */
+TEST(layernorm_and_gelu_in_the_notation)
+{
+    enum { B = 3, T = 2, D = 6, N = B * T * D };
+    float x[N], want[N], got[N];
+    for (int i = 0; i < N; i++) x[i] = (float)((i * 7) % 13) / 3.0f - 2.0f;
+    cf_model *m = cf_model_parse("model = Chain(Input(2, 6), LayerNorm(eps = 1e-3), gelu, "
+                                 "x -> gelu(x, exact = true))\n", "g.flux");
+    CHECK(m != NULL);
+    if (!m) {
+        fprintf(stderr, "%s\n", cf_last_error());
+        return;
+    }
+    CHECK(cf_model_param_index(m, "1.γ") >= 0 && cf_model_param_index(m, "1.β") >= 0);
+    CHECK(cf_model_weight_count(m) == 2 * D);
+    CHECK(run_model(m, B, x, N, got) == 0);
+    cf_model_free(m);
+    m = cf_model_new();
+    cf_node *in = cf_input(m, "x", CF_SHAPE(T, D));
+    cf_node *g = cf_param(m, "g", CF_SHAPE(D), CF_ONES), *b = cf_param(m, "b", CF_SHAPE(D), CF_ZEROS);
+    cf_output(m, cf_gelu_exact(m, cf_gelu(m, cf_layernorm(m, in, g, b, 1e-3f))));
+    CHECK(run_model(m, B, x, N, want) == 0);
+    CHECK(memcmp(got, want, sizeof got) == 0);
+    cf_model_free(m);
+    static const struct { const char *src, *msg; } bad[] = {
+        {"model = Chain(Input(4), x -> gelu(x, exact = 2))\n", "gelu's exact is true or false"},
+        {"model = Chain(Input(4), x -> gelu(x, approximate = true))\n", "gelu has no argument named 'approximate'"},
+        {"model = Chain(Input(4), gelu(exact = true))\n", "in a Chain write just gelu"},
+        {"model = Chain(Input(4), x -> gelu(x, x))\n", "gelu takes one value but was given 2 arguments"},
+        {"model = Chain(Input(4), LayerNorm(eps = 0))\n", "layernorm's eps must be a number in (0, 1)"},
+        {"model = Chain(Input(4), x -> layernorm(x, x))\n", "layernorm takes a value, the scale and the shift"},
+        {"model = Chain(Input(4), x -> layernorm(x, x, x))\n", "the scale (gamma) must hold one number per element"},
+        {"model = Chain(Input(4), LayerNorm(4, epsilon = 1e-3))\n", "LayerNorm has no parameter 'epsilon'"},
+    };
+    for (int i = 0; i < (int)(sizeof bad / sizeof bad[0]); i++) {
+        m = cf_model_parse(bad[i].src, "b.flux");
+        CHECK(m == NULL);
+        CHECK_HAS(cf_last_error(), bad[i].msg);
+        cf_model_free(m);
+    }
+}
+
 /* Conv2D from the standard library: `in` is the channels of what flows in; conv2d's
  * keywords are checked; a kernel larger than the image and a channel mismatch are
  * errors that name the line of the layer. */
@@ -360,6 +419,7 @@ int main(void)
     RUN(several_inputs_and_outputs);
     RUN(lambdas_functions_and_reshape_in_chains);
     RUN(ops_are_functions_of_the_notation_by_their_table_rows);
+    RUN(layernorm_and_gelu_in_the_notation);
     RUN(conv2d_in_the_notation);
     RUN(chain_fills_in_channels_of_images_and_features_otherwise);
     RUN(notation_mlp_equals_c_mlp);

@@ -1,5 +1,6 @@
 /* test_vmath.c - the vector exp, log, sigmoid and tanh (src/rt/vmath.h) against
- * double precision: dense sweeps of the ranges that matter, a sweep of every float
+ * double precision (and GELU's two forms and their derivatives, with bounds of their
+ * own, at the end): dense sweeps of the ranges that matter, a sweep of every float
  * exponent (a fixed stride through all 2^32 bit patterns), the special values; an
  * element's result the same wherever it sits in an array; and the ops that use them
  * giving the same bits at any thread count.
@@ -323,6 +324,140 @@ TEST(ops_same_bits_at_any_thread_count)
     free(y);
 }
 
+/* ---- GELU (its two forms and their derivatives) ---- */
+
+static double ref_sig(double v) { return v < 0 ? exp(v) / (1 + exp(v)) : 1 / (1 + exp(-v)); }
+static double ref_v(double x) { return 2 * sqrt(2 / M_PI) * (x + 0.044715 * x * x * x); }
+static double ref_gelu(double x, int exact) { return exact ? x * 0.5 * erfc(-x / sqrt(2)) : x * ref_sig(ref_v(x)); }
+static double ref_dgelu(double x, int exact)
+{
+    if (exact) return 0.5 * erfc(-x / sqrt(2)) + x * exp(-x * x / 2) / sqrt(2 * M_PI);
+    double s = ref_sig(ref_v(x));
+    return s + x * s * (1 - s) * 2 * sqrt(2 / M_PI) * (1 + 3 * 0.044715 * x * x);
+}
+
+/* The worst errors of gelu (form `exact`) and its derivative over x[0..n), finite x:
+ * y relative where |x| <= 6 and y is a normal float (beyond 6, y is below 1e-8 or x
+ * itself, and the error of the exponent, which grows with x², shows), y absolute against max(1, |x|), and the
+ * derivative absolute (it lies in [-0.17, 1.13]). */
+typedef struct {
+    double rel, absy, absd;
+    float rel_at, absd_at;
+} gelu_err;
+
+static void gelu_block(const float *x, size_t n, int exact, gelu_err *w)
+{
+    static float y[4096], d[4096], one[4096];
+    for (size_t i = 0; i < 4096; i++) one[i] = 1;
+    for (size_t i0 = 0; i0 < n; i0 += 4096) {
+        size_t m = n - i0 < 4096 ? n - i0 : 4096;
+        cf_vgelu(y, x + i0, m, exact);
+        cf_vgelu_grad(d, x + i0, one, m, exact, 0);
+        for (size_t i = 0; i < m; i++) {
+            double xi = x[i0 + i], r = ref_gelu(xi, exact), rd = ref_dgelu(xi, exact);
+            if (!isfinite(xi)) continue;
+            double ey = fabs(y[i] - r), ed = fabs(d[i] - rd);
+            if (fabs(xi) <= 6 && fabs(r) >= FLT_MIN && ey / fabs(r) > w->rel) w->rel = ey / fabs(r), w->rel_at = (float)xi;
+            if (ey / fmax(1, fabs(xi)) > w->absy) w->absy = ey / fmax(1, fabs(xi));
+            if (!(ed <= w->absd)) w->absd = ed, w->absd_at = (float)xi;
+        }
+    }
+}
+
+/* Dense in [-20, 20] and near 0, and every 2039th bit pattern, against double. */
+TEST(gelu_within_bounds)
+{
+    enum { N = 4000001, STRIDE = 2039, NB = (int)(UINT32_MAX / STRIDE) + 1 };
+    float *x = malloc((N > NB ? N : NB) * sizeof *x);
+    for (int exact = 0; exact < 2; exact++) {
+        gelu_err w = {0};
+        for (int i = 0; i < N; i++) x[i] = (float)(-20.0 + 40.0 * i / (N - 1));
+        gelu_block(x, N, exact, &w);
+        for (int i = 0; i < 200001; i++) x[i] = (float)(-1e-3 + 2e-3 * i / 200000);
+        gelu_block(x, 200001, exact, &w);
+        for (int i = 0; i < NB; i++) {
+            uint32_t u = (uint32_t)((uint64_t)i * STRIDE);
+            memcpy(&x[i], &u, sizeof u);
+        }
+        gelu_block(x, NB, exact, &w);
+        printf("vmath: gelu %s: max rel %.3g (x = %.7g, |x| <= 6), max abs %.3g max(1, |x|); derivative max abs "
+               "%.3g (x = %.7g)\n",
+               exact ? "erf " : "tanh", w.rel, (double)w.rel_at, w.absy, w.absd, (double)w.absd_at);
+        CHECK(w.rel <= 8e-6);
+        CHECK(w.absy <= 1e-6);
+        CHECK(w.absd <= 5e-7);
+    }
+    free(x);
+}
+
+static void gelu_one(float x, int exact, float *y, float *d)
+{
+    float one = 1;
+    cf_vgelu(y, &x, 1, exact);
+    cf_vgelu_grad(d, &x, &one, 1, exact, 0);
+}
+
+TEST(gelu_special_values)
+{
+    for (int exact = 0; exact < 2; exact++) {
+        float y, d;
+        gelu_one(0.0f, exact, &y, &d);
+        CHECK(same_bits(y, 0.0f) && d == 0.5f);
+        gelu_one(-0.0f, exact, &y, &d);
+        CHECK(same_bits(y, -0.0f) && d == 0.5f);
+        gelu_one(INFINITY, exact, &y, &d);
+        CHECK(y == INFINITY && d == 1);
+        gelu_one(-INFINITY, exact, &y, &d);   /* -inf times 0, as PyTorch's */
+        CHECK(isnan(y) && d == 0);
+        gelu_one(NAN, exact, &y, &d);
+        CHECK(isnan(y) && isnan(d));
+        gelu_one(FLT_MAX, exact, &y, &d);
+        CHECK(y == FLT_MAX && d == 1);
+        gelu_one(-FLT_MAX, exact, &y, &d);
+        CHECK(same_bits(y, -0.0f) && d == 0);
+        gelu_one(0x1p-140f, exact, &y, &d);   /* x / 2 for tiny x */
+        CHECK(y == 0x1p-141f && d == 0.5f);
+    }
+}
+
+/* The eight-lane GELU maps give the four-lane maps' bits, forward and backward (dx
+ * written and added to), for arrays of every length up to 40 and a long one. */
+TEST(gelu_avx2_same_bits)
+{
+#if defined(__x86_64__)
+    if (!cf_cpu_avx2(cf_cpu())) {
+        printf("  (this CPU has no AVX2)\n");
+        return;
+    }
+    enum { N = 100003 };
+    float *x = malloc(N * sizeof *x), *g = malloc(N * sizeof *g), *a = malloc(N * sizeof *a), *b = malloc(N * sizeof *b);
+    uint64_t s = 7;
+    for (int i = 0; i < N; i++) {
+        s = s * 6364136223846793005u + 1442695040888963407u;
+        x[i] = (float)((double)(s >> 40) / (double)(1u << 24) * 24 - 12);
+        g[i] = (float)(s >> 52 & 15) - 7.5f;
+    }
+    for (int exact = 0; exact < 2; exact++)
+        for (size_t n = 1; n <= N; n = n < 40 ? n + 1 : (size_t)N) {
+            const float *xs = x + (n < 40 ? 1000 + 97 * n : 0);
+            cf_vgelu(a, xs, n, exact);
+            cf_vgelu_avx2(b, xs, n, exact);
+            CHECK(memcmp(a, b, n * sizeof *a) == 0);
+            for (int acc = 0; acc < 2; acc++) {
+                for (size_t i = 0; i < n; i++) a[i] = b[i] = g[i] * 0.25f;
+                cf_vgelu_grad(a, xs, g, n, exact, acc);
+                cf_vgelu_grad_avx2(b, xs, g, n, exact, acc);
+                CHECK(memcmp(a, b, n * sizeof *a) == 0);
+            }
+            if (n == N) break;
+        }
+    free(x);
+    free(g);
+    free(a);
+    free(b);
+#endif
+}
+
 int main(void)
 {
     RUN(dense_sweeps);
@@ -332,5 +467,8 @@ int main(void)
     RUN(within_bounds);
     RUN(position_independent);
     RUN(ops_same_bits_at_any_thread_count);
+    RUN(gelu_within_bounds);
+    RUN(gelu_special_values);
+    RUN(gelu_avx2_same_bits);
     return test_summary("vmath");
 }

@@ -169,7 +169,7 @@ static void node_flops(const cf_node *n, const unsigned char *want, double *fwd,
         b = E * ngrads;
         break;
     case CF_OP_NEG: case CF_OP_SIGMOID: case CF_OP_TANH: case CF_OP_RELU: case CF_OP_LEAKYRELU:
-    case CF_OP_EXP: case CF_OP_LOG: case CF_OP_SOFTPLUS: case CF_OP_DROPOUT:
+    case CF_OP_EXP: case CF_OP_LOG: case CF_OP_SOFTPLUS: case CF_OP_GELU: case CF_OP_DROPOUT:
         f = E;                                  /* dropout in training: x times its mask */
         b = E * ngrads;
         break;
@@ -208,6 +208,12 @@ static void node_flops(const cf_node *n, const unsigned char *want, double *fwd,
            sum dy xhat (5), and with dx, a dy + b x + c (4) */
         f = 6 * E;
         b = 5 * E + (want[0] ? 4 * E : 0);
+        break;
+    case CF_OP_LAYERNORM:
+        /* the row's sum (1), its squares about the mean (3), y = (x - m) r g + b (4);
+           backward: dy's sums for dγ and dβ (5), and with dx the row's sums (5) and dx (6) */
+        f = 8 * E;
+        b = (want[1] || want[2] ? 5 * E : 0) + (want[0] ? 11 * E : 0);
         break;
     case CF_OP_EMBEDDING:                       /* a copy; back: dy's rows added into dE */
         b = want[1] ? E : 0;

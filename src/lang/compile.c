@@ -163,7 +163,7 @@ typedef struct cc {
  * table) are found there, by their names; this table holds the rest, and aliases. */
 enum {
     B_OP, B_RESHAPE, B_HCAT, B_PARAM, B_STAT, B_STATE, B_NORMAL, B_UNIFORM, B_INPUT, B_CHAIN, B_UNROLL,
-    B_CONV2D, B_MAXPOOL, B_AVGPOOL, B_DROPOUT, B_BATCHNORM, B_CHUNK, B_EMBEDDING
+    B_CONV2D, B_MAXPOOL, B_AVGPOOL, B_DROPOUT, B_BATCHNORM, B_CHUNK, B_EMBEDDING, B_LAYERNORM, B_GELU
 };
 
 static const struct builtin {
@@ -181,7 +181,8 @@ static const struct builtin {
     {"unroll", B_UNROLL, 0, 0},               {"conv2d", B_CONV2D, 0, 0},
     {"maxpool", B_MAXPOOL, 0, 0},             {"avgpool", B_AVGPOOL, 0, 0},
     {"dropout", B_DROPOUT, 0, 0},             {"batchnorm", B_BATCHNORM, 0, 0},
-    {"embedding", B_EMBEDDING, CF_OP_EMBEDDING, 0},
+    {"embedding", B_EMBEDDING, CF_OP_EMBEDDING, 0}, {"layernorm", B_LAYERNORM, CF_OP_LAYERNORM, 0},
+    {"gelu", B_GELU, CF_OP_GELU, 1},          /* here for its keyword exact; bare, as its op */
 };
 #define NBUILTINS ((int)(sizeof builtins / sizeof builtins[0]))
 
@@ -1046,6 +1047,55 @@ static int batchnorm_call(cc *c, env *en, const ast *e, value *args, int nargs, 
     return 0;
 }
 
+/* layernorm(x, γ, β, eps = 1e-5): each row of x's last dimension normalised, scaled
+ * by γ and shifted by β (d numbers each). */
+static int layernorm_call(cc *c, env *en, const ast *e, value *args, int nargs, const char **kwn, value *kwv,
+                          int nkw, value *out)
+{
+    float eps = 1e-5f;
+    if (nargs != 3)
+        return ERR(c, en, e, "layernorm takes a value, the scale and the shift: layernorm(x, γ, β, eps = 1e-5)");
+    cf_node *in[3];
+    for (int k = 0; k < 3; k++) {
+        if (args[k].kind != V_TENSOR)
+            return ERR(c, en, e->items[k], "layernorm's argument %d must be a value, not %s", k + 1,
+                       kind_name(&args[k]));
+        if (is_unresolved(c, args[k].node)) return unresolved_error(c, en, e, args[k].node, "layernorm");
+        in[k] = args[k].node;
+    }
+    for (int k = 0; k < nkw; k++) {
+        if (strcmp(kwn[k], "eps") != 0)
+            return ERR(c, en, e, "layernorm has no argument named '%s' (it takes eps)", kwn[k]);
+        double v = kwv[k].kind == V_NUM ? kwv[k].num : -1;
+        if (!(v > 0 && v < 1)) return ERR(c, en, e, "layernorm's eps must be a number in (0, 1)");
+        eps = (float)v;
+    }
+    cf_node *n = cf_op_at(c->m, CF_OP_LAYERNORM, 3, in, NULL, 0, &eps, 1, en->file, e->line, e->col);
+    if (made(c, en, e, n)) return -1;
+    *out = tensor_value(n);
+    return 0;
+}
+
+/* gelu(x, exact = false): the tanh approximation, or x Φ(x) itself (ops/gelu.c). Bare
+ * in a Chain, gelu is the tanh form (the op's attribute 0). */
+static int gelu_call(cc *c, env *en, const ast *e, value *args, int nargs, const char **kwn, value *kwv, int nkw,
+                     value *out)
+{
+    float exact = 0;
+    for (int k = 0; k < nkw; k++) {
+        if (strcmp(kwn[k], "exact") != 0)
+            return ERR(c, en, e, "gelu has no argument named '%s' (it takes exact)", kwn[k]);
+        if (kwv[k].kind != V_NUM || (kwv[k].num != 0 && kwv[k].num != 1))
+            return ERR(c, en, e, "gelu's exact is true or false");
+        exact = (float)kwv[k].num;
+    }
+    if (!c->in_forward)
+        return ERR(c, en, e, "gelu(...) works on values inside a forward function; in a Chain write just gelu "
+                             "(the tanh form), or x -> gelu(x, exact = true)");
+    if (nargs != 1) return ERR(c, en, e, "gelu takes one value but was given %d arguments", nargs);
+    return unary_node(c, en, e, CF_OP_GELU, &args[0], exact, out);
+}
+
 /* chunk(x, k, n): part k (from 1) of n equal parts of x's last dimension. */
 static int chunk_call(cc *c, env *en, const ast *e, value *args, int nargs, int nkw, const char **kwn, value *out)
 {
@@ -1212,6 +1262,8 @@ static int call_builtin(cc *c, env *en, const ast *e, int fi, value *args, int n
     case B_DROPOUT: return dropout_call(c, en, e, args, nargs, nkw, kwn, out);
     case B_BATCHNORM: return batchnorm_call(c, en, e, args, nargs, kwn, kwv, nkw, out);
     case B_EMBEDDING: return embedding_call(c, en, e, args, nargs, nkw, kwn, out);
+    case B_LAYERNORM: return layernorm_call(c, en, e, args, nargs, kwn, kwv, nkw, out);
+    case B_GELU: return gelu_call(c, en, e, args, nargs, kwn, kwv, nkw, out);
     default: break;
     }
 
@@ -1595,7 +1647,7 @@ static cf_node *stack_steps(cc *c, cf_node **ys, int n, const char *file, int li
  * its own, the same values come from running l1 over all n steps, then l2 over all,
  * and so on. Built that way, a standard-library LSTM becomes one lstm node over the
  * whole sequence (ops/lstm.c) instead of n copies of its cell, and the layers around
- * it that treat each position alike (Affine, Embedding, elementwise functions,
+ * it that treat each position alike (Affine, Embedding, LayerNorm, elementwise functions,
  * softmax) run once over (B, n, ...) instead of once per step. Only Chains made of
  * such layers and at least one LSTM are built this way; the LSTM's definition in the
  * notation stays what it means, and tests/test_lstm_fused.c holds the two to the
@@ -1624,10 +1676,10 @@ static int positionwise_op(const value *v)
 {
     if (v->kind != V_BUILTIN) return 0;
     struct builtin b = builtin_at(v->fn);
-    if (b.id != B_OP || !b.unary) return 0;
+    if (!b.unary) return 0;   /* an op's (B_OP), or gelu's */
     switch (b.op) {
     case CF_OP_SOFTMAX: case CF_OP_LOGSOFTMAX: case CF_OP_SIGMOID: case CF_OP_TANH: case CF_OP_RELU:
-    case CF_OP_LEAKYRELU: case CF_OP_EXP: case CF_OP_LOG: case CF_OP_SOFTPLUS: case CF_OP_NEG:
+    case CF_OP_LEAKYRELU: case CF_OP_EXP: case CF_OP_LOG: case CF_OP_SOFTPLUS: case CF_OP_NEG: case CF_OP_GELU:
         return 1;
     default:
         return 0;
@@ -1645,7 +1697,9 @@ static int unroll_by_layers(const inst *m)
             if (v->kind == V_MODEL && m->items[j].kind == V_MODEL && m->items[j].model == v->model) return 0;
         if (stdlib_net(v, "LSTM")) lstm = 1;
         else if (v->kind == V_MODEL && v->model->kind == I_INPUT) { if (k != 0) return 0; }
-        else if (!stdlib_net(v, "Affine") && !stdlib_net(v, "Embedding") && !positionwise_op(v)) return 0;
+        else if (!stdlib_net(v, "Affine") && !stdlib_net(v, "Embedding") && !stdlib_net(v, "LayerNorm") &&
+                 !positionwise_op(v))
+            return 0;
     }
     return lstm;
 }

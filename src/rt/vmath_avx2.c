@@ -8,3 +8,8 @@ void cf_vexp_avx2(float *y, const float *x, size_t n) { CF_V4_MAP(cf_v4_exp, y, 
 void cf_vlog_avx2(float *y, const float *x, size_t n) { CF_V4_MAP(cf_v4_log, y, x, n); }
 void cf_vsigmoid_avx2(float *y, const float *x, size_t n) { CF_V4_MAP(cf_v4_sigmoid, y, x, n); }
 void cf_vtanh_avx2(float *y, const float *x, size_t n) { CF_V4_MAP(cf_v4_tanh, y, x, n); }
+void cf_vgelu_avx2(float *y, const float *x, size_t n, int exact) { cf_vgelu(y, x, n, exact); }
+void cf_vgelu_grad_avx2(float *dx, const float *x, const float *dy, size_t n, int exact, int acc)
+{
+    cf_vgelu_grad(dx, x, dy, n, exact, acc);
+}

@@ -558,6 +558,28 @@ static int write_node(ox *o, const cf_node *n)
     case CF_OP_DROPOUT:   /* the identity in evaluation */
         y = o->claim[n->id] ? op1(o, "Identity", n, o->claim[n->id], x) : x;
         break;
+    case CF_OP_LAYERNORM: {   /* over the last dimension; γ and β (d) */
+        const char *in[3] = {x, V(o, n->in[1]), V(o, n->in[2])};
+        y = value_name(o, n, "LayerNormalization");
+        node_begin(o, "LayerNormalization", 3, in, 1, &y);
+        attr_int(o, "axis", -1);
+        attr_float(o, "epsilon", n->attr.f[0] > 0 ? n->attr.f[0] : 1e-5f);   /* layernorm.c's default */
+        node_end(o, n);
+        break;
+    }
+    case CF_OP_GELU: {   /* opset 17 has no Gelu: 0.5 x (1 + erf(x / sqrt 2)), or the tanh form */
+        const char *u;
+        if (n->attr.f[0] != 0) {
+            u = op1(o, "Erf", n, NULL, op2(o, "Mul", n, NULL, x, f32_scalar(o, 0.70710678118654752f)));
+        } else {   /* tanh(sqrt(2 / pi) (x + 0.044715 x^3)) */
+            const char *x3 = op2(o, "Mul", n, NULL, op2(o, "Mul", n, NULL, x, x), x);
+            const char *inner = op2(o, "Add", n, NULL, x, op2(o, "Mul", n, NULL, x3, f32_scalar(o, 0.044715f)));
+            u = op1(o, "Tanh", n, NULL, op2(o, "Mul", n, NULL, inner, f32_scalar(o, 0.79788456080286536f)));
+        }
+        const char *half_x = op2(o, "Mul", n, NULL, x, f32_scalar(o, 0.5f));
+        y = op2(o, "Mul", n, value_name(o, n, "Gelu"), half_x, op2(o, "Add", n, NULL, u, f32_scalar(o, 1.0f)));
+        break;
+    }
     case CF_OP_BATCHNORM: {   /* evaluation: the running statistics; each (C) */
         const char *in[5] = {x};
         int C = n->shape.d[1];

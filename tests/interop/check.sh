@@ -16,7 +16,7 @@ work=$(mktemp -d /tmp/cflux-interop-XXXXXX)
 trap 'rm -rf "$work"' EXIT
 fail=0
 "$py" "$src/tests/interop/torch_check.py" "$build" "$work" || fail=1
-for case in mlp cnn lstm char-lstm char-gru char-rnn; do
+for case in mlp cnn lstm char-lstm char-gru char-rnn transformer-mlp; do
   model=$src/tests/interop/$case.flux
   if [ ! -f "$work/$case.params" ]; then
     echo "FAIL $case: onnx: no parameters (the PyTorch import failed)"

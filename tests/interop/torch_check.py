@@ -71,6 +71,12 @@ def make(case, seed):
                     mod.running_mean.copy_(0.5 * torch.randn_like(mod.running_mean))
                     mod.running_var.copy_(0.5 + 1.5 * torch.rand_like(mod.running_var))
                     mod.num_batches_tracked.fill_(17)
+    elif case == "transformer-mlp":
+        m = nn.Sequential(nn.LayerNorm(12), nn.Linear(12, 24), nn.GELU(approximate="tanh"), nn.Linear(24, 12),
+                          nn.GELU(), nn.Linear(12, 5), nn.Softmax(dim=-1))
+        with torch.no_grad():   # a scale and shift of its own, not ones and zeros
+            m[0].weight.copy_(1 + 0.5 * torch.randn_like(m[0].weight))
+            m[0].bias.copy_(0.3 * torch.randn_like(m[0].bias))
     elif case == "lstm":
         m = Recurrent("lstm", features=6, out=9)
     else:
@@ -85,6 +91,8 @@ def inputs(case, batch, rng):
         return rng.standard_normal((batch, 1, 12, 12)).astype(np.float32)
     if case == "lstm":
         return rng.standard_normal((batch, T, 6)).astype(np.float32)
+    if case == "transformer-mlp":
+        return rng.standard_normal((batch, 6, 12)).astype(np.float32)
     return rng.integers(0, V, (batch, T)).astype(np.float32)
 
 
@@ -138,7 +146,7 @@ def check(build, work, case):
 
 def main():
     build, work = sys.argv[1], sys.argv[2]
-    cases = sys.argv[3:] or ["mlp", "cnn", "lstm", "char-lstm", "char-gru", "char-rnn"]
+    cases = sys.argv[3:] or ["mlp", "cnn", "lstm", "char-lstm", "char-gru", "char-rnn", "transformer-mlp"]
     os.makedirs(work, exist_ok=True)
     print("torch %s" % torch.__version__)
     failed = 0

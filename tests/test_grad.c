@@ -471,6 +471,57 @@ TEST(gelu)
     CHECK(check_model(m, -2, 2, 0) == 0);
 }
 
+/* Causal softmax over (..., T, T): row i sees columns 0..i; what it cannot see is 0,
+ * and gradients flow only through what it sees. */
+TEST(causal_softmax)
+{
+    cf_model *m = cf_model_new();
+    cf_node *x = cf_input(m, "x", CF_SHAPE(2, 4, 4));    /* (B, heads, T, T) */
+    cf_node *p = cf_param(m, "p", CF_SHAPE(4), CF_UNIFORM(1.0f));
+    cf_node *y = cf_unary_at(m, CF_OP_SOFTMAX, cf_mul(m, x, p), 1, __FILE__, __LINE__, 0);
+    cf_output(m, cf_mul(m, y, cf_tanh(m, x)));
+    CHECK(check_model(m, -2, 2, 0) == 0);   /* frees m */
+    m = cf_model_new();
+    x = cf_input(m, "x", CF_SHAPE(2, 4, 4));
+    p = cf_param(m, "p", CF_SHAPE(4), CF_UNIFORM(1.0f));
+    y = cf_unary_at(m, CF_OP_SOFTMAX, cf_mul(m, x, p), 1, __FILE__, __LINE__, 0);
+    cf_output(m, cf_mul(m, y, cf_tanh(m, x)));
+    cf_exec *e = cf_bind(m, 2, 0);
+    CHECK(e != NULL);
+    if (!e) return;
+    float *in = cf_exec_input(e, 0, NULL);
+    for (int i = 0; i < 2 * 2 * 16; i++) in[i] = (float)((i * 7) % 11) * 0.3f - 1.5f;
+    float *pp = cf_model_param_data(m, 0);
+    for (int i = 0; i < 4; i++) pp[i] = 1;
+    CHECK(cf_forward(e, 0) == 0);
+    /* row r of a 4 x 4: softmax over its first r + 1 columns, by hand */
+    int bad = 0;
+    for (int row = 0; row < 2 * 2 * 4; row++) {
+        const float *xr = in + row * 4;
+        int seen = row % 4 + 1;
+        double z = 0, mx = xr[0];
+        for (int j = 1; j < seen; j++) mx = fmax(mx, xr[j]);
+        for (int j = 0; j < seen; j++) z += exp(xr[j] - mx);
+        for (int j = 0; j < 4; j++) {
+            double want = j < seen ? exp(xr[j] - mx) / z : 0, got = 0;
+            /* output = y .* tanh(x) */
+            got = cf_exec_output(e, 0, NULL)[row * 4 + j];
+            bad += fabs(got - want * tanh(xr[j])) > 1e-6;
+        }
+    }
+    CHECK(bad == 0);
+    cf_exec_free(e);
+    cf_model_free(m);
+    /* not square: refused when the model is checked */
+    m = cf_model_new();
+    x = cf_input(m, "x", CF_SHAPE(3, 4));
+    cf_node *bad_sm = cf_unary_at(m, CF_OP_SOFTMAX, x, 1, __FILE__, __LINE__, 0);
+    if (bad_sm) cf_output(m, bad_sm);
+    CHECK(bad_sm == NULL || cf_bind(m, 2, 0) == NULL);
+    CHECK_HAS(cf_last_error(), "causal softmax needs square matrices in its last two dimensions");
+    cf_model_free(m);
+}
+
 /* At the kink, where central differences cannot tell: PyTorch's leaky_relu backward
  * is x > 0 ? g : g * slope (aten/src/ATen/native/cpu/Activation.cpp), so at 0 and -0
  * the gradient is the slope's; relu's is 0 there (threshold_backward). Exact values,
@@ -647,6 +698,7 @@ int main(void)
     RUN(embedding);
     RUN(lstm);
     RUN(layernorm);
+    RUN(causal_softmax);
     RUN(gelu);
     RUN(kinks_at_zero);
     RUN(checker_catches_wrong_backward);

@@ -488,6 +488,7 @@ static int write_node(ox *o, const cf_node *n)
         break;
     case CF_OP_SOFTMAX:      /* over the last dimension */
     case CF_OP_LOGSOFTMAX:
+        if (n->attr.f[0] != 0) return refuse(o, n, "its causal mask is not written as ONNX yet");
         y = value_name(o, n, op);
         node_begin(o, op, 1, &x, 1, &y);
         attr_int(o, "axis", -1);

@@ -163,7 +163,8 @@ typedef struct cc {
  * table) are found there, by their names; this table holds the rest, and aliases. */
 enum {
     B_OP, B_RESHAPE, B_HCAT, B_PARAM, B_STAT, B_STATE, B_NORMAL, B_UNIFORM, B_INPUT, B_CHAIN, B_UNROLL,
-    B_CONV2D, B_MAXPOOL, B_AVGPOOL, B_DROPOUT, B_BATCHNORM, B_CHUNK, B_EMBEDDING, B_LAYERNORM, B_GELU
+    B_CONV2D, B_MAXPOOL, B_AVGPOOL, B_DROPOUT, B_BATCHNORM, B_CHUNK, B_EMBEDDING, B_LAYERNORM, B_GELU,
+    B_SOFTMAX
 };
 
 static const struct builtin {
@@ -183,6 +184,7 @@ static const struct builtin {
     {"dropout", B_DROPOUT, 0, 0},             {"batchnorm", B_BATCHNORM, 0, 0},
     {"embedding", B_EMBEDDING, CF_OP_EMBEDDING, 0}, {"layernorm", B_LAYERNORM, CF_OP_LAYERNORM, 0},
     {"gelu", B_GELU, CF_OP_GELU, 1},          /* here for its keyword exact; bare, as its op */
+    {"softmax", B_SOFTMAX, CF_OP_SOFTMAX, 1}, /* here for its keyword causal; bare, as its op */
 };
 #define NBUILTINS ((int)(sizeof builtins / sizeof builtins[0]))
 
@@ -1096,6 +1098,23 @@ static int gelu_call(cc *c, env *en, const ast *e, value *args, int nargs, const
     return unary_node(c, en, e, CF_OP_GELU, &args[0], exact, out);
 }
 
+/* softmax(x, causal = true): over the last dimension of x (..., T, T), row i seeing
+ * columns 0..i only (attention that looks back, never ahead). */
+static int softmax_call(cc *c, env *en, const ast *e, value *args, int nargs, const char **kwn, value *kwv, int nkw,
+                        value *out)
+{
+    float causal = 0;
+    for (int k = 0; k < nkw; k++) {
+        if (strcmp(kwn[k], "causal") != 0)
+            return ERR(c, en, e, "softmax has no argument named '%s' (it takes causal)", kwn[k]);
+        if (kwv[k].kind != V_NUM || (kwv[k].num != 0 && kwv[k].num != 1))
+            return ERR(c, en, e, "softmax's causal is true or false");
+        causal = (float)kwv[k].num;
+    }
+    if (nargs != 1) return ERR(c, en, e, "softmax takes one value but was given %d arguments", nargs);
+    return unary_node(c, en, e, CF_OP_SOFTMAX, &args[0], causal, out);
+}
+
 /* chunk(x, k, n): part k (from 1) of n equal parts of x's last dimension. */
 static int chunk_call(cc *c, env *en, const ast *e, value *args, int nargs, int nkw, const char **kwn, value *out)
 {
@@ -1264,6 +1283,7 @@ static int call_builtin(cc *c, env *en, const ast *e, int fi, value *args, int n
     case B_EMBEDDING: return embedding_call(c, en, e, args, nargs, nkw, kwn, out);
     case B_LAYERNORM: return layernorm_call(c, en, e, args, nargs, kwn, kwv, nkw, out);
     case B_GELU: return gelu_call(c, en, e, args, nargs, kwn, kwv, nkw, out);
+    case B_SOFTMAX: return softmax_call(c, en, e, args, nargs, kwn, kwv, nkw, out);
     default: break;
     }
 

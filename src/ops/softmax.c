@@ -1,6 +1,9 @@
 /* softmax.c - softmax and logsoftmax over the last dimension.
  *   softmax:    y = exp(x - max) / sum exp(x - max);  dx = y .* (dy - sum(dy .* y))
  *   logsoftmax: y = x - logsumexp(x);                 dx = dy - exp(y) * sum(dy)
+ * Causal softmax (attr.f[0] non-zero; x (..., T, T)): row i of each T x T matrix over
+ * columns 0..i, the rest 0 (attention that never looks ahead); the same backward,
+ * since y is 0 where the row was masked.
  * The forward's exponentials run four at a time (rt/vmath.h). */
 #include <math.h>
 
@@ -15,6 +18,13 @@ static int rows_infer(cf_node *n)
         char s[96];
         return cf_seterr("error: %s needs a dimension to normalise over, but its input is %s",
                          cf_ops[n->op]->name, cf_shape_str(x->shape, s, sizeof s));
+    }
+    if (n->attr.f[0] != 0) {
+        char s[96];
+        int r = x->shape.rank - x->batched;
+        if (n->op != CF_OP_SOFTMAX || r < 2 || x->shape.d[x->shape.rank - 1] != x->shape.d[x->shape.rank - 2])
+            return cf_seterr("error: causal %s needs square matrices in its last two dimensions, (..., T, T), "
+                             "but its input is %s", cf_ops[n->op]->name, cf_shape_str(x->shape, s, sizeof s));
     }
     n->shape = x->shape;
     n->batched = x->batched;
@@ -34,6 +44,15 @@ static void forward_rows(void *p, size_t r0, size_t r1)
     for (size_t r = r0; r < r1; r++) {
         const float *x = j->k->x[0] + r * n;
         float *y = j->k->y + r * n;
+        size_t seen = j->k->node->attr.f[0] != 0 ? r % n + 1 : n;   /* causal: row i sees 0..i */
+        if (seen < n) {
+            float mx = x[0];
+            for (size_t i = 1; i < seen; i++) mx = x[i] > mx ? x[i] : mx;
+            float inv = 1.0f / cf_vexp_sum(y, x, mx, seen);
+            for (size_t i = 0; i < seen; i++) y[i] *= inv;
+            for (size_t i = seen; i < n; i++) y[i] = 0;
+            continue;
+        }
         float mx = x[0];
         for (size_t i = 1; i < n; i++) mx = x[i] > mx ? x[i] : mx;
         if (log) {

@@ -978,8 +978,9 @@ CF_API int cf_model_export_onnx(cf_model *m, const char *path);
  * backward. Losses, accuracies and evaluations (sharded) are summed the same way, so
  * every rank sees the same figures and makes the same decisions; after each epoch
  * the running statistics are averaged and the parameters compared by checksum (an
- * error when a rank's differ). A rank that dies or hangs makes the others stop with
- * an error after $CFLUX_DIST_TIMEOUT seconds (20) instead of waiting forever. Dropout
+ * error when a rank's differ). A rank that dies or hangs makes the others' cf_fit
+ * fail with an error after $CFLUX_DIST_TIMEOUT seconds (20) instead of waiting
+ * forever; the program then stops the job with cf_dist_abort. Dropout
  * draws each rank's own masks (cf_exec_set_stream). Only rank 0 should write files.
  * Without MPI, cf_dist_init fails and the rest says one rank of one. */
 CF_API int  cf_dist_available(void);   /* 1 when built with MPI */

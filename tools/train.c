@@ -295,6 +295,7 @@ int cmd_train(const args *a)
     int ranks;
     if (start_ranks(&a, &local, &ranks)) return 1;
     int rc = train_run(a, ranks);
+    if (ranks > 1 && rc == 1) cf_dist_abort();   /* the other ranks may wait on this one */
     if (ranks > 1) cf_dist_finalize();
     return rc;
 }

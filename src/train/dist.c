@@ -62,22 +62,20 @@ static double timeout(void)
     return v > 0 ? v : 20;
 }
 
-/* A wait that passed its deadline: another rank died or hangs. Say so and stop the
- * job: waiting on would be forever. */
-static void give_up(const char *what)
+/* A wait that passed its deadline: another rank died or hangs. The error says so; the
+ * caller stops (the tool stops every rank with cf_dist_abort): waiting on would be
+ * forever. -1. */
+static int give_up(const char *what)
 {
-    fprintf(stderr, "error: rank %d of %d: no answer from the other ranks for %g s while %s: a rank died or hangs; "
-                    "stopping every rank (the last checkpoint is intact)\n", rank, size, timeout(), what);
-    fflush(stderr);
-    MPI_Abort(comm, 1);
-    exit(1);
+    return cf_seterr("error: rank %d of %d: no answer from the other ranks for %g s while %s: a rank died or hangs; "
+                     "stopping every rank (the last checkpoint is intact)", rank, size, timeout(), what);
 }
 
 /* Wait for n requests, testing (never blocking) until the deadline. Open MPI moves a
  * non-blocking sum on only while it is tested, so the first second is spent testing
  * without a pause (a pause of 20 us made a 437 KB sum 1.8 times as slow); after that
- * a peer is late, and the wait sleeps between tests. */
-static void wait_all(cf_dist *d, MPI_Request *req, int n, const char *what)
+ * a peer is late, and the wait sleeps between tests. 0, or -1 past the deadline. */
+static int wait_all(cf_dist *d, MPI_Request *req, int n, const char *what)
 {
     double t0 = seconds(), limit = t0 + timeout(), now = t0;
     int done = 0;
@@ -87,9 +85,10 @@ static void wait_all(cf_dist *d, MPI_Request *req, int n, const char *what)
             struct timespec ns = {0, 200000};
             nanosleep(&ns, NULL);
         }
-        if (now > limit) give_up(what);
+        if (now > limit) return give_up(what);
     }
     if (d) d->waited += seconds() - t0;
+    return 0;
 }
 
 int cf_dist_available(void) { return 1; }
@@ -187,8 +186,7 @@ int cf_dist_broadcast(cf_dist *d)
     int n = 0;
     if (m->nweights) MPI_Ibcast(m->pdata, (int)m->nweights, MPI_FLOAT, 0, comm, &req[n++]);
     if (m->nstatefloats) MPI_Ibcast(m->sdata, (int)m->nstatefloats, MPI_FLOAT, 0, comm, &req[n++]);
-    wait_all(NULL, req, n, "receiving rank 0's parameters");
-    return 0;
+    return wait_all(NULL, req, n, "receiving rank 0's parameters");
 }
 
 /* Start every finished bucket whose turn it is. */
@@ -239,16 +237,14 @@ int cf_dist_end_step(cf_dist *d)
     start_ready(d);
     MPI_Request req[d->nb > 0 ? d->nb : 1];
     for (int i = 0; i < d->nb; i++) req[i] = d->b[i].req;
-    wait_all(d, req, d->nb, "summing the gradients");
-    return 0;
+    return wait_all(d, req, d->nb, "summing the gradients");
 }
 
 int cf_dist_sum(cf_dist *d, double *v, int n)
 {
     MPI_Request req;
     MPI_Iallreduce(MPI_IN_PLACE, v, n, MPI_DOUBLE, MPI_SUM, comm, &req);
-    wait_all(d, &req, 1, "summing the losses");
-    return 0;
+    return wait_all(d, &req, 1, "summing the losses");
 }
 
 static uint64_t fnv(const void *p, size_t n, uint64_t h)
@@ -264,14 +260,14 @@ int cf_dist_epoch_end(cf_dist *d, int epoch)
     MPI_Request req;
     if (m->nstatefloats) {   /* running statistics: each rank's saw its shards; the mean */
         MPI_Iallreduce(MPI_IN_PLACE, m->sdata, (int)m->nstatefloats, MPI_FLOAT, MPI_SUM, comm, &req);
-        wait_all(d, &req, 1, "averaging the running statistics");
+        if (wait_all(d, &req, 1, "averaging the running statistics")) return -1;
         for (size_t i = 0; i < m->nstatefloats; i++) m->sdata[i] /= (float)size;
     }
     uint64_t h = fnv(m->pdata, m->nweights * sizeof(float), 0xcbf29ce484222325ull);
     h = fnv(m->sdata, m->nstatefloats * sizeof(float), h);
     uint64_t lo[2] = {h, ~h};   /* the min of h and of ~h: both equal on every rank when all are the same */
     MPI_Iallreduce(MPI_IN_PLACE, lo, 2, MPI_UINT64_T, MPI_MIN, comm, &req);
-    wait_all(d, &req, 1, "comparing the parameters");
+    if (wait_all(d, &req, 1, "comparing the parameters")) return -1;
     if (lo[0] != h || ~lo[1] != h)
         return cf_seterr("error: after epoch %d the parameters of rank %d differ from another rank's (checksum %016llx, "
                          "the lowest %016llx): the ranks no longer train the same model", epoch, rank,

@@ -30,7 +30,7 @@ int cf_dist_broadcast(cf_dist *d);
 
 /* Before backward on e (NULL: this rank has no rows in this batch): its gradients
  * will count with weight `weight` (its rows over the batch's). After it, wait until
- * every bucket is summed. 0 or -1 (the job is aborted on a deadline). */
+ * every bucket is summed. 0 or -1 (a deadline passed: a rank died or hangs). */
 int cf_dist_begin_step(cf_dist *d, cf_exec *e, double weight);
 int cf_dist_end_step(cf_dist *d);
 

@@ -9,16 +9,9 @@
 #include "mlp.h"
 
 #ifndef ALLOC_COUNT_OFF
-static int steps_allocate(const char *engine, int threads)
+/* Allocations in three training steps of e; frees e and m. */
+static int three_steps(cf_model *m, cf_exec *e)
 {
-    cf_set_gemm(engine);
-    cf_set_threads(threads);
-    cf_model *m = mlp_classifier();
-    cf_exec *e = cf_bind(m, 64, CF_TRAIN);
-    if (!e) return -1;
-    float *x = cf_exec_input(e, 0, NULL), *y = cf_exec_input(e, 1, NULL);
-    for (int i = 0; i < 64 * 784; i++) x[i] = (float)(i % 255) / 255.0f;
-    for (int i = 0; i < 64; i++) y[i] = (float)(i % 10);
     allocations = 0;
     counting = 1;
     for (int step = 0; step < 3; step++) {
@@ -31,6 +24,19 @@ static int steps_allocate(const char *engine, int threads)
     cf_model_free(m);
     cf_set_threads(0);
     return allocations;
+}
+
+static int steps_allocate(const char *engine, int threads)
+{
+    cf_set_gemm(engine);
+    cf_set_threads(threads);
+    cf_model *m = mlp_classifier();
+    cf_exec *e = cf_bind(m, 64, CF_TRAIN);
+    if (!e) return -1;
+    float *x = cf_exec_input(e, 0, NULL), *y = cf_exec_input(e, 1, NULL);
+    for (int i = 0; i < 64 * 784; i++) x[i] = (float)(i % 255) / 255.0f;
+    for (int i = 0; i < 64; i++) y[i] = (float)(i % 10);
+    return three_steps(m, e);
 }
 
 TEST(training_step_allocates_nothing)
@@ -61,18 +67,7 @@ static int layernorm_steps_allocate(int threads)
     float *x = cf_exec_input(e, 0, &n), *g = cf_exec_output_grad(e, 0, &ny);
     for (size_t i = 0; i < n; i++) x[i] = (float)(i % 255) / 127.0f - 1.0f;
     for (size_t i = 0; i < ny; i++) g[i] = (float)(i % 7) - 3.0f;
-    allocations = 0;
-    counting = 1;
-    for (int step = 0; step < 3; step++) {
-        cf_forward(e, 1);
-        cf_backward(e);
-        cf_update_sgd(e, 0.01f);
-    }
-    counting = 0;
-    cf_exec_free(e);
-    cf_model_free(m);
-    cf_set_threads(0);
-    return allocations;
+    return three_steps(m, e);
 }
 
 TEST(layernorm_and_gelu_steps_allocate_nothing)

@@ -418,6 +418,11 @@ CF_API void cf_scope_end(cf_model *m);
  * standard normal distribution function (PyTorch's default). */
 #define cf_gelu(m, x)       cf_unary_at(m, CF_OP_GELU, x, 0, __FILE__, __LINE__, 0)
 #define cf_gelu_exact(m, x) cf_unary_at(m, CF_OP_GELU, x, 1, __FILE__, __LINE__, 0)
+/* x with dimensions i and j swapped, counted over the whole shape: for x (B, T, H, d),
+ * cf_transpose(m, x, 1, 2) is (B, H, T, d). The batch dimension (0) cannot move;
+ * negative numbers count from the end (-1 the last). */
+#define cf_transpose(m, x, i, j) cf_op_at(m, CF_OP_TRANSPOSE, 1, (cf_node *const[]){(x)}, \
+    (const int[]){(i), (j)}, 2, 0, 0, __FILE__, __LINE__, 0)
 /* Rows of a table by index, as PyTorch's nn.Embedding: x (B, ...) holds class indices
  * stored as floats, E (V, D) is a parameter; y (B, ..., D), y[..., :] = E[x[...], :].
  * An index that is not a whole number in 0..V-1 makes cf_forward fail, naming it, its
@@ -490,6 +495,7 @@ typedef enum cf_opcode {
     CF_OP_EMBEDDING,
     CF_OP_LSTM,
     CF_OP_LAYERNORM, CF_OP_GELU,
+    CF_OP_TRANSPOSE,
     CF_OP_COUNT_
 } cf_opcode;
 

@@ -107,8 +107,24 @@ one_line "the prime text has 'Q', which the training text did not have" \
 "$tool" train "$t/m.flux" --data "csv:$t/train.csv" --epochs 1 --save "$t/csv.ckpt" > /dev/null 2>&1
 one_line "csv.ckpt: no text vocabulary: sample needs a checkpoint of a run on text" \
   "$tool" sample "$t/rnn.flux" --params "$t/csv.ckpt"
-one_line "sample needs a model of character indices unrolled over steps" \
-  "$tool" sample "$t/char.flux" --params "$t/char.ckpt"
+one_line "sample needs a character model" "$tool" sample "$t/m.flux" --params "$t/rnn.ckpt"
+# sample: a GPT, which carries no state, by recomputing its window; the same seed, the same text
+echo 'model = Chain(Input(8), GPT(30, 16, layers = 1, heads = 2, context = 8))' > "$t/gpt.flux"
+"$tool" train "$t/gpt.flux" --data "text:$t/words.txt" --epochs 3 --batch 8 --lr 0.01 --save "$t/gpt.ckpt" > "$t/out" 2> "$t/err" \
+  && ok || bad "sample gpt: training: $(cat "$t/out" "$t/err")"
+"$tool" sample "$t/gpt.flux" --params "$t/gpt.ckpt" --length 60 --seed 4 --prime "the " > "$t/s1" 2> "$t/err" && ok || bad "sample gpt: $(cat "$t/err")"
+"$tool" sample "$t/gpt.flux" --params "$t/gpt.ckpt" --length 60 --seed 4 --prime "the " > "$t/s2" 2>&1
+"$tool" sample "$t/gpt.flux" --params "$t/gpt.ckpt" --length 60 --seed 5 --prime "the " > "$t/s3" 2>&1
+cmp -s "$t/s1" "$t/s2" && ok || bad "sample gpt: the same seed gave other text"
+cmp -s "$t/s1" "$t/s3" && bad "sample gpt: another seed gave the same text" || ok
+[ "$(head -c 4 "$t/s1")" = "the " ] && [ "$(wc -c < "$t/s1")" -eq 65 ] && ! LC_ALL=C grep -q '[^a-z .\n]' "$t/s1" \
+  && ok || bad "sample gpt: $(cat "$t/s1")"
+# a per-position model is causal too; one that mixes positions is refused, not read wrong
+"$tool" sample "$t/char.flux" --params "$t/char.ckpt" --length 10 > /dev/null 2> "$t/err" && ok || bad "sample per position: $(cat "$t/err")"
+echo 'model = Chain(Input(8), x -> reshape(x, 8, 1), Affine(30), x -> transpose(x, 1, 2), Affine(8), x -> transpose(x, 1, 2), softmax)' > "$t/mix.flux"
+"$tool" train "$t/mix.flux" --data "text:$t/words.txt" --epochs 1 --batch 16 --save "$t/mix.ckpt" > /dev/null 2>&1
+one_line "the model's output at a position depends on the positions after it" \
+  "$tool" sample "$t/mix.flux" --params "$t/mix.ckpt"
 
 # a model file's own settings ("# train:" line), under the command line's
 printf '# a model with its settings\n# train: --epochs 1 --batch 8\nmodel = Chain(Input(4), Affine(3), softmax)\n' > "$t/own.flux"

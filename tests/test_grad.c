@@ -522,6 +522,59 @@ TEST(causal_softmax)
     cf_model_free(m);
 }
 
+/* transpose: the values moved by hand, the gradient by central differences whether
+ * whole rows move (inner > 1) or single numbers (a last dimension), and an attention's
+ * shape of graph: q k^T over (B, heads, T, d), the causal softmax, times v. */
+TEST(transpose)
+{
+    cf_model *m = cf_model_new();
+    cf_node *x = cf_input(m, "x", CF_SHAPE(3, 4, 5));   /* (B, 3, 4, 5) */
+    cf_node *y = cf_transpose(m, x, 1, -1);             /* (B, 5, 4, 3) */
+    cf_output(m, y);
+    cf_exec *e = cf_bind(m, 2, 0);
+    CHECK(e != NULL);
+    if (!e) return;
+    float *in = cf_exec_input(e, 0, NULL);
+    for (int i = 0; i < 2 * 60; i++) in[i] = (float)i;
+    CHECK(cf_forward(e, 0) == 0);
+    const float *out = cf_exec_output(e, 0, NULL);
+    int bad = 0;
+    for (int b = 0; b < 2; b++)
+        for (int i = 0; i < 3; i++)
+            for (int j = 0; j < 4; j++)
+                for (int k = 0; k < 5; k++) bad += out[b * 60 + k * 12 + j * 3 + i] != in[b * 60 + i * 20 + j * 5 + k];
+    CHECK(bad == 0);
+    cf_shape ys = cf_model_output_shape(m, 0);
+    CHECK(ys.rank == 4 && ys.d[1] == 5 && ys.d[2] == 4 && ys.d[3] == 3);
+    cf_exec_free(e);
+    cf_model_free(m);
+
+    for (int last = 0; last < 2; last++) {   /* rows of 6 move, then single numbers */
+        m = cf_model_new();
+        x = cf_input(m, "x", CF_SHAPE(3, 4, 6));
+        cf_node *p = cf_param(m, "p", CF_SHAPE(6), CF_UNIFORM(1.0f));
+        y = last ? cf_transpose(m, cf_mul(m, x, p), 3, 2) : cf_transpose(m, cf_mul(m, x, p), 1, 2);
+        cf_output(m, cf_mul(m, cf_tanh(m, y), y));   /* y read twice */
+        CHECK(check_model(m, -2, 2, 0) == 0);
+    }
+
+    m = cf_model_new();   /* attention: (B, T, heads, d) in, heads 2, T 4, d 3 */
+    cf_node *q = cf_transpose(m, cf_input(m, "q", CF_SHAPE(4, 2, 3)), 1, 2);
+    cf_node *k = cf_transpose(m, cf_input(m, "k", CF_SHAPE(4, 2, 3)), 1, 2);
+    cf_node *v = cf_transpose(m, cf_input(m, "v", CF_SHAPE(4, 2, 3)), 1, 2);
+    cf_node *a = cf_unary_at(m, CF_OP_SOFTMAX, cf_matmul(m, q, cf_transpose(m, k, 2, 3)), 1, __FILE__, __LINE__, 0);
+    cf_output(m, cf_transpose(m, cf_matmul(m, a, v), 1, 2));
+    CHECK(check_model(m, -2, 2, 0) == 0);
+
+    m = cf_model_new();   /* the batch stays where it is */
+    x = cf_input(m, "x", CF_SHAPE(3, 4));
+    y = cf_transpose(m, x, 0, 1);
+    if (y) cf_output(m, y);
+    CHECK(y == NULL || cf_bind(m, 2, 0) == NULL);
+    CHECK_HAS(cf_last_error(), "transpose cannot move the batch dimension");
+    cf_model_free(m);
+}
+
 /* At the kink, where central differences cannot tell: PyTorch's leaky_relu backward
  * is x > 0 ? g : g * slope (aten/src/ATen/native/cpu/Activation.cpp), so at 0 and -0
  * the gradient is the slope's; relu's is 0 there (threshold_backward). Exact values,
@@ -700,6 +753,7 @@ int main(void)
     RUN(layernorm);
     RUN(causal_softmax);
     RUN(gelu);
+    RUN(transpose);
     RUN(kinks_at_zero);
     RUN(checker_catches_wrong_backward);
     RUN(every_op_has_a_row_a_name_and_a_check);

@@ -49,14 +49,12 @@ TEST(training_step_allocates_nothing)
     }
 }
 
-/* layernorm (its aux and workspace) and gelu, in a model of the notation large
- * enough for the thread pool: the steps allocate nothing either. */
-static int layernorm_steps_allocate(int threads)
+/* A model of the notation, large enough for the thread pool; indices > 0: its input
+ * holds indices below that. */
+static int notation_steps_allocate(const char *src, int indices, int threads)
 {
     cf_set_threads(threads);
-    cf_model *m = cf_model_parse("model = Chain(Input(16, 64), LayerNorm(), Affine(128), gelu, Affine(64),\n"
-                                 "              x -> gelu(x, exact = true), LayerNorm(eps = 1e-3))\n",
-                                 "ln.flux");
+    cf_model *m = cf_model_parse(src, "m.flux");
     cf_exec *e = m && cf_model_init_params(m) == 0 ? cf_bind(m, 32, CF_TRAIN) : NULL;
     if (!e) {
         fprintf(stderr, "%s\n", cf_last_error());
@@ -65,15 +63,28 @@ static int layernorm_steps_allocate(int threads)
     }
     size_t n, ny;
     float *x = cf_exec_input(e, 0, &n), *g = cf_exec_output_grad(e, 0, &ny);
-    for (size_t i = 0; i < n; i++) x[i] = (float)(i % 255) / 127.0f - 1.0f;
+    for (size_t i = 0; i < n; i++) x[i] = indices ? (float)(i * 7 % (size_t)indices) : (float)(i % 255) / 127.0f - 1.0f;
     for (size_t i = 0; i < ny; i++) g[i] = (float)(i % 7) - 3.0f;
     return three_steps(m, e);
 }
 
+/* layernorm (its aux and workspace) and gelu */
+static const char *layernorm_src = "model = Chain(Input(16, 64), LayerNorm(), Affine(128), gelu, Affine(64),\n"
+                                   "              x -> gelu(x, exact = true), LayerNorm(eps = 1e-3))\n";
+
 TEST(layernorm_and_gelu_steps_allocate_nothing)
 {
-    CHECK(layernorm_steps_allocate(1) == 0);
-    CHECK(layernorm_steps_allocate(2) == 0);
+    CHECK(notation_steps_allocate(layernorm_src, 0, 1) == 0);
+    CHECK(notation_steps_allocate(layernorm_src, 0, 2) == 0);
+}
+
+/* a GPT: attention's batched products, transposes, causal softmax, dropout */
+static const char *gpt_src = "model = Chain(Input(16), GPT(20, 32, layers = 2, heads = 4, context = 16, drop = 0.1))\n";
+
+TEST(gpt_steps_allocate_nothing)
+{
+    CHECK(notation_steps_allocate(gpt_src, 20, 1) == 0);
+    CHECK(notation_steps_allocate(gpt_src, 20, 2) == 0);
 }
 
 /* The counter itself works: the check can fail. */
@@ -96,6 +107,7 @@ int main(void)
 #else
     RUN(training_step_allocates_nothing);
     RUN(layernorm_and_gelu_steps_allocate_nothing);
+    RUN(gpt_steps_allocate_nothing);
     RUN(counter_sees_allocations);
     return test_summary("noalloc");
 #endif

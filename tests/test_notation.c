@@ -259,6 +259,78 @@ TEST(layernorm_and_gelu_in_the_notation)
     }
 }
 
+/* The notation's attention pieces: transpose of sample dimensions, sqrt of numbers,
+ * repeat making fresh copies, positions, dropout(x, 0) as x itself; the standard
+ * library's GPT counts its parameters; a head count that does not divide the width
+ * and a sequence longer than the context are errors naming the model's line. */
+TEST(attention_in_the_notation)
+{
+    enum { B = 2, T = 3, H = 2, D = 4, N = B * T * H * D };
+    float x[N], got[N];
+    for (int i = 0; i < N; i++) x[i] = (float)i;
+    cf_model *m = cf_model_parse("model = Chain(Input(3, 2, 4), x -> transpose(x, 1, 2) .* sqrt(4), "
+                                 "x -> dropout(x, 0))\n", "t.flux");
+    CHECK(m != NULL);
+    if (!m) {
+        fprintf(stderr, "%s\n", cf_last_error());
+        return;
+    }
+    cf_shape ys = cf_model_output_shape(m, 0);
+    CHECK(ys.rank == 4 && ys.d[1] == H && ys.d[2] == T && ys.d[3] == D);
+    CHECK(run_model(m, B, x, N, got) == 0);
+    int bad = 0;   /* y[b, h, t, d] = 2 x[b, t, h, d] */
+    for (int b = 0; b < B; b++)
+        for (int t = 0; t < T; t++)
+            for (int h = 0; h < H; h++)
+                for (int d = 0; d < D; d++)
+                    bad += got[((b * H + h) * T + t) * D + d] != 2 * x[((b * T + t) * H + h) * D + d];
+    CHECK(bad == 0);
+    CHECK(strcmp(cf_model_output_op(m, 0), "dropout") != 0);   /* dropout(x, 0) is x itself */
+    cf_model_free(m);
+
+    /* repeat: three Affines with parameters of their own, each made for what flows in */
+    m = cf_model_parse("model = Chain(Input(8), repeat(Affine(8), 3), softmax)\n", "r.flux");
+    CHECK(m != NULL && cf_model_param_count(m) == 6 && cf_model_weight_count(m) == 3 * (64 + 8));
+    CHECK(m && cf_model_param_index(m, "1.2.W") >= 0);
+    cf_model_free(m);
+    m = cf_model_parse("net Twice(in) {\n  a = Affine(in, in)\n  x -> a(a(x))\n}\n"
+                       "model = Chain(Input(5), repeat(Twice(5), 2))\n", "r.flux");
+    CHECK(m != NULL && cf_model_weight_count(m) == 2 * (25 + 5));
+    cf_model_free(m);
+
+    /* a small GPT: its parameters, counted by hand */
+    m = cf_model_parse("model = Chain(Input(6), GPT(11, 8, layers = 2, heads = 2, context = 7))\n", "g.flux");
+    CHECK(m != NULL);
+    size_t d = 8, per_block = 2 * 2 * d + (d * 3 * d + 3 * d) + (d * d + d) + (d * 4 * d + 4 * d) + (4 * d * d + d);
+    CHECK(m && cf_model_weight_count(m) == 11 * d + 7 * d + 2 * per_block + 2 * d + d * 11 + 11);
+    ys = m ? cf_model_output_shape(m, 0) : (cf_shape){0};
+    CHECK(ys.rank == 3 && ys.d[1] == 6 && ys.d[2] == 11);
+    cf_model_free(m);
+
+    static const struct { const char *src, *msg; } errs[] = {
+        {"\nmodel = Chain(Input(64), GPT(76, 128, layers = 2, heads = 3, context = 64))\n",
+         "a reshape dimension must be a positive whole number, but in / heads is 42.6667: heads (3) does not divide "
+         "in (128)"},
+        {"\nmodel = Chain(Input(100), GPT(76, 32, layers = 1, heads = 4, context = 64))\n",
+         "error: the sequence is longer than the context: (B, 100) has 100 positions, and the table (64, 32) holds 64"},
+        {"blk = Affine(4, 4)\nmodel = Chain(Input(4), repeat(blk, 2))\n", "repeat would use this one model 2 times"},
+        {"model = Chain(Input(4), repeat(Affine(4)))\n", "repeat takes a model and a count"},
+        {"model = Chain(Input(4), repeat(Affine(4), 0))\n", "repeat's count must be a positive whole number"},
+        {"model = Chain(Input(3, 4), x -> transpose(x, 0, 1))\n", "transpose cannot move the batch dimension"},
+        {"model = Chain(Input(3, 4), x -> transpose(x, 1, 3))\n", "no such dimension"},
+        {"model = Chain(Input(3, 4), x -> transpose(x, 1.5, 2))\n", "transpose's first dimension must be a whole number"},
+        {"model = Chain(Input(4), x -> x .* sqrt(-1))\n", "sqrt takes one number, not negative"},
+        {"model = Chain(Input(4), x -> positions(x, x))\n", "positions' table must be a matrix"},
+    };
+    for (int i = 0; i < (int)(sizeof errs / sizeof errs[0]); i++) {
+        m = cf_model_parse(errs[i].src, "gpt.flux");
+        CHECK(m == NULL);
+        CHECK_HAS(cf_last_error(), errs[i].msg);
+        if (i < 2) CHECK_HAS(cf_last_error(), "in model at gpt.flux:2:9");   /* the user's line */
+        cf_model_free(m);
+    }
+}
+
 /* Conv2D from the standard library: `in` is the channels of what flows in; conv2d's
  * keywords are checked; a kernel larger than the image and a channel mismatch are
  * errors that name the line of the layer. */
@@ -424,5 +496,6 @@ int main(void)
     RUN(chain_fills_in_channels_of_images_and_features_otherwise);
     RUN(notation_mlp_equals_c_mlp);
     RUN(shapes_listing);
+    RUN(attention_in_the_notation);
     return test_summary("notation");
 }

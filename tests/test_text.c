@@ -227,7 +227,9 @@ TEST(stream_order)
     if (!tr) return;
     CHECK(cf_dataset_count(tr) == N);
     for (int j = 0; j < N; j++) CHECK(cf_dataset_x(tr)[2 * j] == (float)(j + 1));
-    cf_model *m = cf_model_parse("model = Chain(Input(2), x -> reshape(x, 2, 1), Affine(51), softmax)\n", "c.flux");
+    /* a model that carries its state along the streams (one without reads windows) */
+    cf_model *m = cf_model_parse("model = unroll(Chain(Input(), x -> reshape(x, 1), Affine(4), Recurrent(4), "
+                                 "Affine(51), softmax), 2)\n", "c.flux");
     seen s = {0};
     s.B = 4;
     s.K = N / 4;       /* 12 batches; samples 48 and 49 left out */
@@ -253,6 +255,60 @@ TEST(stream_order)
     const cf_epoch_stats *h;
     CHECK(cf_trainer_history(s.t, &h) == 2 && isfinite(h[1].test_loss));
     cf_trainer_free(s.t);
+    cf_model_free(m);
+    cf_dataset_free(tr);
+}
+
+/* A model that carries no state reads windows that start anywhere, drawn afresh each
+ * epoch: each row is T consecutive characters of the text and its targets the next
+ * ones; windows start on both the numbers and the zeros between them. */
+typedef struct windows_seen {
+    cf_trainer *t;
+    int rows, bad, odd;
+    unsigned long long sum[2];   /* of the first characters, per epoch */
+} windows_seen;
+
+static void on_window_batch(int epoch, long step, long steps, double loss, double acc, double sps, void *user)
+{
+    (void)step, (void)steps, (void)loss, (void)acc, (void)sps;
+    windows_seen *s = user;
+    const float *x = cf_exec_input(s->t->train.full, 0, NULL), *y = cf_exec_input(s->t->train.full, 1, NULL);
+    for (int i = 0; i < 4; i++) {
+        const float *r = x + 2 * i, *q = y + 2 * i;
+        s->rows++;
+        s->odd += r[0] == 0;
+        s->sum[epoch - 1] += (unsigned long long)r[0];
+        /* number j is followed by 0, and 0 by number j + 1 */
+        int ok = q[0] == r[1] && (r[0] != 0 ? r[1] == 0 && (q[1] == r[0] + 1 || q[1] == 0)
+                                            : r[1] != 0 && q[1] == 0);
+        s->bad += !ok;
+    }
+}
+
+TEST(windows_for_stateless_models)
+{
+    write_numbered("numbered.bin");
+    cf_dataset *tr, *te;
+    CHECK(cf_dataset_load_text(tmp("numbered.bin"), 2, 0, &tr, &te) == 0);
+    if (!tr) return;
+    cf_model *m = cf_model_parse("model = Chain(Input(2), x -> reshape(x, 2, 1), Affine(51), softmax)\n", "c.flux");
+    windows_seen s = {0};
+    cf_fit_opts o = cf_fit_defaults();
+    o.batch = 4;
+    o.epochs = 2;
+    o.optim = cf_optim_defaults("adam");
+    o.on_batch = on_window_batch;
+    o.user = &s;
+    s.t = cf_trainer_new(m, tr, &o);
+    CHECK(s.t != NULL);
+    if (s.t) {
+        CHECK(cf_fit(s.t, tr, tr) == 0);
+        CHECK(s.t->windows == 1);
+        CHECK(s.rows == 2 * 48 && s.bad == 0);   /* 12 batches of 4 an epoch */
+        CHECK(s.odd > 10 && s.odd < 2 * 48 - 10);
+        CHECK(s.sum[0] != s.sum[1]);             /* each epoch its own windows */
+        cf_trainer_free(s.t);
+    }
     cf_model_free(m);
     cf_dataset_free(tr);
 }
@@ -356,6 +412,7 @@ int main(void)
     RUN(held_out_end);
     RUN(errors);
     RUN(stream_order);
+    RUN(windows_for_stateless_models);
     RUN(vocab_in_checkpoints);
     tmpdir_remove();
     return test_summary("text");

@@ -1,11 +1,20 @@
 /* sample.c - `cflux sample`: text from a character model, one character at a time.
  *
- * The model file is loaded unrolled over one step (cf_model_load_steps) and bound at
- * batch 1: the one-step model shares the trained weights by name and carries its
- * state from each call to the next, so feeding it a character at a time runs the
- * same recurrence that training unrolled. The prime text is read first; then each
- * character is drawn from the last output's probabilities, sharpened or flattened by
- * the temperature, and fed back. */
+ * Two kinds of model sample:
+ *  - A recurrent one (unroll(...)) is loaded unrolled over one step
+ *    (cf_model_load_steps) and bound at batch 1: the one-step model shares the trained
+ *    weights by name and carries its state from each call to the next, so feeding it
+ *    a character at a time runs the same recurrence that training unrolled.
+ *  - One that carries no state and reads a window of T characters (a GPT) is run on
+ *    the last T characters again for every new one: the window is recomputed, not
+ *    cached. Its outputs at position t see positions 1..t only, so a window not yet
+ *    full is padded after its end and read at its last character; that is checked
+ *    once, by running two different paddings. Recomputing costs a forward of T
+ *    positions per character (milliseconds at T = 64); a key/value cache would make
+ *    it one position's, but needs attention to keep per-sequence state in the engine,
+ *    and would give the same characters.
+ * The prime text is read first; then each character is drawn from the last output's
+ * probabilities, sharpened or flattened by the temperature, and fed back. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,6 +43,42 @@ static int draw(const float *p, int n, double temperature, uint64_t *rng)
     for (int i = n - 1; i > 0; i--)   /* rounding left u at the end: the last possible one */
         if (w[i] > 0) return i;
     return 0;
+}
+
+/* The window w of n characters (n <= T) into the model's input, padded with `pad`
+ * after its end, and a forward pass: 0, or 1 with the message printed. */
+static int window_forward(cf_exec *e, const float *w, int n, int pad)
+{
+    size_t T;
+    float *x = cf_exec_input(e, 0, &T);
+    for (size_t i = 0; i < T; i++) x[i] = i < (size_t)n ? w[i] : (float)pad;
+    return cf_forward(e, 0) ? fail() : 0;
+}
+
+/* A window not yet full is read at its last character, past which the input is
+ * padding: right only when no output looks ahead. Two paddings must give the same
+ * outputs at positions 1..n: 0, or 1 with the message. */
+static int causal_check(const char *model, cf_exec *e, const float *w, int n, int V, int nv)
+{
+    size_t count;
+    if (window_forward(e, w, n, 0)) return 1;
+    const float *p = cf_exec_output(e, 0, &count);
+    size_t k = (size_t)n * (size_t)V;
+    float *first = malloc(k * sizeof *first);
+    if (!first) {
+        fprintf(stderr, "error: out of memory\n");
+        return 1;
+    }
+    memcpy(first, p, k * sizeof *first);
+    int rc = window_forward(e, w, n, nv - 1);
+    if (rc == 0 && memcmp(first, p, k * sizeof *first) != 0) {
+        fprintf(stderr, "error: %s: the model's output at a position depends on the positions after it; sample "
+                        "reads a window that is not yet full at its last character, which needs a causal model "
+                        "(softmax(..., causal = true) in its attention)\n", model);
+        rc = 1;
+    }
+    free(first);
+    return rc;
 }
 
 int cmd_sample(const args *a)
@@ -70,16 +115,18 @@ int cmd_sample(const args *a)
     if (!m) return fail();
     int rc = 1;
     cf_exec *e = NULL;
+    float *w = NULL;
     cf_shape in = cf_model_input_shape(m, 0), out = cf_model_output_shape(m, 0);
     char s1[96], s2[96];
-    if (cf_model_input_count(m) != 1 || in.rank != 2 || in.d[1] != 1 || out.rank != 3 || out.d[1] != 1 ||
+    if (cf_model_input_count(m) != 1 || in.rank != 2 || out.rank != 3 || out.d[1] != in.d[1] ||
         strcmp(cf_model_output_op(m, 0), "softmax") != 0) {
-        fprintf(stderr, "error: %s: sample needs a model of character indices unrolled over steps, "
-                        "unroll(Chain(Input(), ..., softmax), T); over one step this one takes %s and gives %s\n",
+        fprintf(stderr, "error: %s: sample needs a character model: unroll(Chain(Input(), ..., softmax), T), or one "
+                        "that reads (B, T) characters and gives (B, T, classes) (a GPT); over one step this one takes "
+                        "%s and gives %s\n",
                 a->pos[0], cf_shape_format(in, s1, sizeof s1), cf_shape_format(out, s2, sizeof s2));
         goto done;
     }
-    int V = out.d[2];
+    int V = out.d[2], T = in.d[1];
     if (V < nv) {
         fprintf(stderr, "error: %s: the model gives %d classes, but the text of %s had %d characters\n", a->pos[0], V,
                 a->params, nv);
@@ -89,31 +136,56 @@ int cmd_sample(const args *a)
         fail();
         goto done;
     }
+    if (T > 1 && cf_exec_state_count(e) > 0) {
+        fprintf(stderr, "error: %s: the model reads %d steps at a time and carries a state; sample runs a recurrent "
+                        "model one step at a time (unroll) or a stateless one over a window\n", a->pos[0], T);
+        goto done;
+    }
     uint64_t rng = a->seed;
     double temperature = isnan(a->temperature) ? 1.0 : a->temperature;
     long length = isnan(a->length) ? 500 : (long)a->length;
     float *x = cf_exec_input(e, 0, NULL);
     const float *p = cf_exec_output(e, 0, NULL);
+    if (!(w = malloc((size_t)T * sizeof *w))) {
+        fprintf(stderr, "error: out of memory\n");
+        goto done;
+    }
+    int n = 0;   /* characters in the window w, the newest last */
     fputs(prime, stdout);
     for (const unsigned char *c = (const unsigned char *)prime; *c; c++) {
-        x[0] = (float)index[*c];
-        if (cf_forward(e, 0)) {
-            fail();
-            goto done;
+        if (T == 1) {
+            x[0] = (float)index[*c];
+            if (cf_forward(e, 0)) {
+                fail();
+                goto done;
+            }
+            continue;
         }
+        if (n == T) memmove(w, w + 1, (size_t)(T - 1) * sizeof *w);
+        else n++;
+        w[n - 1] = (float)index[*c];
     }
+    if (T > 1 && (n < T ? causal_check(a->pos[0], e, w, n, V, nv) : 0)) goto done;
     for (long k = 0; k < length; k++) {
-        int next = draw(p, nv, temperature, &rng);   /* classes past the text's never come */
+        if (T > 1 && window_forward(e, w, n, 0)) goto done;
+        int next = draw(T > 1 ? p + (size_t)(n - 1) * (size_t)V : p, nv, temperature, &rng);   /* classes past the text's never come */
         putchar(vocab[next]);
-        x[0] = (float)next;
-        if (k + 1 < length && cf_forward(e, 0)) {
-            fail();
-            goto done;
+        if (T == 1) {
+            x[0] = (float)next;
+            if (k + 1 < length && cf_forward(e, 0)) {
+                fail();
+                goto done;
+            }
+            continue;
         }
+        if (n == T) memmove(w, w + 1, (size_t)(T - 1) * sizeof *w);
+        else n++;
+        w[n - 1] = (float)next;
     }
     putchar('\n');
     rc = fflush(stdout) == 0 ? 0 : 1;
 done:
+    free(w);
     cf_exec_free(e);
     cf_model_free(m);
     return rc;

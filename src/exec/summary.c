@@ -149,7 +149,7 @@ static void node_flops(const cf_node *n, const unsigned char *want, double *fwd,
     for (int j = 0; j < nsrc(n); j++) ngrads += want[j] != 0;
     switch ((cf_opcode)n->op) {
     case CF_OP_INPUT: case CF_OP_PARAM: case CF_OP_CONST: case CF_OP_STATE:
-    case CF_OP_RESHAPE: case CF_OP_FLATTEN: case CF_OP_CONCAT: case CF_OP_SLICE:
+    case CF_OP_RESHAPE: case CF_OP_FLATTEN: case CF_OP_CONCAT: case CF_OP_SLICE: case CF_OP_TRANSPOSE:
     case CF_OP_COUNT_:
         break;                                  /* no arithmetic: copies at most */
     case CF_OP_MATMUL: {                        /* each output element a dot product of k */

@@ -521,6 +521,17 @@ static int write_node(ox *o, const cf_node *n)
         y = op_n(o, "Slice", n, value_name(o, n, "Slice"), 4, in);
         break;
     }
+    case CF_OP_TRANSPOSE: {   /* two dimensions swapped: the permutation that does it */
+        int64_t perm[CF_MAX_DIMS];
+        for (int i = 0; i < n->shape.rank; i++) perm[i] = i;
+        perm[a[2]] = a[3];
+        perm[a[3]] = a[2];
+        y = value_name(o, n, "Transpose");
+        node_begin(o, "Transpose", 1, &x, 1, &y);
+        attr_ints(o, "perm", perm, n->shape.rank);
+        node_end(o, n);
+        break;
+    }
     case CF_OP_CONV2D: {   /* attributes: conv.c; 0 stands for 1 in strides, dilations, groups */
         const cf_shape w = n->in[1]->shape;
         int64_t k[2] = {w.d[2], w.d[3]}, s[2] = {a[0] ? a[0] : 1, a[1] ? a[1] : 1};

@@ -15,6 +15,7 @@
  *       in TLP at model.flux:5:14
  *       in model at model.flux:9:9 */
 #include <errno.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -164,7 +165,7 @@ typedef struct cc {
 enum {
     B_OP, B_RESHAPE, B_HCAT, B_PARAM, B_STAT, B_STATE, B_NORMAL, B_UNIFORM, B_INPUT, B_CHAIN, B_UNROLL,
     B_CONV2D, B_MAXPOOL, B_AVGPOOL, B_DROPOUT, B_BATCHNORM, B_CHUNK, B_EMBEDDING, B_LAYERNORM, B_GELU,
-    B_SOFTMAX
+    B_SOFTMAX, B_TRANSPOSE, B_SQRT, B_REPEAT, B_POSITIONS
 };
 
 static const struct builtin {
@@ -185,6 +186,8 @@ static const struct builtin {
     {"embedding", B_EMBEDDING, CF_OP_EMBEDDING, 0}, {"layernorm", B_LAYERNORM, CF_OP_LAYERNORM, 0},
     {"gelu", B_GELU, CF_OP_GELU, 1},          /* here for its keyword exact; bare, as its op */
     {"softmax", B_SOFTMAX, CF_OP_SOFTMAX, 1}, /* here for its keyword causal; bare, as its op */
+    {"transpose", B_TRANSPOSE, CF_OP_TRANSPOSE, 0}, {"sqrt", B_SQRT, 0, 0},
+    {"repeat", B_REPEAT, 0, 0},               {"positions", B_POSITIONS, 0, 0},
 };
 #define NBUILTINS ((int)(sizeof builtins / sizeof builtins[0]))
 
@@ -410,8 +413,14 @@ static int dim_of(cc *c, env *en, const ast *e, const value *v, const char *what
 {
     if (v->kind != V_NUM)
         return ERR(c, en, e, "%s must be a number, not %s", what, kind_name(v));
-    if (!(v->num >= 1 && v->num <= 1e9) || v->num != (double)(long)v->num)
+    if (!(v->num >= 1 && v->num <= 1e9) || v->num != (double)(long)v->num) {
+        const value *a, *b;   /* in / heads: say which number does not divide which */
+        if (e->kind == AST_BINOP && e->op == OP_DIV && e->a->kind == AST_NAME && e->b->kind == AST_NAME &&
+            (a = lookup(en, e->a->name)) && (b = lookup(en, e->b->name)) && a->kind == V_NUM && b->kind == V_NUM)
+            return ERR(c, en, e, "%s must be a positive whole number, but %s / %s is %g: %s (%g) does not divide %s "
+                       "(%g)", what, e->a->name, e->b->name, v->num, e->b->name, b->num, e->a->name, a->num);
         return ERR(c, en, e, "%s must be a positive whole number, not %g", what, v->num);
+    }
     *out = (int)v->num;
     return 0;
 }
@@ -997,6 +1006,10 @@ static int dropout_call(cc *c, env *en, const ast *e, value *args, int nargs, in
     if (!(args[1].num >= 0 && args[1].num < 1))
         return ERR(c, en, e->items[1], "dropout's probability must be at least 0 and below 1, not %g", args[1].num);
     if (is_unresolved(c, args[0].node)) return unresolved_error(c, en, e, args[0].node, "dropout");
+    if (args[1].num == 0) {   /* nothing dropped: x itself, no copy */
+        *out = args[0];
+        return 0;
+    }
     float p = (float)args[1].num;
     cf_node *n = cf_op_at(c->m, CF_OP_DROPOUT, 1, &args[0].node, NULL, 0, &p, 1, en->file, e->line, e->col);
     if (made(c, en, e, n)) return -1;
@@ -1138,6 +1151,104 @@ static int chunk_call(cc *c, env *en, const ast *e, value *args, int nargs, int 
     if (made(c, en, e, r)) return -1;
     *out = tensor_value(r);
     return 0;
+}
+
+static int call_builtin(cc *c, env *en, const ast *e, int fi, value *args, int nargs, const char **kwn, value *kwv,
+                        int nkw, value *out);
+
+/* A whole number, negative allowed (a dimension counted from the end). */
+static int int_of(cc *c, env *en, const ast *e, const value *v, const char *what, int *out)
+{
+    if (v->kind != V_NUM || !(v->num >= -64 && v->num <= 64) || v->num != (double)(long)v->num)
+        return ERR(c, en, e, "%s must be a whole number", what);
+    *out = (int)v->num;
+    return 0;
+}
+
+/* transpose(x, i, j): dimensions i and j of x swapped, counted as its shape is shown,
+ * (B, T, H, d): the batch is 0 and stays. */
+static int transpose_call(cc *c, env *en, const ast *e, value *args, int nargs, int nkw, const char **kwn, value *out)
+{
+    if (no_keywords(c, en, e, "transpose", nkw, kwn)) return -1;
+    if (nargs != 3 || args[0].kind != V_TENSOR)
+        return ERR(c, en, e, "transpose takes a value and two dimensions: transpose(x, 1, 2) swaps (B, T, H, d) "
+                             "into (B, H, T, d)");
+    if (!c->in_forward) return ERR(c, en, e, "transpose(...) works on values inside a forward function");
+    int d[2];
+    if (int_of(c, en, e->items[1], &args[1], "transpose's first dimension", &d[0]) ||
+        int_of(c, en, e->items[2], &args[2], "transpose's second dimension", &d[1]))
+        return -1;
+    if (is_unresolved(c, args[0].node)) return unresolved_error(c, en, e, args[0].node, "transpose");
+    cf_node *n = cf_op_at(c->m, CF_OP_TRANSPOSE, 1, &args[0].node, d, 2, NULL, 0, en->file, e->line, e->col);
+    if (made(c, en, e, n)) return -1;
+    *out = tensor_value(n);
+    return 0;
+}
+
+/* positions(P, x): the rows of the table P (context, d) for the T positions of x
+ * (B, T, ...): P's first T rows, (T, d), which broadcast over the batch when added.
+ * A sequence longer than the table is an error here, at the model's line. */
+static int positions_call(cc *c, env *en, const ast *e, value *args, int nargs, int nkw, const char **kwn, value *out)
+{
+    if (no_keywords(c, en, e, "positions", nkw, kwn)) return -1;
+    if (nargs != 2 || args[0].kind != V_TENSOR || args[1].kind != V_TENSOR)
+        return ERR(c, en, e, "positions takes a table and a sequence: positions(P, x), P (context, d), x (B, T)");
+    if (!c->in_forward) return ERR(c, en, e, "positions(...) works on values inside a forward function");
+    for (int k = 0; k < 2; k++)
+        if (is_unresolved(c, args[k].node)) return unresolved_error(c, en, e, args[k].node, "positions");
+    const cf_node *P = args[0].node, *x = args[1].node;
+    char sp[96], sx[96];
+    if (P->batched || P->shape.rank != 2)
+        return ERR(c, en, e, "positions' table must be a matrix (context, d), not %s", cf_shape_str(P->shape, sp, sizeof sp));
+    if (x->shape.rank < 1 + x->batched)
+        return ERR(c, en, e, "positions needs a sequence (B, T, ...), not %s", cf_shape_str(x->shape, sx, sizeof sx));
+    int T = x->shape.d[x->batched], context = P->shape.d[0];
+    if (T > context)
+        return ERR(c, en, e, "the sequence is longer than the context: %s has %d positions, and the table %s holds "
+                   "%d", cf_shape_str(x->shape, sx, sizeof sx), T, cf_shape_str(P->shape, sp, sizeof sp), context);
+    cf_node *n = cf_slice_at(c->m, args[0].node, 0, 0, T, en->file, e->line, e->col);
+    if (made(c, en, e, n)) return -1;
+    *out = tensor_value(n);
+    return 0;
+}
+
+/* repeat(m, n): a Chain of n models, the expression m evaluated n times, so that each
+ * is made afresh with parameters of its own: repeat(TransformerBlock(heads = 4), 6). */
+static int repeat_call(cc *c, env *en, const ast *e, value *out)
+{
+    static const char *usage = "repeat takes a model and a count: repeat(TransformerBlock(heads = 4), 6)";
+    if (e->n != 2 || e->items[0]->kind == AST_KWARG || e->items[1]->kind == AST_KWARG) return ERR(c, en, e, "%s", usage);
+    value nv;
+    int n;
+    if (eval(c, en, e->items[1], &nv) || dim_of(c, en, e->items[1], &nv, "repeat's count", &n)) return -1;
+    if (n > MAX_ARGS) return ERR(c, en, e->items[1], "repeat makes at most %d copies, not %d", MAX_ARGS, n);
+    ast chain = *e;   /* Chain(m, m, ..., m), each m its own evaluation */
+    chain.n = n;
+    chain.items = cf_arena_alloc(&c->arena, (size_t)n * sizeof *chain.items);
+    if (!chain.items) return cf_oom((size_t)n * sizeof *chain.items);
+    for (int k = 0; k < n; k++) chain.items[k] = e->items[0];
+    value *args = malloc(2 * MAX_ARGS * sizeof *args), *kwv = args ? args + MAX_ARGS : NULL;
+    const char **kwn = malloc(MAX_ARGS * sizeof *kwn);
+    int nargs, nkw, rc = -1;
+    if (!args || !kwn) {
+        cf_oom(2 * MAX_ARGS * sizeof *args);
+        goto out;
+    }
+    if (eval_args(c, en, &chain, args, &nargs, kwn, kwv, &nkw, 1)) goto out;
+    if (n > 1 && args[0].kind == V_MODEL && args[1].kind == V_MODEL && args[0].model == args[1].model) {
+        rc = ERR(c, en, e->items[0], "repeat would use this one model %d times, its parameters shared; give the "
+                 "call that makes it, as in repeat(TransformerBlock(heads = 4), %d)", n, n);
+        goto out;
+    }
+    if (n > 1 && args[0].kind == V_TENSOR) {
+        rc = ERR(c, en, e->items[0], "%s", usage);
+        goto out;
+    }
+    rc = call_builtin(c, en, &chain, builtin_find("Chain"), args, nargs, kwn, kwv, 0, out);
+out:
+    free(args);
+    free(kwn);
+    return rc;
 }
 
 static int call_builtin(cc *c, env *en, const ast *e, int fi, value *args, int nargs, const char **kwn, value *kwv,
@@ -1284,6 +1395,15 @@ static int call_builtin(cc *c, env *en, const ast *e, int fi, value *args, int n
     case B_LAYERNORM: return layernorm_call(c, en, e, args, nargs, kwn, kwv, nkw, out);
     case B_GELU: return gelu_call(c, en, e, args, nargs, kwn, kwv, nkw, out);
     case B_SOFTMAX: return softmax_call(c, en, e, args, nargs, kwn, kwv, nkw, out);
+    case B_TRANSPOSE: return transpose_call(c, en, e, args, nargs, nkw, kwn, out);
+    case B_POSITIONS: return positions_call(c, en, e, args, nargs, nkw, kwn, out);
+    case B_SQRT:
+        if (no_keywords(c, en, e, "sqrt", nkw, kwn)) return -1;
+        if (nargs != 1 || args[0].kind != V_NUM || !(args[0].num >= 0))
+            return ERR(c, en, e, "sqrt takes one number, not negative: sqrt(in / heads)");
+        *out = num_value(sqrt(args[0].num));
+        return 0;
+    case B_REPEAT: return ERR(c, en, e, "repeat is called with a model and a count: repeat(TransformerBlock(heads = 4), 6)");
     default: break;
     }
 
@@ -1365,6 +1485,7 @@ static int eval_call_with(cc *c, env *en, const ast *e, const value *callee_v, v
     value callee = *callee_v;
     int nargs, nkw;
     int chain = callee.kind == V_BUILTIN && builtin_at(callee.fn).id == B_CHAIN;
+    if (callee.kind == V_BUILTIN && builtin_at(callee.fn).id == B_REPEAT) return repeat_call(c, en, e, out);
     if (eval_args(c, en, e, args, &nargs, kwn, kwv, &nkw, chain)) return -1;
     switch (callee.kind) {
     case V_BUILTIN: return call_builtin(c, en, e, callee.fn, args, nargs, kwn, kwv, nkw, out);

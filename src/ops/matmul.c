@@ -67,6 +67,27 @@ static void lead_at(const lead *L, size_t l, size_t *ia, size_t *ib)
     cf_walk_offsets(L->od, L->rank, L->sa, L->sb, l, ia, ib);
 }
 
+/* The products of a batch of matrices, as ranges of l for the pool: each matrix's
+ * own product runs on one thread (its GEMM is small: attention's are T x d x T), so
+ * the batch is what is split. The bits are those of one product after another. */
+typedef struct {
+    const cf_inst *k;
+    lead L;
+    int N, M, K;
+} batch_job;
+
+static void forward_range(void *p, size_t b, size_t e)
+{
+    const batch_job *j = p;
+    const cf_inst *k = j->k;
+    int N = j->N, M = j->M, K = j->K;
+    for (size_t l = b; l < e; l++) {
+        size_t ia, ib;
+        lead_at(&j->L, l, &ia, &ib);
+        cf_gemm(0, 0, N, M, K, 1.0f, k->x[0] + ia * N * K, K, k->x[1] + ib * K * M, M, 0.0f, k->y + l * N * M, M);
+    }
+}
+
 static int matmul_forward(const cf_inst *k)
 {
     const cf_shape a = k->xs[0], b = k->xs[1];
@@ -76,15 +97,9 @@ static int matmul_forward(const cf_inst *k)
         cf_gemm(0, 0, rows, M, K, 1.0f, k->x[0], K, k->x[1], M, 0.0f, k->y, M);
         return 0;
     }
-    int N = a.d[a.rank - 2];
-    lead L;
-    lead_init(&L, k);
-    for (size_t l = 0; l < L.count; l++) {
-        size_t ia, ib;
-        lead_at(&L, l, &ia, &ib);
-        cf_gemm(0, 0, N, M, K, 1.0f, k->x[0] + ia * N * K, K, k->x[1] + ib * K * M, M, 0.0f,
-                k->y + l * N * M, M);
-    }
+    batch_job j = {k, {0}, a.d[a.rank - 2], M, K};
+    lead_init(&j.L, k);
+    cf_parallel_range(j.L.count, (size_t)j.N * (size_t)M * (size_t)K, forward_range, &j);
     return 0;
 }
 
@@ -95,6 +110,21 @@ void cf_matmul_fused(const cf_inst *k, const float *bias, int relu)
     int rows = (int)(cf_shape_count_b(a, 1) / (size_t)K);
     cf_gemm_ep ep = {bias, relu};
     cf_gemm_ep_run(0, 0, rows, M, K, 1.0f, k->x[0], K, k->x[1], M, 0.0f, k->y, M, &ep);
+}
+
+static void backward_range(void *p, size_t b, size_t e)
+{
+    const batch_job *j = p;
+    const cf_inst *k = j->k;
+    int N = j->N, M = j->M, K = j->K;
+    float *da = k->dx[0], *db = k->dx[1];
+    for (size_t l = b; l < e; l++) {
+        size_t ia, ib;
+        lead_at(&j->L, l, &ia, &ib);
+        const float *dy = k->dy + l * N * M;
+        if (da) cf_gemm(0, 1, N, K, M, 1.0f, dy, M, k->x[1] + ib * K * M, M, 1.0f, da + ia * N * K, K);
+        if (db) cf_gemm(1, 0, K, M, N, 1.0f, k->x[0] + ia * N * K, K, dy, M, 1.0f, db + ib * K * M, M);
+    }
 }
 
 static void matmul_backward(const cf_inst *k)
@@ -108,18 +138,16 @@ static void matmul_backward(const cf_inst *k)
         if (db) cf_gemm(1, 0, K, M, rows, 1.0f, k->x[0], K, k->dy, M, k->acc[1] ? 1.0f : 0.0f, db, M);
         return;
     }
-    int N = a.d[a.rank - 2];
-    lead L;
-    lead_init(&L, k);
+    batch_job j = {k, {0}, a.d[a.rank - 2], M, K};
+    lead_init(&j.L, k);
     if (da && !k->acc[0]) memset(da, 0, cf_shape_count_b(a, 1) * sizeof *da);
     if (db && !k->acc[1]) memset(db, 0, cf_shape_count_b(b, 1) * sizeof *db);
-    for (size_t l = 0; l < L.count; l++) {
-        size_t ia, ib;
-        lead_at(&L, l, &ia, &ib);
-        const float *dy = k->dy + l * N * M;
-        if (da) cf_gemm(0, 1, N, K, M, 1.0f, dy, M, k->x[1] + ib * K * M, M, 1.0f, da + ia * N * K, K);
-        if (db) cf_gemm(1, 0, K, M, N, 1.0f, k->x[0] + ia * N * K, K, dy, M, 1.0f, db + ib * K * M, M);
-    }
+    /* matrices of a side that was broadcast take the sum of several products: one
+       after another then, never two threads adding to one */
+    int whole = cf_shape_count_b(a, 1) == j.L.count * (size_t)j.N * (size_t)K &&
+                cf_shape_count_b(b, 1) == j.L.count * (size_t)K * (size_t)M;
+    if (whole) cf_parallel_range(j.L.count, 2 * (size_t)j.N * (size_t)M * (size_t)K, backward_range, &j);
+    else backward_range(&j, 0, j.L.count);
 }
 
 const cf_opdef cf_op_matmul = {"*", "matrix product", matmul_infer, NULL, NULL, matmul_forward, matmul_backward, CF_BWD_X, 0, 2, 0, NULL};

@@ -419,9 +419,34 @@ void cf_sample_order(size_t *perm, size_t n, size_t B, int seq, uint64_t seed, i
     }
 }
 
-static void order(cf_trainer *t, size_t n, int epoch, int seq)
+/* Epoch e's n windows of text for a model that carries no state: their first
+ * characters, drawn at random from every place a whole window (and its targets) fits
+ * in the count sequences of T, seeded by the run's seed and the epoch. */
+static void window_order(size_t *perm, size_t n, size_t count, size_t T, uint64_t seed, int epoch)
 {
-    cf_sample_order(t->perm, n, (size_t)t->o.batch, seq, t->o.seed, epoch);
+    cf_rng r;
+    cf_rng_seed(&r, seed ^ (0xd1b54a32d192ed03ull * (uint64_t)(epoch + 1)));
+    size_t places = (count - 1) * T + 1;
+    for (size_t i = 0; i < n; i++)
+        perm[i] = places < 0xffffffffu ? cf_rng_below(&r, (uint32_t)places) : (size_t)(cf_rng_next(&r) % places);
+}
+
+static void order(cf_trainer *t, const cf_dataset *d, size_t n, int epoch, int seq)
+{
+    if (t->windows) window_order(t->perm, n, cf_dataset_count(d), t->xcount, t->o.seed, epoch);
+    else cf_sample_order(t->perm, n, (size_t)t->o.batch, seq, t->o.seed, epoch);
+}
+
+/* The windows of text starting at the characters at[0 .. b): text data keeps its
+ * sequences one after another, so a window is the T floats from there, of x and y. */
+static void load_windows(const cf_trainer *t, cf_exec *e, const cf_dataset *d, const size_t *at, size_t b)
+{
+    float *x = cf_exec_input(e, 0, NULL), *y = cf_exec_input(e, t->m->target->index, NULL);
+    const float *dx = cf_dataset_x(d), *dy = cf_dataset_y(d);
+    for (size_t i = 0; i < b; i++) {
+        memcpy(x + i * t->xcount, dx + at[i], t->xcount * sizeof *x);
+        memcpy(y + i * t->ycount, dy + at[i], t->ycount * sizeof *y);
+    }
 }
 
 /* A loss that says the run diverged: 0, or -1 with the message. The reference is the
@@ -458,7 +483,8 @@ static int train_epoch(cf_trainer *t, const cf_dataset *train, size_t n, int seq
         size_t at = (size_t)s * B, b = n - at < B ? n - at : B, lo = 0, hi = b;
         if (t->dist) cf_dist_shard(b, &lo, &hi);   /* this rank's rows of the batch */
         cf_exec *e = hi == lo ? NULL : b == B ? t->train.full : t->train.tail;
-        if (e) cf_trainer_load_batch(t, e, train, t->perm + at + lo, hi - lo);
+        if (e && t->windows) load_windows(t, e, train, t->perm + at + lo, hi - lo);
+        else if (e) cf_trainer_load_batch(t, e, train, t->perm + at + lo, hi - lo);
         if (cf_schedule_lr(t->o.schedule, t->o.optim.lr, (long)(epoch - 1) * steps + s, total, steps, &lr)) return -1;
         if (lr > lr_max) lr_max = lr;
         if (e) cf_exec_set_step(e, (long)(epoch - 1) * steps + s + 1);   /* dropout's masks follow the run */
@@ -544,6 +570,8 @@ int cf_fit(cf_trainer *t, const cf_dataset *train_all, const cf_dataset *test)
     if (bind_shards(t, &t->train, (int)B, n, CF_TRAIN)) goto out;
     if (t->dist && cf_dist_broadcast(t->dist)) goto out;   /* every rank from rank 0's weights */
     give_carries(t, t->train.full);
+    /* text for a model with no state to carry: windows from anywhere, not fixed streams */
+    t->windows = seq && cf_exec_state_count(t->train.full) == 0 && t->xcount == t->ycount;
     if (t->nperm < n) {
         free(t->perm);
         if (!(t->perm = malloc(n * sizeof *t->perm))) {
@@ -554,7 +582,7 @@ int cf_fit(cf_trainer *t, const cf_dataset *train_all, const cf_dataset *test)
     }
     rc = 0;
     for (int epoch = t->epoch + 1; epoch <= t->o.epochs; epoch++) {
-        order(t, n, epoch, seq);
+        order(t, train, n, epoch, seq);
         /* a run stopped mid-epoch goes on from its batch (from the batch that holds
          * its place, when the batch size changed) */
         size_t start = t->epoch_samples / B * B;

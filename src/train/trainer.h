@@ -31,8 +31,9 @@ struct cf_trainer {
     atomic_int stop;             /* cf_trainer_stop was called */
     cf_epoch_stats *hist;        /* every epoch done, from checkpoints too */
     int nhist, cap_hist;
-    size_t *perm;
+    size_t *perm;             /* the epoch's order: sample indices, or (windows) character offsets */
     size_t nperm;
+    int windows;              /* text for a model that carries no state: windows at any offset */
     int nvocab;                  /* text: the vocabulary of the data it was made with (saved in */
     unsigned char vocab[256];    /* checkpoints); else 0 */
     /* the carried state a checkpoint held (carry.NAME), waiting for the training

@@ -230,6 +230,21 @@ TEST(named_modules_by_shape_or_map)
     CHECK(m && cf_model_import_torch(m, tmp("twin.safetensors"), tmp("twin.map"), NULL) == 0);
     if (m) CHECK(cf_model_param_data(m, cf_model_param_index(m, "1.b"))[0] == 21);
     cf_model_free(m);
+    /* two layers of one shape whose modules have the layers' own names: by name */
+    const char *named = "net Two(in) {\n  first = Affine(in, in)\n  second = Affine(in, in)\n"
+                        "  x -> second(relu(first(x)))\n}\nmodel = Chain(Input(3), Two())\n";
+    cf_st_tensor w[4] = {
+        {.name = "second.weight", .rank = 2, .shape = {3, 3}, .count = 9, .data = v},
+        {.name = "second.bias", .rank = 1, .shape = {3}, .count = 3, .data = v + 9},
+        {.name = "first.weight", .rank = 2, .shape = {3, 3}, .count = 9, .data = v + 12},
+        {.name = "first.bias", .rank = 1, .shape = {3}, .count = 3, .data = v + 21},
+    };
+    CHECK(cf_st_write(tmp("byname.safetensors"), 4, w, 0, NULL, NULL) == 0);
+    m = parse(named);
+    CHECK(m && cf_model_import_torch(m, tmp("byname.safetensors"), NULL, NULL) == 0);
+    if (m) CHECK(cf_model_param_data(m, cf_model_param_index(m, "1.first.b"))[0] == 21);
+    if (m) CHECK(cf_model_param_data(m, cf_model_param_index(m, "1.second.b"))[0] == 9);
+    cf_model_free(m);
     /* map lines that name what is not there */
     mf = fopen(tmp("bad.map"), "w");
     fprintf(mf, "b 1\nc 3\n");

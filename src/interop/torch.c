@@ -364,7 +364,14 @@ static void assign(plan *p, int layer, int mod)
     p->mods[mod].layer = layer;
 }
 
-/* The layers no map line gave a module: by order, or by what fits. */
+/* Whether the dotted path ends with the dotted name: "1.norm1" with "norm1". */
+static int path_ends_with(const char *path, const char *name)
+{
+    size_t a = strlen(path), b = strlen(name);
+    return b && (a == b ? !strcmp(path, name) : a > b && path[a - b - 1] == '.' && !strcmp(path + a - b, name));
+}
+
+/* The layers no map line gave a module: by order, by name, or by what fits. */
 static int match(cf_model *m, plan *p)
 {
     int all_numbered = 1;
@@ -378,6 +385,17 @@ static int match(cf_model *m, plan *p)
             assign(p, i, k);
         }
         return 0;
+    }
+    /* by name: a module named as the layer, or as the end of its path ('norm1' for
+       the layer '1.norm1'), that fits it */
+    for (int i = 0; i < m->nlayers; i++) {
+        if (p->mod_of[i] >= 0) continue;
+        int found = -1, nfit = 0;
+        for (int k = 0; k < p->nmods; k++)
+            if (p->mods[k].layer < 0 && path_ends_with(m->layers[i].prefix, p->mods[k].prefix) &&
+                !check_pair(m, p, &m->layers[i], &p->mods[k], 0))
+                found = k, nfit++;
+        if (nfit == 1) assign(p, i, found);
     }
     /* by fit: a layer that exactly one free module fits takes it, until nothing changes */
     for (int changed = 1; changed;) {

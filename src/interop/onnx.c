@@ -18,6 +18,7 @@
  * parameters are not copied: the file is streamed from the model's memory, the
  * graph's length computed beforehand, through the crash-safe writer. */
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -488,7 +489,18 @@ static int write_node(ox *o, const cf_node *n)
         break;
     case CF_OP_SOFTMAX:      /* over the last dimension */
     case CF_OP_LOGSOFTMAX:
-        if (n->attr.f[0] != 0) return refuse(o, n, "its causal mask is not written as ONNX yet");
+        if (n->attr.f[0] != 0 && n->op == CF_OP_LOGSOFTMAX)
+            return refuse(o, n, "its causal mask is not written as ONNX yet");
+        if (n->attr.f[0] != 0) {   /* causal: -inf above the diagonal, so exp gives the 0s */
+            int T = n->shape.d[n->shape.rank - 1];
+            float *mask = malloc((size_t)T * (size_t)T * sizeof *mask);
+            if (!mask) return cf_oom((size_t)T * (size_t)T * sizeof *mask);
+            for (int i = 0; i < T; i++)
+                for (int j = 0; j < T; j++) mask[i * T + j] = j <= i ? 0.0f : -INFINITY;
+            cf_shape ms = {2, {T, T}};
+            x = op2(o, "Add", n, fresh(o, "Add"), x, f32s(o, mask, (size_t)T * (size_t)T, &ms));
+            free(mask);
+        }
         y = value_name(o, n, op);
         node_begin(o, op, 1, &x, 1, &y);
         attr_int(o, "axis", -1);

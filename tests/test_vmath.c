@@ -458,6 +458,44 @@ TEST(gelu_avx2_same_bits)
 #endif
 }
 
+/* Dropout's masks: the eight-lane map gives the four-lane map's masks and products
+ * for arrays of every length up to 40 and a long one, started at any index; the kept
+ * fraction is 1 - p; an element's mask follows its index, not where a range starts. */
+TEST(dropout_masks)
+{
+    enum { N = 100003 };
+    float *x = malloc(N * sizeof *x), *fa = malloc(N * sizeof *fa), *fb = malloc(N * sizeof *fb);
+    float *ya = malloc(N * sizeof *ya), *yb = malloc(N * sizeof *yb);
+    for (int i = 0; i < N; i++) x[i] = (float)(i % 17) - 8.0f;
+    const uint32_t thr = 1288490189u;   /* p = 0.3 */
+    cf_vdropout(ya, fa, x, N, 5, 0x12345678u, 0x9abcdef0u, thr, 1 / 0.7f);
+    size_t kept = 0, wrong = 0;
+    for (int i = 0; i < N; i++) {
+        kept += fa[i] != 0;
+        wrong += ya[i] != x[i] * fa[i] || (fa[i] != 0 && fa[i] != 1 / 0.7f);
+    }
+    CHECK(wrong == 0);
+    CHECK(fabs((double)kept / N - 0.7) < 0.005);
+    cf_vdropout(yb, fb, x + 1000, 3000, 1005, 0x12345678u, 0x9abcdef0u, thr, 1 / 0.7f);
+    CHECK(memcmp(fa + 1000, fb, 3000 * sizeof *fa) == 0);   /* the same elements, the same masks */
+    cf_vdropout(yb, fb, x, N, 5, 0x12345679u, 0x9abcdef0u, thr, 1 / 0.7f);
+    CHECK(memcmp(fa, fb, N * sizeof *fa) != 0);             /* another key, another mask */
+#if defined(__x86_64__)
+    if (cf_cpu_avx2(cf_cpu()))
+        for (size_t n = 1; n <= N; n = n < 40 ? n + 1 : (size_t)N) {
+            cf_vdropout(ya, fa, x, n, (uint32_t)(7 * n), 3u, 4u, thr, 1 / 0.7f);
+            cf_vdropout_avx2(yb, fb, x, n, (uint32_t)(7 * n), 3u, 4u, thr, 1 / 0.7f);
+            CHECK(memcmp(fa, fb, n * sizeof *fa) == 0 && memcmp(ya, yb, n * sizeof *ya) == 0);
+            if (n == N) break;
+        }
+#endif
+    free(x);
+    free(fa);
+    free(fb);
+    free(ya);
+    free(yb);
+}
+
 int main(void)
 {
     RUN(dense_sweeps);
@@ -468,6 +506,7 @@ int main(void)
     RUN(position_independent);
     RUN(ops_same_bits_at_any_thread_count);
     RUN(gelu_within_bounds);
+    RUN(dropout_masks);
     RUN(gelu_special_values);
     RUN(gelu_avx2_same_bits);
     return test_summary("vmath");

@@ -17,6 +17,14 @@ uint32_t cf_rng_below(cf_rng *r, uint32_t n); /* [0, n), unbiased */
 
 /* A counter-based stream: the number for (key, index) alone, uniform in [0, 1), so
  * that any thread computing element `index` gets the same one (splitmix64 of both). */
+/* A 64-bit finaliser (splitmix64's): every bit of z moves about half of the result. */
+static inline uint64_t cf_rng_mix(uint64_t z)
+{
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
 static inline float cf_rng_at(uint64_t key, uint64_t index)
 {
     uint64_t z = key ^ (index * 0x9e3779b97f4a7c15ull);

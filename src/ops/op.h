@@ -20,8 +20,8 @@
 
 /* What a kernel may know of the run: training or evaluation (dropout, batch
  * statistics), the step (forwards since the bind, from 1), and the key of this
- * forward's random numbers, for cf_rng_at(key ^ node id, element index): the same
- * numbers at any thread count. */
+ * forward's random numbers, to be hashed with the node's id and each element's index
+ * (as ops/dropout.c does): the same numbers at any thread count. */
 typedef struct cf_runctx {
     int train;
     long step;

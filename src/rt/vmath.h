@@ -342,6 +342,39 @@ static inline float cf_vexp_sum(float *y, const float *x, float c, size_t n)
 }
 #endif
 
+/* Wellons' lowbias32 integer hash, lane by lane. */
+static inline cf_v4u cf_v4_mix32(cf_v4u x)
+{
+    x ^= x >> 16;
+    x *= 0x7feb352du;
+    x ^= x >> 15;
+    x *= 0x846ca68bu;
+    x ^= x >> 16;
+    return x;
+}
+
+/* Dropout's mask over n elements whose indices start at `first` (below 2^32 each):
+ * element i is kept when mix32(mix32(i ^ k1) ^ k2) >= thr, so with probability
+ * 1 - thr / 2^32; f[i] = kept ? scale : 0 and y[i] = x[i] f[i]. 32-bit integer
+ * arithmetic, as wide as the vector, and an element's mask depends on its index and
+ * the key only. */
+static inline void cf_vdropout(float *y, float *f, const float *x, size_t n, uint32_t first, uint32_t k1, uint32_t k2,
+                               uint32_t thr, float scale)
+{
+    cf_v4u lane;
+    for (int l = 0; l < CF_VMATH_LANES; l++) lane[l] = (uint32_t)l;
+    const cf_v4 sv = cf_v4_set1(scale), zero = cf_v4_set1(0.0f);
+    for (size_t i = 0; i < n; i += CF_VMATH_LANES) {
+        cf_v4u h = cf_v4_mix32(cf_v4_mix32((lane + (first + (uint32_t)i)) ^ k1) ^ k2);
+        cf_v4 fv = cf_v4_select((cf_v4i)(h >= thr), sv, zero), xv = zero;
+        size_t m = n - i < CF_VMATH_LANES ? n - i : CF_VMATH_LANES;
+        memcpy(&xv, x + i, m * sizeof(float));
+        cf_v4 yv = xv * fv;
+        memcpy(f + i, &fv, m * sizeof(float));
+        memcpy(y + i, &yv, m * sizeof(float));
+    }
+}
+
 #if defined(__x86_64__)
 /* The four maps eight lanes at a time (rt/vmath_avx2.c), for CPUs with AVX2
  * (rt/cpu.h): the same results as cf_vexp, cf_vlog, cf_vsigmoid and cf_vtanh. */
@@ -352,6 +385,9 @@ void cf_vtanh_avx2(float *y, const float *x, size_t n);
 /* cf_vgelu and cf_vgelu_grad, eight at a time: the same results. */
 void cf_vgelu_avx2(float *y, const float *x, size_t n, int exact);
 void cf_vgelu_grad_avx2(float *dx, const float *x, const float *dy, size_t n, int exact, int acc);
+/* cf_vdropout, eight at a time: the same masks. */
+void cf_vdropout_avx2(float *y, float *f, const float *x, size_t n, uint32_t first, uint32_t k1, uint32_t k2,
+                      uint32_t thr, float scale);
 #endif
 
 #endif

@@ -13,3 +13,8 @@ void cf_vgelu_grad_avx2(float *dx, const float *x, const float *dy, size_t n, in
 {
     cf_vgelu_grad(dx, x, dy, n, exact, acc);
 }
+void cf_vdropout_avx2(float *y, float *f, const float *x, size_t n, uint32_t first, uint32_t k1, uint32_t k2,
+                      uint32_t thr, float scale)
+{
+    cf_vdropout(y, f, x, n, first, k1, k2, thr, scale);
+}

@@ -1,8 +1,8 @@
 """The peers of `make bench`: a model of models/ in PyTorch 2 or in MXNet 1.9.1,
-trained with softmax cross-entropy and SGD at lr 0.01, batch 64 (lstm: 32), on random
-data (a pool of 64 random batches, cycled, as a data loader would hand them over).
-One case per process, one JSON line on standard output. A benchmark, not a test;
-bench/run.sh runs it with bench/pyenv.sh's python.
+trained with softmax cross-entropy and SGD at lr 0.01, batch 64 (lstm, gpt: 32), on
+random data (a pool of 64 random batches, cycled, as a data loader would hand them
+over). One case per process, one JSON line on standard output. A benchmark, not a
+test; bench/run.sh runs it with bench/pyenv.sh's python.
 
   python3 bench/peers.py torch|mxnet train|latency|infer [--model M] [--threads T] [--seconds S]
 
@@ -20,14 +20,33 @@ bench/run.sh runs it with bench/pyenv.sh's python.
            also give "seq_len": 50 and chars_per_sec = samples_per_sec x 50; its
            latency is one sequence of 50 at batch 1, its inference batches of 1000
            sequences
+  gpt      models/char-gpt.flux (PyTorch only: MXNet 1.x has no causal attention
+           to match, and run.sh skips it there): a character GPT over sequences of
+           T = 64 indices in 0..75 (B, 64); token embedding 76 -> 128 plus learned
+           positions (64, 128, zeros at first), dropout 0.2, then 4 pre-norm blocks
+           (GPT-2's) of x + dropout(proj(attn(ln1(x)))) and
+           x + dropout(fc2(gelu_tanh(fc(ln2(x))))), attention of 4 heads of 32 by
+           F.scaled_dot_product_attention(is_causal=True, dropout_p 0.2 in
+           training: PyTorch's CPU flash kernel takes no dropout, so training runs
+           its unfused math path, inference the flash kernel), fc 128 -> 512, fc2
+           512 -> 128; then ln_f, a head 128 -> 76 and the cross-entropy of every
+           position, averaged over B x T. Every Linear and LayerNorm has a bias;
+           821,068 parameters, as cflux's model. Still SGD at lr 0.01, as cflux
+           bench trains every model (the file's own AdamW with clipping would add
+           a few FLOPs a parameter a step, against 6 a parameter a token, 12,288
+           a step: about 0.1%). Its lines give "seq_len": 64 and tokens_per_sec =
+           samples_per_sec x 64; its latency is one sequence of 64 at batch 1, its
+           inference batches of 100 sequences, as cflux bench's for a model this
+           size (a batch of 1000 would take seconds)
 
   train    training samples/s over S seconds after a 0.5 s warm-up, and the peak
            resident memory of the process (ru_maxrss) right after: the training's,
            since each case runs in its own process
   latency  median microseconds of one forward pass of one sample to the softmax
-           output (PyTorch: in torch.inference_mode), over >= 10000 calls (lstm:
-           1000, each a sequence of 50) and >= S s after a tenth as many warm-up calls
-  infer    samples/s of forward passes of batches of 1000, over S seconds
+           output (PyTorch: in torch.inference_mode), over >= 10000 calls (lstm,
+           gpt: 1000, each a whole sequence) and >= S s after a tenth as many
+           warm-up calls
+  infer    samples/s of forward passes of batches of 1000 (gpt: 100), over S seconds
 
 Threads: OMP_NUM_THREADS, MKL_NUM_THREADS, OPENBLAS_NUM_THREADS and
 MXNET_CPU_WORKER_NTHREADS are set to T before the framework is imported, and
@@ -36,7 +55,7 @@ PyTorch also gets torch.set_num_threads(T).
   {"peer": "torch", "model": "mlp", "case": "train", "threads": 1, "samples_per_sec": 87000.0, ...}
 
 A sample is one input: an image of the MLP and the CNN, a sequence of 50 characters
-of the LSTM.
+of the LSTM, of 64 of the GPT.
 """
 import argparse
 import json
@@ -52,7 +71,12 @@ CLASSES = 10
 BATCH, INFER_BATCH, POOL, LR = 64, 1000, 64, 0.01
 # the LSTM: a character model, vocabulary V, embedding E, hidden H, T steps, batch 32
 V, EMBED, HIDDEN, STEPS, LSTM_BATCH = 76, 64, 128, 50, 32
-LSTM_LATENCY_CALLS = 1000
+SEQ_LATENCY_CALLS = 1000
+# the GPT: width D, LAYERS blocks of HEADS heads, context CONTEXT; a sequence model as
+# the LSTM: (T, training batch, inference batch, output's key per step)
+D, LAYERS, HEADS, CONTEXT, DROPOUT = 128, 4, 4, 64, 0.2
+SEQ = {"lstm": (STEPS, LSTM_BATCH, INFER_BATCH, "chars_per_sec"),
+       "gpt": (CONTEXT, 32, 100, "tokens_per_sec")}
 WARMUP_S, LATENCY_CALLS = 0.5, 10000
 
 
@@ -127,6 +151,46 @@ def torch_char_rnn():
     return CharRNN()
 
 
+def torch_char_gpt():
+    """A GPT-2-style character model: (B, T) indices -> (B, T, V) logits."""
+    import torch
+    nn, F = torch.nn, torch.nn.functional
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.ln1, self.ln2 = nn.LayerNorm(D), nn.LayerNorm(D)
+            self.qkv, self.proj = nn.Linear(D, 3 * D), nn.Linear(D, D)
+            self.fc, self.fc2 = nn.Linear(D, 4 * D), nn.Linear(4 * D, D)
+            self.drop = nn.Dropout(DROPOUT)
+
+        def attn(self, x):
+            b, t, _ = x.shape
+            q, k, v = (z.view(b, t, HEADS, D // HEADS).transpose(1, 2) for z in self.qkv(x).split(D, dim=2))
+            y = F.scaled_dot_product_attention(q, k, v, is_causal=True, dropout_p=DROPOUT if self.training else 0.0)
+            return self.proj(y.transpose(1, 2).reshape(b, t, D))
+
+        def forward(self, x):
+            x = x + self.drop(self.attn(self.ln1(x)))
+            return x + self.drop(self.fc2(F.gelu(self.fc(self.ln2(x)), approximate="tanh")))
+
+    class CharGPT(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.tok = nn.Embedding(V, D)
+            self.pos = nn.Parameter(torch.zeros(CONTEXT, D))
+            self.drop = nn.Dropout(DROPOUT)
+            self.blocks = nn.Sequential(*(Block() for _ in range(LAYERS)))
+            self.ln_f = nn.LayerNorm(D)
+            self.head = nn.Linear(D, V)
+
+        def forward(self, idx):
+            x = self.drop(self.tok(idx) + self.pos[:idx.shape[1]])
+            return self.head(self.ln_f(self.blocks(x)))
+
+    return CharGPT()
+
+
 def torch_train(model, data, labels, seconds, chunk, classes=None):
     """SGD steps of softmax cross-entropy on batches cycled from a pool (data[i % POOL],
     copied in as a data loader would hand them over), for `seconds`; returns steps/s,
@@ -154,38 +218,41 @@ def torch_train(model, data, labels, seconds, chunk, classes=None):
     return per_s, n, last["loss"].item()
 
 
-def run_torch_lstm(case, threads, seconds):
+def run_torch_seq(name, case, threads, seconds):
+    """A sequence model (SEQ): the LSTM or the GPT, on sequences of random indices."""
     import torch
     torch.set_num_threads(threads)
     torch.manual_seed(1)
-    model = torch_char_rnn()
-    out = {"version": torch.__version__, "seq_len": STEPS}
+    steps, batch, infer_batch, per_step = SEQ[name]
+    model = torch_char_rnn() if name == "lstm" else torch_char_gpt()
+    out = {"version": torch.__version__, "seq_len": steps,
+           "params": sum(p.numel() for p in model.parameters())}
     if case == "train":
-        data = torch.randint(0, V, (POOL, LSTM_BATCH, STEPS))
-        labels = torch.randint(0, V, (POOL, LSTM_BATCH, STEPS))
-        per_s, n, loss = torch_train(model, data, labels, seconds, 5, classes=V)
-        out.update(batch=LSTM_BATCH, samples_per_sec=per_s * LSTM_BATCH, chars_per_sec=per_s * LSTM_BATCH * STEPS,
-                   steps=n, peak_rss_mb=peak_rss_mb(), loss=loss)
+        data = torch.randint(0, V, (POOL, batch, steps))
+        labels = torch.randint(0, V, (POOL, batch, steps))
+        per_s, n, loss = torch_train(model, data, labels, seconds, 5 if name == "lstm" else 1, classes=V)
+        out.update(batch=batch, samples_per_sec=per_s * batch, steps=n, peak_rss_mb=peak_rss_mb(), loss=loss)
+        out[per_step] = per_s * batch * steps
     elif case == "latency":
         model.eval()
-        xs = torch.randint(0, V, (POOL, 1, STEPS))
+        xs = torch.randint(0, V, (POOL, 1, steps))
         with torch.inference_mode():
-            us, n = latency(lambda i: torch.softmax(model(xs[i % POOL]), dim=-1), seconds, LSTM_LATENCY_CALLS)
+            us, n = latency(lambda i: torch.softmax(model(xs[i % POOL]), dim=-1), seconds, SEQ_LATENCY_CALLS)
         out.update(batch=1, latency_us=us, calls=n)
     else:
         model.eval()
-        xs = torch.randint(0, V, (8, INFER_BATCH, STEPS))
+        xs = torch.randint(0, V, (8, infer_batch, steps))
         with torch.inference_mode():
             per_s, n = rate(lambda i: torch.softmax(model(xs[i % 8]), dim=-1), lambda: None, seconds, 1)
-        out.update(batch=INFER_BATCH, samples_per_sec=per_s * INFER_BATCH,
-                   chars_per_sec=per_s * INFER_BATCH * STEPS, batches=n)
+        out.update(batch=infer_batch, samples_per_sec=per_s * infer_batch, batches=n)
+        out[per_step] = per_s * infer_batch * steps
     return out
 
 
 def run_torch(name, case, threads, seconds):
     import torch
-    if name == "lstm":
-        return run_torch_lstm(case, threads, seconds)
+    if name in SEQ:
+        return run_torch_seq(name, case, threads, seconds)
     torch.set_num_threads(threads)
     torch.manual_seed(1)
     model = torch_model(name)
@@ -272,7 +339,7 @@ def run_mxnet_lstm(case, seconds):
         def call(i):
             mx.nd.softmax(net(xs[i % POOL]), axis=-1).wait_to_read()
 
-        us, n = latency(call, seconds, LSTM_LATENCY_CALLS)
+        us, n = latency(call, seconds, SEQ_LATENCY_CALLS)
         out.update(batch=1, latency_us=us, calls=n)
     else:
         xs = [mx.nd.array(rng.integers(0, V, (INFER_BATCH, STEPS)).astype(np.float32)) for _ in range(8)]
@@ -351,10 +418,12 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("peer", choices=("torch", "mxnet"))
     ap.add_argument("case", choices=("train", "latency", "infer"))
-    ap.add_argument("--model", choices=("mlp", "cnn", "lstm"), default="mlp")
+    ap.add_argument("--model", choices=("mlp", "cnn", "lstm", "gpt"), default="mlp")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--seconds", type=float, default=3.0)
     a = ap.parse_args()
+    if a.peer == "mxnet" and a.model == "gpt":
+        ap.error("the gpt case is PyTorch's only (run.sh skips MXNet there)")
     for v in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MXNET_CPU_WORKER_NTHREADS"):
         os.environ[v] = str(a.threads)
     res = (run_torch if a.peer == "torch" else run_mxnet)(a.model, a.case, a.threads, a.seconds)

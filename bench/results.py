@@ -3,8 +3,8 @@ comes, then reports the medians and writes the whole as one JSON file.
 
   python3 bench/results.py tag CONTENDER ROUND [MODEL] < JSON > LINE
       the JSON object on standard input (cflux's or bench/peers.py's) as one line,
-      with "contender" and "round" added, and "model" as a name: mlp, cnn, lstm
-      (MODEL when given, as run.sh does; cflux's model file, e.g.
+      with "contender" and "round" added, and "model" as a name: mlp, cnn, lstm,
+      gpt (MODEL when given, as run.sh does; cflux's model file, e.g.
       models/char-rnn.flux, goes to "model_file")
   python3 bench/results.py report RAW OUT [--rounds R] [--seconds S] [--commit C] [--load L0 L1]
       prints, for each model, for each contender and thread count, the median
@@ -17,7 +17,9 @@ batch 1, median of calls) and memory (peak RSS of the training process, MB). Rat
 are > 1 where cflux is better: cflux/peer for samples/s, peer/cflux for latency.
 The LSTM's samples are sequences of 50 characters: its train (batch 32) and infer
 figures are in characters/s (samples/s x 50, for every contender alike), its latency
-that of one whole sequence.
+that of one whole sequence. The GPT's (models/char-gpt.flux) are sequences of 64:
+its train (batch 32) and infer (batch 100) figures are in tokens/s (samples/s x 64),
+its latency that of one sequence of 64; MXNet does not run it.
 """
 import argparse
 import datetime
@@ -31,12 +33,14 @@ FIGURES = (("train", "train samples/s", 1), ("infer", "infer samples/s", 1),
            ("latency", "latency µs", -1), ("memory", "peak RSS MB", 0))
 LEGEND = ("train: training, batch 64; infer: forward passes, batch 1000; latency: one forward"
           " pass of batch 1, median call; peak RSS: the training process's")
-# Models whose samples are sequences: steps a sample, training batch, legend. Their
-# train and infer figures are reported per step (characters/s).
-SEQUENCES = {"lstm": (50, 32, "lstm: train and infer in characters/s (sequences/s x 50), training batch 32"
-                              " sequences; latency: one sequence of 50 at batch 1")}
+# Models whose samples are sequences: steps a sample, unit, legend. Their train and
+# infer figures are reported per step (characters/s, tokens/s).
+SEQUENCES = {"lstm": (50, "chars/s", "lstm: train and infer in characters/s (sequences/s x 50), training batch 32"
+                                     " sequences; latency: one sequence of 50 at batch 1"),
+             "gpt": (64, "tokens/s", "gpt: train and infer in tokens/s (sequences/s x 64), training batch 32"
+                                     " sequences, inference batch 100; latency: one sequence of 64 at batch 1")}
 # A model's name by the file cflux ran, where it differs.
-FILES = {"char-rnn": "lstm"}
+FILES = {"char-rnn": "lstm", "char-gpt": "gpt"}
 
 
 def tag(contender, rnd, model=None):
@@ -54,7 +58,7 @@ def tag(contender, rnd, model=None):
 
 
 def model_name(line):
-    """mlp, cnn, lstm: the name of a raw line's model; its file's name for cflux's
+    """mlp, cnn, lstm, gpt: the name of a raw line's model; its file's name for cflux's
     (which gives the path; FILES where the two differ), and mlp for the lines of runs
     from before the CNN, which name none."""
     model = str(line.get("model", "mlp"))
@@ -140,7 +144,7 @@ def report(a):
 
 def report_model(raw, model="mlp"):
     """Prints the tables of one model's raw lines; returns their medians and bests."""
-    unit = "chars/s" if model in SEQUENCES else "samples/s"
+    unit = SEQUENCES[model][1] if model in SEQUENCES else "samples/s"
     labels = {fig: label.replace("samples/s", unit) for fig, label, _ in FIGURES}
     contenders = list(dict.fromkeys(line["contender"] for line in raw))
     values = {}  # contender -> threads -> figure -> [values]
@@ -153,6 +157,14 @@ def report_model(raw, model="mlp"):
                        for fig, vs in figs.items()}
                    for t, figs in sorted(per.items())}
                for c, per in values.items()}
+    # the inference batches of each contender: cflux bench picks its own (100 for the GPT)
+    batches = {}
+    for line in raw:
+        if "infer_batch" in line or line.get("case") == "infer":
+            batches.setdefault(line["contender"], set()).add(line.get("infer_batch", line.get("batch")))
+    if len(set().union(*batches.values())) > 1:
+        print("note: the inference batches differ: %s" % ", ".join(
+            "%s %s" % (c, "/".join(map(str, sorted(b)))) for c, b in batches.items()))
     print("median (min..max) over the rounds, per contender and thread count:")
     head = "%-14s %-7s" % ("", "threads") + "".join(" %-26s" % labels[fig] for fig, _, _ in FIGURES)
     print(head.rstrip())

@@ -1,9 +1,12 @@
 #!/bin/sh
 # run.sh [ROUNDS] [SECONDS] - cflux side by side with PyTorch 2 and MXNet 1.9.1 (make
-# bench) on the MLP of models/mlp.flux, then on the CNN of models/cnn.flux (and, when
-# asked, the LSTM of models/char-rnn.flux): training samples/s (batch 64, SGD; the
-# LSTM: batch 32, in characters/s), batch-1 latency, batch-1000 inference samples/s
-# and the training's peak memory. For each model, each round runs every contender once at
+# bench) on the MLP of models/mlp.flux, then on the CNN of models/cnn.flux and the
+# character GPT of models/char-gpt.flux (and, when asked, the LSTM of
+# models/char-rnn.flux): training samples/s (batch 64, SGD at lr 0.01; the LSTM and the
+# GPT: batch 32, in characters/s and tokens/s), batch-1 latency, batch-1000 inference
+# samples/s (the GPT: batch 100) and the training's peak memory. The GPT runs against
+# PyTorch only: MXNet 1.x has no causal attention to match, so its case is skipped
+# there. For each model, each round runs every contender once at
 # every thread count from 1 to the CPU count (the order of the contenders turns each
 # round, so none always runs first); then bench/results.py prints, for each model, the
 # medians of each contender at each thread count and a table of each at its best.
@@ -13,8 +16,9 @@
 # bench/results-DATE.json, with every raw line; the raw lines are also kept, as they
 # come, in the same name with .raw.jsonl. Other settings:
 #   CFLUX=path             the cflux binary (default build/cflux; needs `cflux bench`)
-#   CFLUX_BENCH_MODELS     the models to run, of mlp, cnn and lstm (default "mlp cnn");
-#                          lstm is models/char-rnn.flux, sequences of 50 characters
+#   CFLUX_BENCH_MODELS     the models to run, of mlp, cnn, lstm and gpt (default
+#                          "mlp cnn gpt"); lstm is models/char-rnn.flux, sequences of
+#                          50 characters; gpt models/char-gpt.flux, sequences of 64
 #   CFLUX_BENCH_PEERS      the peers to run (default "torch mxnet")
 #   CFLUX_BENCH_VENV       the peers' Python environment (bench/pyenv.sh makes it)
 #   CFLUX_BENCH_PRESCOTT   1 (the default): also run cflux as "cflux-prescott", with
@@ -25,17 +29,21 @@ rounds=${1:-5} secs=${2:-3}
 case $rounds in '' | *[!0-9]*) echo "usage: bench/run.sh [ROUNDS] [SECONDS]" >&2; exit 2 ;; esac
 here=$(cd "$(dirname "$0")/.." && pwd)
 cflux=${CFLUX:-$here/build/cflux}
-models=${CFLUX_BENCH_MODELS:-mlp cnn}
+models=${CFLUX_BENCH_MODELS:-mlp cnn gpt}
 peers=${CFLUX_BENCH_PEERS-torch mxnet}
 out=${CFLUX_BENCH_OUT:-$here/bench/results-$(date +%Y-%m-%d-%H%M%S).json}
 raw=${out%.json}.raw.jsonl
 cpus=$(nproc)
 [ -x "$cflux" ] || { echo "run.sh: no $cflux: build first (make)" >&2; exit 1; }
-# the model file of a case, and its training batch
-model_file() { if [ "$1" = lstm ]; then echo "$here/models/char-rnn.flux"; else echo "$here/models/$1.flux"; fi; }
-batch_of() { if [ "$1" = lstm ]; then echo 32; else echo 64; fi; }
+# the model file of a case, its training batch, and the peers that run it (MXNet has
+# no gpt)
+model_file() {
+  case $1 in lstm) echo "$here/models/char-rnn.flux" ;; gpt) echo "$here/models/char-gpt.flux" ;; *) echo "$here/models/$1.flux" ;; esac
+}
+batch_of() { case $1 in lstm | gpt) echo 32 ;; *) echo 64 ;; esac; }
+peers_of() { for c in $peers; do if [ "$c" != mxnet ] || [ "$1" != gpt ]; then echo "$c"; fi; done; }
 for m in $models; do
-  case $m in mlp | cnn | lstm) ;; *) echo "run.sh: CFLUX_BENCH_MODELS: no model '$m' (mlp, cnn, lstm)" >&2; exit 2 ;; esac
+  case $m in mlp | cnn | lstm | gpt) ;; *) echo "run.sh: CFLUX_BENCH_MODELS: no model '$m' (mlp, cnn, lstm, gpt)" >&2; exit 2 ;; esac
   [ -f "$(model_file "$m")" ] || { echo "run.sh: no $(model_file "$m") for the case $m" >&2; exit 1; }
 done
 py=$(sh "$here/bench/pyenv.sh")
@@ -44,9 +52,15 @@ flag() { grep -m 1 '^flags' /proc/cpuinfo | grep -qw "$1" && echo "$1 yes" || ec
 echo "cpu: $(grep -m 1 '^model name' /proc/cpuinfo | sed 's/.*: //'), $cpus CPUs; $(flag avx2), $(flag fma), $(flag avx512f)"
 echo "load average at the start: $(cut -d ' ' -f 1-3 /proc/loadavg)"
 load0=$(cut -d ' ' -f 1 /proc/loadavg)
-n=$((1 + 3 * $(echo "$peers" | wc -w)))
-[ "${CFLUX_BENCH_PRESCOTT:-1}" = 1 ] && n=$((n + 1))
-awk -v m="$(echo "$models" | wc -w)" -v r="$rounds" -v c="$cpus" -v n="$n" -v s="$secs" 'BEGIN { printf "%d models x %d rounds x %d thread counts x %d runs of %s s (about %.0f min)\n", m, r, c, n, s, m * r * c * n * (s + 3) / 60 + 0.5 }'
+# the runs of one round at one thread count, all models together: 1 or 2 of cflux a
+# model, 3 of each peer that runs it
+n=0
+for m in $models; do
+  n=$((n + 1))
+  if [ "${CFLUX_BENCH_PRESCOTT:-1}" = 1 ]; then n=$((n + 1)); fi
+  n=$((n + 3 * $(peers_of "$m" | wc -l)))
+done
+awk -v m="$(echo "$models" | wc -w)" -v r="$rounds" -v c="$cpus" -v n="$n" -v s="$secs" 'BEGIN { printf "%d models x %d rounds x %d thread counts: %d runs of %s s a round and thread count (about %.0f min)\n", m, r, c, n, s, r * c * n * (s + 3) / 60 + 0.5 }'
 
 : > "$raw"
 got=$(mktemp) err=$(mktemp)
@@ -65,9 +79,9 @@ record() {
   fi
 }
 
-contenders="cflux $peers"
-[ "${CFLUX_BENCH_PRESCOTT:-1}" = 1 ] && contenders="cflux cflux-prescott $peers"
 for m in $models; do
+  contenders="cflux $(peers_of "$m")"
+  if [ "${CFLUX_BENCH_PRESCOTT:-1}" = 1 ]; then contenders="cflux cflux-prescott $(peers_of "$m")"; fi
   for r in $(seq "$rounds"); do
     # turn the order by one each round (split into words on purpose)
     # shellcheck disable=SC2086

@@ -11,6 +11,12 @@
  *             threads;
  *   infer     forward at batch 1000, for --seconds; samples/s;
  *   latency   forward at batch 1: the median of 10,000 calls, each timed alone.
+ * A model whose batch of 1000 costs more than INFER_FLOPS (25 GFLOP) forward, as
+ * cf_model_flops counts, is timed on ten times fewer, batch and calls alike, until a
+ * batch costs less: the GPT of models/char-gpt.flux (112 MFLOP a sequence of 64)
+ * infers at batch 100 and takes the median of 1000 calls, where a batch of 1000 would
+ * take seconds and 10,000 calls half a minute; the LSTM of models/char-rnn.flux
+ * (11 MFLOP) keeps 1000 and 10,000.
  * Training copies each batch into the executor, as a data loader does; inference
  * reads each batch where it lies (cf_exec_set_input), as a program passes its arrays.
  * Peak memory is the process's peak resident set after training (getrusage). */
@@ -26,6 +32,7 @@
 #include "commands.h"
 
 enum { POOL = 16, LAT_CALLS = 10000, INFER_BATCH = 1000 };
+#define INFER_FLOPS 25e9   /* the most a batch of inference may cost, in FLOPs */
 
 /* xorshift64*, so that runs are repeatable */
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
@@ -99,6 +106,7 @@ static int cmp_double(const void *a, const void *b)
 
 typedef struct {
     double train, gflops, infer, latency, rss_mb, peak;
+    int infer_batch, latency_calls;   /* what infer and latency ran */
 } figures;
 
 /* Training steps for `seconds` after a warm-up; samples/s and GFLOP/s. */
@@ -140,10 +148,23 @@ out:
     return rc;
 }
 
-/* Inference at batch 1000 for `seconds`, then the median batch-1 latency. */
+/* 1, 10, 100 or 1000: how many times fewer samples than INFER_BATCH and LAT_CALLS
+   inference and latency take for m, so that a batch costs at most INFER_FLOPS. */
+static int infer_divisor(cf_model *m)
+{
+    double forward = 0, backward;
+    if (cf_model_flops(m, &forward, &backward)) return 1;   /* not counted: bind says why, if it fails */
+    int d = 1;
+    while (d < INFER_BATCH && forward * (INFER_BATCH / d) > INFER_FLOPS) d *= 10;
+    return d;
+}
+
+/* Inference at batch f->infer_batch for `seconds`, then the median batch-1 latency of
+   f->latency_calls calls. */
 static int time_infer(cf_model *m, double seconds, figures *f)
 {
-    cf_exec *e = cf_bind(m, INFER_BATCH, 0);
+    int batch = f->infer_batch, ncalls = f->latency_calls;
+    cf_exec *e = cf_bind(m, batch, 0);
     if (!e) return -1;
     inputs in = {0};
     int rc = -1;
@@ -159,25 +180,25 @@ static int time_infer(cf_model *m, double seconds, figures *f)
         calls++;
         t = now() - t0;
     } while (t < seconds || calls < 3);
-    f->infer = (double)calls * INFER_BATCH / t;
+    f->infer = (double)calls * batch / t;
     inputs_free(&in);
     cf_exec_free(e);
 
     e = cf_bind(m, 1, 0);
     if (!e || inputs_make(&in, m, e, -1, 0)) goto out;
     static double lat[LAT_CALLS];
-    for (int i = 0; i < 1000; i++) {
+    for (int i = 0; i < ncalls / 10; i++) {   /* warm-up */
         inputs_point(&in, e, i);
         if (cf_forward(e, 0)) goto out;
     }
-    for (int i = 0; i < LAT_CALLS; i++) {
+    for (int i = 0; i < ncalls; i++) {
         inputs_point(&in, e, i);
         double s = now();
         if (cf_forward(e, 0)) goto out;
         lat[i] = now() - s;
     }
-    qsort(lat, LAT_CALLS, sizeof *lat, cmp_double);
-    f->latency = lat[LAT_CALLS / 2] * 1e6;
+    qsort(lat, (size_t)ncalls, sizeof *lat, cmp_double);
+    f->latency = lat[ncalls / 2] * 1e6;
     rc = 0;
 out:
     inputs_free(&in);
@@ -209,6 +230,9 @@ int cmd_bench(const args *a)
         if (cf_model_has_loss(m) != (int)loss && cf_model_add_loss(m, loss)) goto out;
     }
     figures f = {0};
+    int divisor = infer_divisor(m);
+    f.infer_batch = INFER_BATCH / divisor;
+    f.latency_calls = LAT_CALLS / divisor;
     f.peak = cf_cpu_peak_gflops();
     if (time_train(m, batch, seconds, &f) || time_infer(m, seconds, &f)) goto out;
     int threads = cf_threads();
@@ -221,7 +245,7 @@ int cmd_bench(const args *a)
         printf(" \"train_samples_per_sec\": %.1f, \"train_gflops\": %.2f, \"peak_gflops\": %.2f, "
                "\"peak_gflops_per_core\": %.2f,\n", f.train, f.gflops, peak, f.peak);
         printf(" \"infer_batch\": %d, \"infer_samples_per_sec\": %.1f, \"latency_us\": %.3f, \"latency_calls\": %d,\n",
-               INFER_BATCH, f.infer, f.latency, LAT_CALLS);
+               f.infer_batch, f.infer, f.latency, f.latency_calls);
         printf(" \"peak_rss_mb\": %.1f, \"cpu\": ", f.rss_mb);
         json_string(stdout, cf_cpu_name());
         printf(", \"isa\": ");
@@ -237,8 +261,8 @@ int cmd_bench(const args *a)
         printf("  train     %10.0f samples/s   matrix products %.1f GFLOP/s, %.0f%% of the measured peak\n"
                "                                  (%.1f GFLOP/s a core x %d)\n",
                f.train, f.gflops, 100 * f.gflops / peak, f.peak, threads);
-        printf("  infer     %10.0f samples/s   at batch %d\n", f.infer, INFER_BATCH);
-        printf("  latency   %10.2f us          batch 1, median of %d calls\n", f.latency, LAT_CALLS);
+        printf("  infer     %10.0f samples/s   at batch %d\n", f.infer, f.infer_batch);
+        printf("  latency   %10.2f us          batch 1, median of %d calls\n", f.latency, f.latency_calls);
         printf("  memory    %10.1f MB          peak resident while training\n", f.rss_mb);
         printf("  kernels   %s: %s\n", cf_gemm_name(), cf_gemm_why());
     }

@@ -170,14 +170,17 @@ const command cf_commands[] = {
      predict_opts, cmd_predict},
     {"bench", "MODEL", 1, "Time training steps, batch inference and batch-1 latency on random data.",
      "After a warm-up: training steps (forward, loss, backward, SGD update) at --batch,\n"
-     "inference at batch 1000, and the median latency of 10,000 single-sample calls.\n"
+     "inference at batch 1000, and the median latency of 10,000 single-sample calls\n"
+     "(ten times fewer of both, until a batch costs under 25 GFLOP, for a larger model).\n"
      "Also the matrix products' GFLOP/s against one core's measured FMA peak, the peak\n"
      "memory while training, and which kernels ran and why.\n",
      bench_opts, cmd_bench},
     {"sample", "MODEL", 1, "Generate text from a character model trained on text:FILE.",
-     "MODEL runs one step at a time on batch 1 (its unroll over one step), sharing the\n"
-     "trained weights and carrying its state from each character to the next; each\n"
-     "character is drawn from the model's probabilities.\n",
+     "A recurrent MODEL runs one step at a time on batch 1 (its unroll over one step),\n"
+     "sharing the trained weights and carrying its state from each character to the\n"
+     "next. A MODEL that carries no state and reads T characters (a GPT) runs on the\n"
+     "last T again for every new character: the window is recomputed, not cached.\n"
+     "Each character is drawn from the model's probabilities.\n",
      sample_opts, cmd_sample},
     {"summary", "MODEL", 1, "Each layer: its output shape, parameters, FLOPs and memory per sample.",
      "A table as Keras's summary() prints, each row tied to the source (the layer's\n"

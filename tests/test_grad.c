@@ -575,6 +575,30 @@ TEST(transpose)
     cf_model_free(m);
 }
 
+/* A whole small GPT of the standard library, through its parameters (the indices
+ * take no gradient): the positions' table used whole (T = context) and cut (T <
+ * context), attention, layer norms, GELU, the residuals. */
+TEST(gpt_parameters)
+{
+    const char *src[] = {"model = Chain(Input(3), GPT(5, 4, layers = 1, heads = 2, context = 3))\n",
+                         "model = Chain(Input(2), GPT(5, 4, layers = 1, heads = 2, context = 3))\n"};
+    for (int i = 0; i < 2; i++) {
+        cf_model *m = cf_model_parse(src[i], "gpt.flux");
+        CHECK(m != NULL);
+        if (!m) continue;
+        cf_exec *e = cf_model_init_params(m) == 0 ? cf_bind(m, 3, CF_INPUT_GRADS) : NULL;
+        CHECK(e != NULL);
+        if (e) {
+            size_t n;
+            float *x = cf_exec_input(e, 0, &n);
+            for (size_t j = 0; j < n; j++) x[j] = (float)(j * 3 % 5);
+            CHECK(gradcheck_ops(e, m, 5) == 0);
+            cf_exec_free(e);
+        }
+        cf_model_free(m);
+    }
+}
+
 /* At the kink, where central differences cannot tell: PyTorch's leaky_relu backward
  * is x > 0 ? g : g * slope (aten/src/ATen/native/cpu/Activation.cpp), so at 0 and -0
  * the gradient is the slope's; relu's is 0 there (threshold_backward). Exact values,
@@ -754,6 +778,7 @@ int main(void)
     RUN(causal_softmax);
     RUN(gelu);
     RUN(transpose);
+    RUN(gpt_parameters);
     RUN(kinks_at_zero);
     RUN(checker_catches_wrong_backward);
     RUN(every_op_has_a_row_a_name_and_a_check);

@@ -1206,6 +1206,10 @@ static int positions_call(cc *c, env *en, const ast *e, value *args, int nargs, 
     if (T > context)
         return ERR(c, en, e, "the sequence is longer than the context: %s has %d positions, and the table %s holds "
                    "%d", cf_shape_str(x->shape, sx, sizeof sx), T, cf_shape_str(P->shape, sp, sizeof sp), context);
+    if (T == context) {   /* the whole table: P itself */
+        *out = args[0];
+        return 0;
+    }
     cf_node *n = cf_slice_at(c->m, args[0].node, 0, 0, T, en->file, e->line, e->col);
     if (made(c, en, e, n)) return -1;
     *out = tensor_value(n);

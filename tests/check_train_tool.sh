@@ -90,35 +90,34 @@ want=$(sed -n 's/^test loss \([0-9.]*\) nats.char.*/\1/p' "$t/out")
 "$tool" eval "$t/char.flux" --params "$t/char.ckpt" --data "text:$t/words.txt" | grep -q 'on the test set (21 sequences): loss [0-9.]* nats/char, accuracy 0\.' \
   && ok || bad "text: eval"
 
+# sample_checks NAME MODEL: train MODEL on the words, then sample it: the same seed,
+# the same text; another seed, another; the prime, then 60 characters of the text's
+# and a newline
+sample_checks() {
+  name=$1 model=$2
+  "$tool" train "$t/$model.flux" --data "text:$t/words.txt" --epochs 3 --batch 8 --lr 0.01 --save "$t/$model.ckpt" \
+    > "$t/out" 2> "$t/err" && ok || bad "$name: training: $(cat "$t/out" "$t/err")"
+  draw() { "$tool" sample "$t/$model.flux" --params "$t/$model.ckpt" --length 60 --seed "$1" --prime "the " > "$2" 2> "$t/err"; }
+  draw 4 "$t/s1" && ok || bad "$name: $(cat "$t/err")"
+  draw 4 "$t/s2"
+  draw 5 "$t/s3"
+  cmp -s "$t/s1" "$t/s2" && ok || bad "$name: the same seed gave other text"
+  cmp -s "$t/s1" "$t/s3" && bad "$name: another seed gave the same text" || ok
+  [ "$(head -c 4 "$t/s1")" = "the " ] && [ "$(wc -c < "$t/s1")" -eq 65 ] && ! LC_ALL=C grep -q '[^a-z .\n]' "$t/s1" \
+    && ok || bad "$name: $(cat "$t/s1")"
+}
 # sample: a recurrent character model trained on the same text, then generated from
 echo 'model = unroll(Chain(Input(), x -> reshape(x, 1), Affine(8), GRU(16), Affine(30), softmax), 8)' > "$t/rnn.flux"
-"$tool" train "$t/rnn.flux" --data "text:$t/words.txt" --epochs 3 --batch 8 --lr 0.01 --save "$t/rnn.ckpt" > "$t/out" 2> "$t/err" \
-  && ok || bad "sample: training: $(cat "$t/out" "$t/err")"
-"$tool" sample "$t/rnn.flux" --params "$t/rnn.ckpt" --length 60 --seed 4 --prime "the " > "$t/s1" 2> "$t/err" && ok || bad "sample: $(cat "$t/err")"
-"$tool" sample "$t/rnn.flux" --params "$t/rnn.ckpt" --length 60 --seed 4 --prime "the " > "$t/s2" 2>&1
-"$tool" sample "$t/rnn.flux" --params "$t/rnn.ckpt" --length 60 --seed 5 --prime "the " > "$t/s3" 2>&1
-cmp -s "$t/s1" "$t/s2" && ok || bad "sample: the same seed gave other text"
-cmp -s "$t/s1" "$t/s3" && bad "sample: another seed gave the same text" || ok
-# the prime, then 60 characters of the text's, then a newline
-[ "$(head -c 4 "$t/s1")" = "the " ] && [ "$(wc -c < "$t/s1")" -eq 65 ] && ! LC_ALL=C grep -q '[^a-z .\n]' "$t/s1" \
-  && ok || bad "sample: $(cat "$t/s1")"
+sample_checks sample rnn
 one_line "the prime text has 'Q', which the training text did not have" \
   "$tool" sample "$t/rnn.flux" --params "$t/rnn.ckpt" --prime "Quick"
 "$tool" train "$t/m.flux" --data "csv:$t/train.csv" --epochs 1 --save "$t/csv.ckpt" > /dev/null 2>&1
 one_line "csv.ckpt: no text vocabulary: sample needs a checkpoint of a run on text" \
   "$tool" sample "$t/rnn.flux" --params "$t/csv.ckpt"
 one_line "sample needs a character model" "$tool" sample "$t/m.flux" --params "$t/rnn.ckpt"
-# sample: a GPT, which carries no state, by recomputing its window; the same seed, the same text
+# sample: a GPT, which carries no state, by recomputing its window
 echo 'model = Chain(Input(8), GPT(30, 16, layers = 1, heads = 2, context = 8))' > "$t/gpt.flux"
-"$tool" train "$t/gpt.flux" --data "text:$t/words.txt" --epochs 3 --batch 8 --lr 0.01 --save "$t/gpt.ckpt" > "$t/out" 2> "$t/err" \
-  && ok || bad "sample gpt: training: $(cat "$t/out" "$t/err")"
-"$tool" sample "$t/gpt.flux" --params "$t/gpt.ckpt" --length 60 --seed 4 --prime "the " > "$t/s1" 2> "$t/err" && ok || bad "sample gpt: $(cat "$t/err")"
-"$tool" sample "$t/gpt.flux" --params "$t/gpt.ckpt" --length 60 --seed 4 --prime "the " > "$t/s2" 2>&1
-"$tool" sample "$t/gpt.flux" --params "$t/gpt.ckpt" --length 60 --seed 5 --prime "the " > "$t/s3" 2>&1
-cmp -s "$t/s1" "$t/s2" && ok || bad "sample gpt: the same seed gave other text"
-cmp -s "$t/s1" "$t/s3" && bad "sample gpt: another seed gave the same text" || ok
-[ "$(head -c 4 "$t/s1")" = "the " ] && [ "$(wc -c < "$t/s1")" -eq 65 ] && ! LC_ALL=C grep -q '[^a-z .\n]' "$t/s1" \
-  && ok || bad "sample gpt: $(cat "$t/s1")"
+sample_checks "sample gpt" gpt
 # a per-position model is causal too; one that mixes positions is refused, not read wrong
 "$tool" sample "$t/char.flux" --params "$t/char.ckpt" --length 10 > /dev/null 2> "$t/err" && ok || bad "sample per position: $(cat "$t/err")"
 echo 'model = Chain(Input(8), x -> reshape(x, 8, 1), Affine(30), x -> transpose(x, 1, 2), Affine(8), x -> transpose(x, 1, 2), softmax)' > "$t/mix.flux"

@@ -5,5 +5,5 @@
 # teaches 64 predictions at once; the windows start anywhere in the text.
 #   cflux train models/char-gpt.flux --data text:/usr/share/common-licenses/GPL-3 --save gpt.ckpt
 #   cflux sample models/char-gpt.flux --params gpt.ckpt
-# train: --epochs 40 --batch 32 --lr 0.001 --optim adamw --schedule cosine+warmup:200 --clip 1
-model = Chain(Input(64), GPT(76, 128, layers = 4, heads = 4, context = 64, drop = 0.1))
+# train: --epochs 120 --batch 32 --lr 0.002 --optim adamw --wd 0.2 --schedule cosine+warmup:100 --clip 1
+model = Chain(Input(64), GPT(76, 128, layers = 4, heads = 4, context = 64, drop = 0.25))

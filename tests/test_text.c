@@ -252,6 +252,7 @@ TEST(stream_order)
     CHECK(cf_fit(s.t, tr, tr) == 0);
     CHECK(s.batches == 24 && s.wrong == 0);
     CHECK(s.epochs == 2 && s.eval_wrong == 0);
+    CHECK(s.t->eval.tail_batch == 0);   /* streams: whole batches only */
     const cf_epoch_stats *h;
     CHECK(cf_trainer_history(s.t, &h) == 2 && isfinite(h[1].test_loss));
     cf_trainer_free(s.t);
@@ -261,7 +262,8 @@ TEST(stream_order)
 
 /* A model that carries no state reads windows that start anywhere, drawn afresh each
  * epoch: each row is T consecutive characters of the text and its targets the next
- * ones; windows start on both the numbers and the zeros between them. */
+ * ones; windows start on both the numbers and the zeros between them. Its test set is
+ * read whole, not in whole batches of streams. */
 typedef struct windows_seen {
     cf_trainer *t;
     int rows, bad, odd;
@@ -307,6 +309,7 @@ TEST(windows_for_stateless_models)
         CHECK(s.rows == 2 * 48 && s.bad == 0);   /* 12 batches of 4 an epoch */
         CHECK(s.odd > 10 && s.odd < 2 * 48 - 10);
         CHECK(s.sum[0] != s.sum[1]);             /* each epoch its own windows */
+        CHECK(s.t->eval.tail_batch == 2);        /* the test set whole: 12 batches of 4 and one of 2 */
         cf_trainer_free(s.t);
     }
     cf_model_free(m);

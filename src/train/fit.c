@@ -353,13 +353,14 @@ static void give_carries(cf_trainer *t, cf_exec *e)
     cf_trainer_drop_carry(t);
 }
 
-/* Mean loss and accuracy over d, in its order; sequential data as streams in batches
- * of o.batch (of n, when it has fewer samples), the samples past the last whole batch
- * left out. */
+/* Mean loss and accuracy over d, in its order; sequential data, for a model that
+ * carries state from batch to batch, as streams in batches of o.batch (of n, when it
+ * has fewer samples), the samples past the last whole batch left out. A model that
+ * carries none reads every sequence, in order. */
 static int evaluate(cf_trainer *t, const cf_dataset *d, double *loss, double *acc)
 {
     size_t n = cf_dataset_count(d), B = (size_t)t->o.batch;
-    int seq = cf_dataset_sequential(d);
+    int seq = cf_dataset_sequential(d) && t->m->ncarries > 0;
     *loss = *acc = NAN;
     if (n == 0) return 0;
     if (seq) {
@@ -571,7 +572,7 @@ int cf_fit(cf_trainer *t, const cf_dataset *train_all, const cf_dataset *test)
     if (t->dist && cf_dist_broadcast(t->dist)) goto out;   /* every rank from rank 0's weights */
     give_carries(t, t->train.full);
     /* text for a model with no state to carry: windows from anywhere, not fixed streams */
-    t->windows = seq && cf_exec_state_count(t->train.full) == 0 && t->xcount == t->ycount;
+    t->windows = seq && t->m->ncarries == 0 && t->xcount == t->ycount;
     if (t->nperm < n) {
         free(t->perm);
         if (!(t->perm = malloc(n * sizeof *t->perm))) {

@@ -30,25 +30,24 @@ for case in mlp cnn lstm char-lstm char-gru char-rnn transformer-mlp; do
   fi
   "$py" "$src/tests/interop/onnx_check.py" "$build" "$model" "$work/$case.params" "$work/$case.onnx" || fail=1
 done
+# trained NAME MODEL DATA [TRAIN OPTIONS...]: train MODEL here, export it to ONNX and
+# check it in onnxruntime, for models that no PyTorch module is imported for
+trained() {
+  name=$1 model=$src/tests/interop/$2 data=$3
+  shift 3
+  if "$build/cflux" train "$model" --data "$data" --epochs 1 --quiet --save "$work/$name.ckpt" "$@" > /dev/null &&
+     "$build/cflux" export "$model" --params "$work/$name.ckpt" --onnx "$work/$name.onnx" > /dev/null; then
+    "$py" "$src/tests/interop/onnx_check.py" "$build" "$model" "$work/$name.ckpt" "$work/$name.onnx" || fail=1
+  else
+    echo "FAIL $name: training or export failed"
+    fail=1
+  fi
+}
 # a model that standardises its inputs (train --normalize): the ONNX graph does it too
 awk 'BEGIN { srand(11); for (i = 0; i < 200; i++) { s = i % 5; for (j = 0; j < 20; j++) s = s "," (j * 10 + rand() * (i % 5 + 1)); print s } }' > "$work/norm.csv"
-if "$build/cflux" train "$src/tests/interop/mlp.flux" --data "csv:$work/norm.csv" --normalize --epochs 2 --quiet \
-     --save "$work/norm.ckpt" > /dev/null &&
-   "$build/cflux" export "$src/tests/interop/mlp.flux" --params "$work/norm.ckpt" --onnx "$work/norm.onnx" > /dev/null; then
-  "$py" "$src/tests/interop/onnx_check.py" "$build" "$src/tests/interop/mlp.flux" "$work/norm.ckpt" "$work/norm.onnx" || fail=1
-else
-  echo "FAIL normalised mlp: training or export failed"
-  fail=1
-fi
+trained norm mlp.flux "csv:$work/norm.csv" --normalize --epochs 2
 # a GPT: transposes, batched products and the causal mask (an Add of -inf above the
-# diagonal before Softmax); trained an epoch here, as no PyTorch module is imported for it
-if "$build/cflux" train "$src/tests/interop/gpt.flux" --data text:/usr/share/common-licenses/GPL-3 --epochs 1 --quiet \
-     --save "$work/gpt.ckpt" > /dev/null &&
-   "$build/cflux" export "$src/tests/interop/gpt.flux" --params "$work/gpt.ckpt" --onnx "$work/gpt.onnx" > /dev/null; then
-  "$py" "$src/tests/interop/onnx_check.py" "$build" "$src/tests/interop/gpt.flux" "$work/gpt.ckpt" "$work/gpt.onnx" || fail=1
-else
-  echo "FAIL gpt: training or export failed"
-  fail=1
-fi
+# diagonal before Softmax)
+trained gpt gpt.flux text:/usr/share/common-licenses/GPL-3
 if [ $fail = 0 ]; then echo "interop: 1 passed, 0 failed"; else echo "interop: 0 passed, 1 failed"; fi
 exit $fail

@@ -295,6 +295,37 @@ TEST(user_nets_declare_their_layout)
                                "transpose(name) or name + name\n  in S at form.flux:3:13");
 }
 
+/* A GPT out to PyTorch's names and back in, with no map: its eight LayerNorms (and
+ * its other layers of one shape) find their layers by the names export gave them. */
+TEST(gpt_out_and_back)
+{
+    const char *src = "model = Chain(Input(6), GPT(11, 8, layers = 2, heads = 2, context = 6))\n";
+    cf_model *a = parse(src), *b = parse(src);
+    CHECK(a && b && cf_model_init_params(a) == 0);
+    if (!a || !b) {
+        cf_model_free(a);
+        cf_model_free(b);
+        return;
+    }
+    int n = cf_model_param_count(a);
+    for (int i = 0; i < n; i++) {   /* every weight its own value, so that a swap shows */
+        size_t count = cf_shape_count(cf_model_param_shape(a, i));
+        float *w = cf_model_param_data(a, i);
+        for (size_t j = 0; j < count; j++) w[j] = (float)(i * 1000 + (int)j) * 1e-3f;
+    }
+    CHECK(cf_model_export_torch(a, tmp("gpt.safetensors"), NULL) == 0);
+    CHECK(cf_model_import_torch(b, tmp("gpt.safetensors"), NULL, NULL) == 0);
+    int same = cf_model_param_count(b) == n;
+    for (int i = 0; same && i < n; i++) {
+        size_t count = cf_shape_count(cf_model_param_shape(a, i));
+        int j = cf_model_param_index(b, cf_model_param_name(a, i));
+        same = j >= 0 && !memcmp(cf_model_param_data(a, i), cf_model_param_data(b, j), count * sizeof(float));
+    }
+    CHECK(same);
+    cf_model_free(a);
+    cf_model_free(b);
+}
+
 TEST(export_needs_weights)
 {
     cf_model *m = parse(mlp_src);
@@ -311,6 +342,7 @@ int main(void)
     RUN(bad_files_are_refused_naming_the_tensor);
     RUN(named_modules_by_shape_or_map);
     RUN(user_nets_declare_their_layout);
+    RUN(gpt_out_and_back);
     RUN(export_needs_weights);
     tmpdir_remove();
     return test_summary("torch_io");

@@ -386,14 +386,17 @@ static int match(cf_model *m, plan *p)
         }
         return 0;
     }
-    /* by name: a module named as the layer, or as the end of its path ('norm1' for
-       the layer '1.norm1'), that fits it */
+    /* by name: a module named as the layer is exported ('0.blocks.0.norm1' for the
+       layer '1.blocks.0.norm1' after an Input), as the layer, or as the end of its
+       path ('norm1' for '1.norm1'), that fits it */
     for (int i = 0; i < m->nlayers; i++) {
         if (p->mod_of[i] >= 0) continue;
+        const cf_layer *l = &m->layers[i];
         int found = -1, nfit = 0;
         for (int k = 0; k < p->nmods; k++)
-            if (p->mods[k].layer < 0 && path_ends_with(m->layers[i].prefix, p->mods[k].prefix) &&
-                !check_pair(m, p, &m->layers[i], &p->mods[k], 0))
+            if (p->mods[k].layer < 0 &&
+                ((l->torch && !strcmp(l->torch, p->mods[k].prefix)) || path_ends_with(l->prefix, p->mods[k].prefix)) &&
+                !check_pair(m, p, l, &p->mods[k], 0))
                 found = k, nfit++;
         if (nfit == 1) assign(p, i, found);
     }

@@ -28,7 +28,7 @@ static size_t dropout_aux(const cf_inst *k) { return cf_shape_count_b(k->ys, 1);
 typedef struct {
     const cf_inst *k;
     uint64_t key;
-    float p, scale;
+    float scale;
     uint32_t thr;   /* kept when the hash is at least this: p 2^32 */
     int avx2;
 } job;
@@ -72,7 +72,7 @@ static int dropout_forward(const cf_inst *k)
 {
     float p = k->node->attr.f[0];
     double t = ldexp((double)p, 32);
-    job j = {k, cf_rng_mix(k->ctx->key ^ ((uint64_t)k->node->id * 0x9e3779b97f4a7c15ull)), p, 1.0f / (1.0f - p),
+    job j = {k, cf_rng_mix(k->ctx->key ^ ((uint64_t)k->node->id * 0x9e3779b97f4a7c15ull)), 1.0f / (1.0f - p),
              t < 4294967295.0 ? (uint32_t)t : 0xffffffffu, cf_cpu_avx2(cf_cpu())};
     size_t n = cf_shape_count_b(k->ys, 1);
     if (k->ctx->train)
@@ -84,7 +84,7 @@ static int dropout_forward(const cf_inst *k)
 
 static void dropout_backward(const cf_inst *k)
 {
-    job j = {k, 0, 0, 0, 0, 0};
+    job j = {k, 0, 0, 0, 0};
     cf_parallel_range(cf_shape_count_b(k->ys, 1), 2, backward_range, &j);
 }
 

@@ -358,16 +358,28 @@ static inline cf_v4u cf_v4_mix32(cf_v4u x)
  * 1 - thr / 2^32; f[i] = kept ? scale : 0 and y[i] = x[i] f[i]. 32-bit integer
  * arithmetic, as wide as the vector, and an element's mask depends on its index and
  * the key only. */
+static inline cf_v4 cf_v4_dropout(cf_v4u index, uint32_t k1, uint32_t k2, uint32_t thr, float scale)
+{
+    cf_v4u h = cf_v4_mix32(cf_v4_mix32(index ^ k1) ^ k2);
+    return cf_v4_select((cf_v4i)(h >= thr), cf_v4_set1(scale), cf_v4_set1(0.0f));
+}
+
 static inline void cf_vdropout(float *y, float *f, const float *x, size_t n, uint32_t first, uint32_t k1, uint32_t k2,
                                uint32_t thr, float scale)
 {
     cf_v4u lane;
     for (int l = 0; l < CF_VMATH_LANES; l++) lane[l] = (uint32_t)l;
-    const cf_v4 sv = cf_v4_set1(scale), zero = cf_v4_set1(0.0f);
-    for (size_t i = 0; i < n; i += CF_VMATH_LANES) {
-        cf_v4u h = cf_v4_mix32(cf_v4_mix32((lane + (first + (uint32_t)i)) ^ k1) ^ k2);
-        cf_v4 fv = cf_v4_select((cf_v4i)(h >= thr), sv, zero), xv = zero;
-        size_t m = n - i < CF_VMATH_LANES ? n - i : CF_VMATH_LANES;
+    size_t i = 0;
+    for (; i + CF_VMATH_LANES <= n; i += CF_VMATH_LANES) {   /* whole vectors */
+        cf_v4 fv = cf_v4_dropout(lane + (first + (uint32_t)i), k1, k2, thr, scale), xv;
+        memcpy(&xv, x + i, sizeof xv);
+        cf_v4 yv = xv * fv;
+        memcpy(f + i, &fv, sizeof fv);
+        memcpy(y + i, &yv, sizeof yv);
+    }
+    if (i < n) {   /* the last n % lanes through a padded vector */
+        size_t m = n - i;
+        cf_v4 fv = cf_v4_dropout(lane + (first + (uint32_t)i), k1, k2, thr, scale), xv = cf_v4_set1(0.0f);
         memcpy(&xv, x + i, m * sizeof(float));
         cf_v4 yv = xv * fv;
         memcpy(f + i, &fv, m * sizeof(float));

@@ -298,15 +298,23 @@ void cf_trainer_stop(cf_trainer *t)
     if (t) atomic_store(&t->stop, 1);
 }
 
-void cf_trainer_load_batch(const cf_trainer *t, cf_exec *e, const cf_dataset *d, const size_t *idx, size_t b)
+/* Rows at[0 .. b) of d into e's input and target: sample at[i], or, for windows, the
+ * sample-sized stretch that starts at float at[i] (text keeps its sequences one after
+ * another, so a window is the T floats from there, of x and of y). */
+static void load_rows(const cf_trainer *t, cf_exec *e, const cf_dataset *d, const size_t *at, size_t b, int windows)
 {
     float *x = cf_exec_input(e, 0, NULL), *y = cf_exec_input(e, t->m->target->index, NULL);
     const float *dx = cf_dataset_x(d), *dy = cf_dataset_y(d);
     for (size_t i = 0; i < b; i++) {
-        memcpy(x + i * t->xcount, dx + idx[i] * t->xcount, t->xcount * sizeof *x);
-        memcpy(y + i * t->ycount, dy + idx[i] * t->ycount, t->ycount * sizeof *y);
+        memcpy(x + i * t->xcount, dx + (windows ? at[i] : at[i] * t->xcount), t->xcount * sizeof *x);
+        memcpy(y + i * t->ycount, dy + (windows ? at[i] : at[i] * t->ycount), t->ycount * sizeof *y);
     }
     cf_norm_apply(t->m, x, b);
+}
+
+void cf_trainer_load_batch(const cf_trainer *t, cf_exec *e, const cf_dataset *d, const size_t *idx, size_t b)
+{
+    load_rows(t, e, d, idx, b, 0);
 }
 
 /* Correct predictions in an executor's output 0: the first class of the highest
@@ -438,18 +446,6 @@ static void order(cf_trainer *t, const cf_dataset *d, size_t n, int epoch, int s
     else cf_sample_order(t->perm, n, (size_t)t->o.batch, seq, t->o.seed, epoch);
 }
 
-/* The windows of text starting at the characters at[0 .. b): text data keeps its
- * sequences one after another, so a window is the T floats from there, of x and y. */
-static void load_windows(const cf_trainer *t, cf_exec *e, const cf_dataset *d, const size_t *at, size_t b)
-{
-    float *x = cf_exec_input(e, 0, NULL), *y = cf_exec_input(e, t->m->target->index, NULL);
-    const float *dx = cf_dataset_x(d), *dy = cf_dataset_y(d);
-    for (size_t i = 0; i < b; i++) {
-        memcpy(x + i * t->xcount, dx + at[i], t->xcount * sizeof *x);
-        memcpy(y + i * t->ycount, dy + at[i], t->ycount * sizeof *y);
-    }
-}
-
 /* A loss that says the run diverged: 0, or -1 with the message. The reference is the
  * largest loss of the run's first CF_FIRST_STEPS steps (one batch alone may be easy). */
 static int check_loss(cf_trainer *t, double loss, int epoch, long step, float lr)
@@ -484,8 +480,7 @@ static int train_epoch(cf_trainer *t, const cf_dataset *train, size_t n, int seq
         size_t at = (size_t)s * B, b = n - at < B ? n - at : B, lo = 0, hi = b;
         if (t->dist) cf_dist_shard(b, &lo, &hi);   /* this rank's rows of the batch */
         cf_exec *e = hi == lo ? NULL : b == B ? t->train.full : t->train.tail;
-        if (e && t->windows) load_windows(t, e, train, t->perm + at + lo, hi - lo);
-        else if (e) cf_trainer_load_batch(t, e, train, t->perm + at + lo, hi - lo);
+        if (e) load_rows(t, e, train, t->perm + at + lo, hi - lo, t->windows);
         if (cf_schedule_lr(t->o.schedule, t->o.optim.lr, (long)(epoch - 1) * steps + s, total, steps, &lr)) return -1;
         if (lr > lr_max) lr_max = lr;
         if (e) cf_exec_set_step(e, (long)(epoch - 1) * steps + s + 1);   /* dropout's masks follow the run */

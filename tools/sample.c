@@ -45,6 +45,21 @@ static int draw(const float *p, int n, double temperature, uint64_t *rng)
     return 0;
 }
 
+/* The next character c: a recurrent model (T 1) reads it now, one step; a window
+ * model's window w of n (at most T, the newest last) takes it, dropping its oldest
+ * when full. 0, or 1 with the message printed. */
+static int feed(cf_exec *e, float *w, int *n, int T, float c)
+{
+    if (T == 1) {
+        cf_exec_input(e, 0, NULL)[0] = c;
+        return cf_forward(e, 0) ? fail() : 0;
+    }
+    if (*n == T) memmove(w, w + 1, (size_t)(T - 1) * sizeof *w);
+    else ++*n;
+    w[*n - 1] = c;
+    return 0;
+}
+
 /* The window w of n characters (n <= T) into the model's input, padded with `pad`
  * after its end, and a forward pass: 0, or 1 with the message printed. */
 static int window_forward(cf_exec *e, const float *w, int n, int pad)
@@ -144,7 +159,6 @@ int cmd_sample(const args *a)
     uint64_t rng = a->seed;
     double temperature = isnan(a->temperature) ? 1.0 : a->temperature;
     long length = isnan(a->length) ? 500 : (long)a->length;
-    float *x = cf_exec_input(e, 0, NULL);
     const float *p = cf_exec_output(e, 0, NULL);
     if (!(w = malloc((size_t)T * sizeof *w))) {
         fprintf(stderr, "error: out of memory\n");
@@ -152,35 +166,14 @@ int cmd_sample(const args *a)
     }
     int n = 0;   /* characters in the window w, the newest last */
     fputs(prime, stdout);
-    for (const unsigned char *c = (const unsigned char *)prime; *c; c++) {
-        if (T == 1) {
-            x[0] = (float)index[*c];
-            if (cf_forward(e, 0)) {
-                fail();
-                goto done;
-            }
-            continue;
-        }
-        if (n == T) memmove(w, w + 1, (size_t)(T - 1) * sizeof *w);
-        else n++;
-        w[n - 1] = (float)index[*c];
-    }
+    for (const unsigned char *c = (const unsigned char *)prime; *c; c++)
+        if (feed(e, w, &n, T, (float)index[*c])) goto done;
     if (T > 1 && (n < T ? causal_check(a->pos[0], e, w, n, V, nv) : 0)) goto done;
     for (long k = 0; k < length; k++) {
         if (T > 1 && window_forward(e, w, n, 0)) goto done;
         int next = draw(T > 1 ? p + (size_t)(n - 1) * (size_t)V : p, nv, temperature, &rng);   /* classes past the text's never come */
         putchar(vocab[next]);
-        if (T == 1) {
-            x[0] = (float)next;
-            if (k + 1 < length && cf_forward(e, 0)) {
-                fail();
-                goto done;
-            }
-            continue;
-        }
-        if (n == T) memmove(w, w + 1, (size_t)(T - 1) * sizeof *w);
-        else n++;
-        w[n - 1] = (float)next;
+        if (k + 1 < length && feed(e, w, &n, T, (float)next)) goto done;
     }
     putchar('\n');
     rc = fflush(stdout) == 0 ? 0 : 1;

@@ -1407,7 +1407,6 @@ static int call_builtin(cc *c, env *en, const ast *e, int fi, value *args, int n
             return ERR(c, en, e, "sqrt takes one number, not negative: sqrt(in / heads)");
         *out = num_value(sqrt(args[0].num));
         return 0;
-    case B_REPEAT: return ERR(c, en, e, "repeat is called with a model and a count: repeat(TransformerBlock(heads = 4), 6)");
     default: break;
     }
 

@@ -1032,8 +1032,20 @@ CF_API double cf_trainer_wait_seconds(const cf_trainer *t);
  * activation_bytes) and "totals". batch 0 writes B for the batch; batch N writes N and
  * totals the activations of a batch of N. cf_model_flops gives the whole model's FLOPs
  * per sample. 0, or -1 with the error (for a model whose shapes do not fit, the shape
- * error). */
+ * error).
+ *
+ * cf_model_summary_ex writes the rows as a tree, `depth` levels deep, as torchinfo's
+ * summary(model, depth=N): depth 1 is cf_model_summary's table. Below it, a row of a
+ * layer made of calls (a net such as GPT or TransformerBlock, a Chain, repeat's Chain;
+ * not an Affine, made of ops) is followed by the rows of the calls and ops inside it,
+ * indented two more columns, down to `depth` levels; the same call repeated at one
+ * place is one row ("×4"). A row's params count, FLOPs and activations are the totals
+ * of everything under it; its list names only the parameters no row under it lists
+ * (GPT's P). The totals are the same at every depth. JSON rows carry "depth" (1 at the
+ * top) and "parent" (the index of the row it is under in "rows", or -1); so does
+ * cf_model_summary's. depth below 1 is an error. */
 CF_API int cf_model_summary(cf_model *m, int batch, int json, FILE *out);
+CF_API int cf_model_summary_ex(cf_model *m, int batch, int json, int depth, FILE *out);
 CF_API int cf_model_flops(cf_model *m, double *forward, double *backward);
 
 /* ---- Images ------------------------------------------------------------------------

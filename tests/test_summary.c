@@ -2,7 +2,8 @@
  * gives, their shapes, parameters, FLOPs and activation bytes against counts made by
  * hand (the arithmetic beside each), the table and the JSON against each other, the
  * matrix products' counts against what the engine does (cf_gemm_flops over a
- * training step), and clean errors. */
+ * training step), the tree of cf_model_summary_ex's levels (each parent the sum of
+ * what is under it), and clean errors. */
 #include <cjson/cJSON.h>
 #include <dirent.h>
 #include <stdlib.h>
@@ -10,14 +11,15 @@
 #include "cflux.h"
 #include "test.h"
 
-/* The summary as text (the table, or JSON), or NULL with the error. */
-static char *summary_of(cf_model *m, int batch, int json)
+/* The summary as text (the table, or JSON) `depth` levels deep, or with depth 0
+ * cf_model_summary's; NULL with the error. */
+static char *summary_at(cf_model *m, int batch, int json, int depth)
 {
     char *buf = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
     if (!f) return NULL;
-    int rc = cf_model_summary(m, batch, json, f);
+    int rc = depth ? cf_model_summary_ex(m, batch, json, depth, f) : cf_model_summary(m, batch, json, f);
     fclose(f);
     if (rc) {
         free(buf);
@@ -26,13 +28,17 @@ static char *summary_of(cf_model *m, int batch, int json)
     return buf;
 }
 
-static cJSON *summary_json(cf_model *m, int batch)
+static char *summary_of(cf_model *m, int batch, int json) { return summary_at(m, batch, json, 0); }
+
+static cJSON *summary_json_at(cf_model *m, int batch, int depth)
 {
-    char *text = summary_of(m, batch, 1);
+    char *text = summary_at(m, batch, 1, depth);
     cJSON *j = text ? cJSON_Parse(text) : NULL;
     free(text);
     return j;
 }
+
+static cJSON *summary_json(cf_model *m, int batch) { return summary_json_at(m, batch, 0); }
 
 static cJSON *row_at(cJSON *j, int i) { return cJSON_GetArrayItem(cJSON_GetObjectItem(j, "rows"), i); }
 static int nrows(cJSON *j) { return cJSON_GetArraySize(cJSON_GetObjectItem(j, "rows")); }
@@ -198,12 +204,21 @@ static int cells(const char *text, char out[8][128])
     return n;
 }
 
-/* The table holds what the JSON holds: each row's name, place, output and parameters
- * exactly, its FLOPs and bytes to the digits shown; the totals likewise. */
-static void table_agrees(cf_model *m, int batch)
+/* A place as the table shows it: as it is, or, in a table too wide for the model's own
+ * file to be named in full, with only the file's base name ("char-gpt.flux:9:26"). */
+static int same_place(const char *shown, const char *place)
 {
-    char *text = summary_of(m, batch, 0);
-    cJSON *j = summary_json(m, batch);
+    size_t n = strlen(shown), len = strlen(place);
+    return strcmp(shown, place) == 0 || (len > n && place[len - n - 1] == '/' && strcmp(place + len - n, shown) == 0);
+}
+
+/* The table holds what the JSON holds: each row's name (indented 2 a level below the
+ * top), place, output and parameters exactly, its FLOPs and bytes to the digits shown;
+ * the totals likewise. depth as summary_at's. */
+static void table_agrees(cf_model *m, int batch, int depth)
+{
+    char *text = summary_at(m, batch, 0, depth);
+    cJSON *j = summary_json_at(m, batch, depth);
     CHECK(text && j);
     if (!text || !j) {
         free(text);
@@ -215,16 +230,17 @@ static void table_agrees(cf_model *m, int batch)
     const char *line = strstr(text, "\n==");
     line = line ? strchr(line + 1, '\n') : NULL;
     for (; line && *++line && *line != '-'; line = strchr(line, '\n')) {
-        if (line[0] == ' ') continue;   /* a row's parameters */
         int n = cells(line, c);
+        if (n == 1) continue;   /* a row's parameters: their items part by ", " */
         cJSON *o = row_at(j, r++);
         CHECK(n == 7 && o);
         if (n != 7 || !o) break;
+        CHECK((int)strspn(line, " ") == 2 * ((int)num(o, "depth") - 1));
         char out[128];
         if (num(o, "calls") > 1) snprintf(out, sizeof out, "%s ×%.0f", str(o, "output"), num(o, "calls"));
         else snprintf(out, sizeof out, "%s", str(o, "output"));
         CHECK(strcmp(c[0], str(o, "name")) == 0);
-        CHECK(strcmp(c[1], str(o, "place")) == 0);
+        CHECK(same_place(c[1], str(o, "place")));
         CHECK(strcmp(c[2], out) == 0);
         CHECK_NEAR(atof(c[3]), num(o, "param_count"), 0);
         CHECK_NEAR(unshort(c[4]), num(o, "flops_forward"), 5e-4 * num(o, "flops_forward"));
@@ -256,14 +272,16 @@ static void table_agrees(cf_model *m, int batch)
 
 TEST(table_agrees_with_json)
 {
-    const char *files[] = {"models/mlp.flux", "models/cnn-bn.flux", "models/char-rnn.flux", "models/char-gru.flux",
-                           "models/tlp.flux", "models/cnn.flux"};
+    const char *files[] = {"models/mlp.flux",     "models/cnn-bn.flux", "models/char-rnn.flux",
+                           "models/char-gru.flux", "models/tlp.flux",    "models/cnn.flux",
+                           "models/char-gpt.flux", "tests/models/good/nested_templates.flux"};
     for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
         cf_model *m = cf_model_load(files[i]);
         CHECK(m != NULL);
         if (!m) continue;
-        table_agrees(m, 0);
-        table_agrees(m, 16);
+        table_agrees(m, 0, 0);
+        table_agrees(m, 16, 0);
+        table_agrees(m, 0, 4);
         cf_model_free(m);
     }
 }
@@ -523,35 +541,88 @@ TEST(engine_agrees)
                3276800.0 + 6553600 + 972800 + 6422528 + 6553600 + 3276800 + 3276800 + 2 * 972800, 0);
 }
 
-/* Every model the project ships summarises, in both forms, and the rows add up to
- * the totals. */
+/* A row's figures as the table shows them. */
+static const char *const figures[] = {"param_count", "flops_forward", "flops_backward", "activation_bytes"};
+enum { NFIG = 4 };
+
+/* The rows of a summary of any depth are a tree, depth first: each row's parent is the
+ * nearest row before it one level up. Each parent's figures are its children's sums,
+ * and its params count theirs plus the parameters it lists itself; the top level's
+ * rows add up to the totals. */
+static void tree_adds_up(cJSON *j)
+{
+    int n = nrows(j);
+    double(*under)[NFIG] = calloc((size_t)n + 1, sizeof *under);   /* children's sums; [n]: the top level's */
+    int *kids = calloc((size_t)n + 1, sizeof *kids);
+    CHECK(under && kids);
+    for (int i = 0; i < n && under && kids; i++) {
+        cJSON *r = row_at(j, i);
+        int d = (int)num(r, "depth"), p = (int)num(r, "parent"), up = i - 1;
+        while (up >= 0 && num(row_at(j, up), "depth") >= d) up--;
+        CHECK(p == up && (up < 0 ? d == 1 : num(row_at(j, up), "depth") == d - 1));
+        if (p != up) continue;
+        int to = p < 0 ? n : p;
+        for (int f = 0; f < NFIG; f++) under[to][f] += num(r, figures[f]);
+        kids[to]++;
+    }
+    for (int i = 0; i < n && under && kids; i++) {
+        cJSON *r = row_at(j, i);
+        double own = 0;
+        for (int k = 0; k < cJSON_GetArraySize(cJSON_GetObjectItem(r, "params")); k++) own += pcount(r, k);
+        CHECK_NEAR(num(r, "param_count"), under[i][0] + own, 0);
+        for (int f = 1; f < NFIG && kids[i]; f++) CHECK_NEAR(num(r, figures[f]), under[i][f], 1e-9 * under[i][f]);
+    }
+    cJSON *t = cJSON_GetObjectItem(j, "totals");
+    for (int f = 1; f < NFIG && under; f++) CHECK_NEAR(under[n][f], num(t, figures[f]), 1e-9 * under[n][f]);
+    if (under) CHECK(under[n][0] <= num(t, "trained") + num(t, "frozen") + num(t, "statistics"));
+    free(under);
+    free(kids);
+}
+
+/* The top-level rows of two summaries of one model at different depths: the same
+ * rows with the same figures (only their lists of parameters may differ), and the
+ * same totals. */
+static void same_top_level(cJSON *a, cJSON *b)
+{
+    int n = 0;
+    for (int i = 0, k = 0; i < nrows(a); i++, k++) {
+        while (k < nrows(b) && num(row_at(b, k), "depth") > 1) k++;
+        cJSON *x = row_at(a, i), *y = row_at(b, k);
+        CHECK(x && y && num(x, "depth") == 1);
+        if (!x || !y) return;
+        CHECK(strcmp(str(x, "name"), str(y, "name")) == 0 && strcmp(str(x, "place"), str(y, "place")) == 0);
+        CHECK(strcmp(str(x, "output"), str(y, "output")) == 0 && num(x, "calls") == num(y, "calls"));
+        for (int f = 0; f < NFIG; f++) CHECK_NEAR(num(x, figures[f]), num(y, figures[f]), 0);
+        n++;
+    }
+    for (int k = 0; k < nrows(b); k++) n -= num(row_at(b, k), "depth") == 1;
+    CHECK(n == 0);
+    CHECK(cJSON_Compare(cJSON_GetObjectItem(a, "totals"), cJSON_GetObjectItem(b, "totals"), 1));
+}
+
+/* Every model the project ships summarises, in both forms, and its rows add up to the
+ * totals, at depth 1 and as a tree 4 levels deep. */
 static void sums_add_up(const char *file)
 {
     cf_model *m = cf_model_load(file);
     if (!m) return;   /* test_models checks which compile */
-    cJSON *j = summary_json(m, 8);
-    CHECK(j != NULL);
-    if (!j) {
+    cJSON *j = summary_json(m, 8), *deep = summary_json_at(m, 8, 4);
+    CHECK(j && deep);
+    if (!j || !deep) {
         fprintf(stderr, "%s: %s\n", file, cf_last_error());
+        cJSON_Delete(j);
+        cJSON_Delete(deep);
         cf_model_free(m);
         return;
     }
-    double f = 0, b = 0, a = 0, p = 0;
-    for (int i = 0; i < nrows(j); i++) {
-        f += num(row_at(j, i), "flops_forward");
-        b += num(row_at(j, i), "flops_backward");
-        a += num(row_at(j, i), "activation_bytes");
-        p += num(row_at(j, i), "param_count");
-    }
-    cJSON *t = cJSON_GetObjectItem(j, "totals");
-    CHECK_NEAR(f, num(t, "flops_forward"), 1e-9 * f);
-    CHECK_NEAR(b, num(t, "flops_backward"), 1e-9 * b);
-    CHECK_NEAR(a, num(t, "activation_bytes"), 0);
-    CHECK(p <= num(t, "trained") + num(t, "frozen") + num(t, "statistics"));
+    tree_adds_up(j);
+    tree_adds_up(deep);
+    same_top_level(j, deep);
     char *text = summary_of(m, 0, 0);
     CHECK(text && strstr(text, "FLOPs a sample"));
     free(text);
     cJSON_Delete(j);
+    cJSON_Delete(deep);
     cf_model_free(m);
 }
 
@@ -571,6 +642,138 @@ TEST(every_model)
         }
         if (dir) closedir(dir);
     }
+}
+
+/* models/char-gpt.flux, Chain(Input(64), GPT(76, 128, layers = 4, heads = 4,
+ * context = 64, drop = 0.25)), 3 levels deep: GPT (src/lang/stdlib/transformer.flux)
+ * opens into its calls and its own ops, and repeat's Chain into its four
+ * TransformerBlocks, made at one place and so one row ×4. T = 64, d = 128. */
+static const struct {
+    const char *name, *place;
+    int depth, parent, calls;
+} gpt_tree[] = {
+    {"Input x", "models/char-gpt.flux:9:9", 1, -1, 1},
+    {"GPT", "models/char-gpt.flux:9:26", 1, -1, 1},
+    {"Embedding", "<stdlib>/transformer.flux:44:41", 2, 1, 1},
+    {"+", "<stdlib>/transformer.flux:44:41", 2, 1, 1},   /* embed(x) + positions(P, x) */
+    {"dropout", "<stdlib>/transformer.flux:44:33", 2, 1, 1},
+    {"Chain", "<stdlib>/transformer.flux:44:26", 2, 1, 1},   /* repeat(TransformerBlock(...), layers) */
+    {"TransformerBlock", "<stdlib>/transformer.flux:41:19", 3, 5, 4},
+    {"LayerNorm", "<stdlib>/transformer.flux:44:21", 2, 1, 1},
+    {"Affine", "<stdlib>/transformer.flux:44:16", 2, 1, 1},
+    {"softmax", "<stdlib>/transformer.flux:44:8", 2, 1, 1},
+};
+/* A block's weights: two LayerNorms (γ, β) 2*128*2, qkv 128*384 + 384, out
+   128*128 + 128, the MLP's up 128*512 + 512 and down 512*128 + 128 */
+#define BLOCK_WEIGHTS (2.0 * 128 * 2 + 128 * 384 + 384 + 128 * 128 + 128 + 128 * 512 + 512 + 512 * 128 + 128)
+/* A block forward, E = T d = 8192 elements of width d: layernorms 2 * 8E; qkv
+   2*64*128*384 + 64*384; q's scale 4*64*32; q k^T 2*(4*64*64)*32; softmax 5*4*64*64;
+   its dropout 4*64*64; a v 2*(4*64*32)*64; out 2*64*128*128 + E; two dropouts and
+   two residual additions 4E; the MLP's up 2*64*128*512 + 4E, gelu 4E, down
+   2*64*512*128 + E */
+#define BLOCK_FWD                                                                                                     \
+    (2 * 8 * 8192.0 + 2 * 64 * 128 * 384 + 64 * 384 + 4 * 64 * 32 + 2 * (4 * 64 * 64) * 32 + 5 * 4 * 64 * 64 +    \
+     4 * 64 * 64 + 2 * (4 * 64 * 32) * 64 + 2 * 64 * 128 * 128 + 8192 + 4 * 8192 + 2 * 64 * 128 * 512 + 4 * 8192 +  \
+     4 * 8192 + 2 * 64 * 512 * 128 + 8192)
+/* Backward: every value carries a gradient (the embedding's table is trained), so
+   each product computes both its inputs' (twice its forward), each bias and residual
+   addition 2 a element, the scale, dropouts and gelu 1; layernorm 5 + 11, softmax 4 */
+#define BLOCK_BWD                                                                                                     \
+    (2 * 16 * 8192.0 + 2 * (2 * 64 * 128 * 384) + 2 * 64 * 384 + 4 * 64 * 32 + 2 * (2 * (4 * 64 * 64) * 32) +      \
+     4 * 4 * 64 * 64 + 4 * 64 * 64 + 2 * (2 * (4 * 64 * 32) * 64) + 2 * (2 * 64 * 128 * 128) + 2 * 8192 +           \
+     2 * 8192 + 2 * 2 * 8192 + 2 * (2 * 64 * 128 * 512) + 2 * 4 * 8192 + 4 * 8192 + 2 * (2 * 64 * 512 * 128) +      \
+     2 * 8192)
+
+TEST(gpt_depth)
+{
+    cf_model *m = cf_model_load("models/char-gpt.flux");
+    CHECK(m != NULL);
+    cJSON *j = summary_json_at(m, 0, 3), *top = summary_json(m, 0);
+    CHECK(j && top);
+    if (!j || !top) return;
+    int n = (int)(sizeof gpt_tree / sizeof *gpt_tree);
+    CHECK(nrows(j) == n);
+    for (int i = 0; i < n && i < nrows(j); i++) {
+        cJSON *r = row_at(j, i);
+        if (strcmp(str(r, "name"), gpt_tree[i].name) != 0 || strcmp(str(r, "place"), gpt_tree[i].place) != 0)
+            fprintf(stderr, "row %d: %s %s, want %s %s\n", i, str(r, "name"), str(r, "place"), gpt_tree[i].name,
+                    gpt_tree[i].place);
+        CHECK(strcmp(str(r, "name"), gpt_tree[i].name) == 0 && strcmp(str(r, "place"), gpt_tree[i].place) == 0);
+        CHECK(num(r, "depth") == gpt_tree[i].depth && num(r, "parent") == gpt_tree[i].parent);
+        CHECK(num(r, "calls") == gpt_tree[i].calls);
+    }
+    tree_adds_up(j);
+    same_top_level(top, j);
+    /* GPT holds all the weights and lists only its own P (context, d); the blocks' row
+       all four blocks' 12 parameters each */
+    cJSON *gpt = row_at(j, 1), *chain = row_at(j, 5), *block = row_at(j, 6);
+    CHECK_NEAR(num(gpt, "param_count"), 821068, 0);
+    CHECK(cJSON_GetArraySize(cJSON_GetObjectItem(gpt, "params")) == 1);
+    CHECK(strcmp(pname(gpt, 0), "1.P") == 0 && pcount(gpt, 0) == 64 * 128);
+    CHECK(strcmp(pname(row_at(j, 2), 0), "1.embed.E") == 0 && pcount(row_at(j, 2), 0) == 76 * 128);
+    CHECK_NEAR(num(block, "param_count"), 4 * BLOCK_WEIGHTS, 0);
+    CHECK(cJSON_GetArraySize(cJSON_GetObjectItem(block, "params")) == 4 * 12);
+    CHECK(strcmp(pname(block, 0), "1.blocks.0.norm1.γ") == 0);
+    CHECK(strcmp(pname(block, 47), "1.blocks.3.mlp.down.b") == 0);
+    CHECK_NEAR(num(block, "flops_forward"), 4 * BLOCK_FWD, 0);
+    CHECK_NEAR(num(block, "flops_backward"), 4 * BLOCK_BWD, 0);
+    CHECK(strcmp(str(block, "output"), "(B, 64, 128)") == 0);
+    for (int f = 0; f < NFIG; f++) CHECK_NEAR(num(chain, figures[f]), num(block, figures[f]), 0);   /* its only child */
+    CHECK(cJSON_GetArraySize(cJSON_GetObjectItem(chain, "params")) == 0);
+    /* depth 1: as cf_model_summary has it, GPT listing all 54 */
+    CHECK(nrows(top) == 2 && num(row_at(top, 1), "depth") == 1 && num(row_at(top, 1), "parent") == -1);
+    CHECK(cJSON_GetArraySize(cJSON_GetObjectItem(row_at(top, 1), "params")) == 54);
+    cJSON_Delete(j);
+    cJSON_Delete(top);
+    char *one = summary_of(m, 0, 0), *one_ex = summary_at(m, 0, 0, 1), *three = summary_at(m, 0, 0, 3);
+    CHECK(one && one_ex && strcmp(one, one_ex) == 0);
+    CHECK_HAS(three, "\n  Chain ");
+    CHECK_HAS(three, "\n    TransformerBlock  ");
+    CHECK_HAS(three, "(B, 64, 128) ×4  793088  ");
+    CHECK_HAS(three, "\n    1.P 8192\n  Embedding ");        /* under GPT's name, as at depth 1 */
+    CHECK_HAS(three, "\n      1.embed.E 9728\n");             /* under Embedding's, 2 further in */
+    free(one);
+    free(one_ex);
+    free(three);
+    /* past the deepest call, no more rows */
+    char *five = summary_at(m, 0, 1, 5), *many = summary_at(m, 0, 1, 1000);
+    CHECK(five && many && strcmp(five, many) == 0);
+    free(five);
+    free(many);
+    cf_model_free(m);
+}
+
+/* A model built in C: nested scopes are levels too. Block's own W1 is listed with
+ * Block, though the product that reads it has a row of its own below Block's. */
+TEST(c_model_levels)
+{
+    cf_model *m = cf_model_new();
+    cf_node *x = cf_input(m, "x", CF_SHAPE(4));
+    cf_scope_begin(m, "Block", "block");
+    cf_node *W1 = cf_param(m, "W1", CF_SHAPE(4, 4), CF_GLOROT);
+    cf_scope_begin(m, "Dense", "dense");
+    cf_node *W2 = cf_param(m, "W2", CF_SHAPE(4, 4), CF_GLOROT);
+    cf_node *h = cf_matmul(m, x, W2);
+    cf_scope_end(m);
+    cf_node *y = cf_matmul(m, cf_tanh(m, h), W1);
+    cf_scope_end(m);
+    cf_output(m, y);
+    cJSON *j = summary_json_at(m, 0, 2);
+    CHECK(j != NULL);
+    if (!j) return;
+    tree_adds_up(j);
+    CHECK(nrows(j) == 5);   /* x, Block, and under it Dense, tanh, * */
+    CHECK(strcmp(str(row_at(j, 1), "name"), "Block") == 0 && strcmp(str(row_at(j, 2), "name"), "Dense") == 0);
+    CHECK(strcmp(str(row_at(j, 3), "name"), "tanh") == 0 && strcmp(str(row_at(j, 4), "name"), "*") == 0);
+    CHECK(num(row_at(j, 4), "depth") == 2 && num(row_at(j, 4), "parent") == 1);
+    CHECK(strcmp(pname(row_at(j, 1), 0), "block.W1") == 0 && strcmp(pname(row_at(j, 2), 0), "block.dense.W2") == 0);
+    /* Dense: 2*4*4 forward, dW alone back (x is the input); tanh 4 and 4; the second
+       product 32, and dx and dW back 64 */
+    CHECK_NEAR(num(row_at(j, 1), "flops_forward"), 32 + 4 + 32, 0);
+    CHECK_NEAR(num(row_at(j, 1), "flops_backward"), 32 + 4 + 64, 0);
+    CHECK_NEAR(num(row_at(j, 1), "param_count"), 32, 0);
+    cJSON_Delete(j);
+    cf_model_free(m);
 }
 
 /* A model too big to allocate is summarised all the same: nothing is allocated. */
@@ -600,6 +803,12 @@ TEST(errors)
     CHECK_HAS(cf_last_error(), "no stream");
     CHECK(cf_model_summary(m, -1, 0, stdout) == -1);
     CHECK_HAS(cf_last_error(), "batch -1");
+    CHECK(cf_model_summary_ex(m, 0, 0, 0, stdout) == -1);
+    CHECK_HAS(cf_last_error(), "depth 0; it must be 1");
+    CHECK(cf_model_summary_ex(m, 0, 1, -3, stdout) == -1);
+    CHECK_HAS(cf_last_error(), "depth -3");
+    CHECK(cf_model_summary_ex(NULL, 0, 0, 2, stdout) == -1);
+    CHECK_HAS(cf_last_error(), "no model");
     cf_model_free(m);
     /* shapes that do not fit, in C: the shape error and the line that made it */
     m = cf_model_new();
@@ -627,6 +836,8 @@ int main(void)
     RUN(frozen_parameters);
     RUN(same_when_training);
     RUN(c_model_and_shared_parameter);
+    RUN(gpt_depth);
+    RUN(c_model_levels);
     RUN(engine_agrees);
     RUN(every_model);
     RUN(big_model);

@@ -125,6 +125,7 @@ static const opt export_opts[] = {
 
 static const opt summary_opts[] = {
     {"--batch", OPT_INT, 1, 1 << 20, OFF(batch), "N", "write N for the batch dimension B, and count memory for N"},
+    {"--depth", OPT_INT, 1, 1000, OFF(depth), "N", "rows N levels deep: under a net's row, the calls and ops inside\nit (1, the default: the top level's rows alone)"},
     MAXMEM,
     JSON,
     END,
@@ -189,7 +190,13 @@ const command cf_commands[] = {
      "backward). FLOPs: matrix products and convolutions 2 per multiply-add, the same\n"
      "again backward for each input that takes a gradient (never the model's inputs);\n"
      "elementwise ops 1 per element each way; softmax 5/4, batchnorm 6/5 (+4 for dx),\n"
-     "maxpool k*k/1 per output; LSTM and the rest: docs/training.md.\n",
+     "maxpool k*k/1 per output; LSTM and the rest: docs/training.md.\n"
+     "\n"
+     "With --depth N, a row of a layer made of calls (a net such as GPT, its\n"
+     "TransformerBlocks, a Chain) is followed by the rows of the calls and ops inside\n"
+     "it, indented, N levels down, as torchinfo's summary(model, depth=N); a row's\n"
+     "figures are the totals of everything under it, and the totals at the bottom are\n"
+     "the same at any depth.\n",
      summary_opts, cmd_summary},
     {"lr-find", "MODEL", 1, "Train briefly over rising learning rates; suggest one.",
      "From fresh weights, one step at each learning rate from --start to --end\n"

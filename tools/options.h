@@ -18,7 +18,7 @@ typedef struct args {
     const char *data, *optim, *schedule, *save, *resume, *log, *plot, *init, *params, *loss, *out, *max_memory;
     const char *prime, *from_torch, *to_torch, *onnx, *map;
     const char *classes, *keep_best, *report;
-    double top, patience, lr_start, lr_end, steps;
+    double top, patience, lr_start, lr_end, steps, depth;
     double epochs, batch, stop_after, lr, wd, clip, val, momentum, threads, label_col, seconds, length, temperature;
     uint64_t seed;
     int has_seed, json, quiet, normalize;

@@ -1,5 +1,6 @@
 /* summary.c - `cflux summary MODEL`: the model's layers, each with its place in the
- * source, output shape, parameters, FLOPs and values per sample (cf_model_summary). */
+ * source, output shape, parameters, FLOPs and values per sample, --depth levels deep
+ * (cf_model_summary_ex). */
 #include <math.h>
 #include <stdio.h>
 
@@ -11,7 +12,8 @@ int cmd_summary(const args *a)
     if (apply_common(a)) return 1;
     cf_model *m = cf_model_load(a->pos[0]);   /* shapes only: no weights are allocated */
     if (!m) return fail();
-    int rc = cf_model_summary(m, isnan(a->batch) ? 0 : (int)a->batch, a->json, stdout);
+    int depth = isnan(a->depth) ? 1 : (int)a->depth;
+    int rc = cf_model_summary_ex(m, isnan(a->batch) ? 0 : (int)a->batch, a->json, depth, stdout);
     cf_model_free(m);
     return rc ? fail() : 0;
 }

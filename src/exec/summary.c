@@ -16,8 +16,20 @@
  * Each model input is a row, first. A model built in C (no "model" frame) has a row
  * per outermost scope (cf_scope_begin) and per node outside any.
  *
+ * Levels (cf_model_summary_ex's depth). Those are the rows of level 1. A net row of
+ * level L < depth that is made of calls (a node of its own lies in a call below its
+ * frame: GPT, a TransformerBlock, repeat's Chain; not an Affine, which is made of ops)
+ * is a composite, and its nodes have rows of level L + 1 by the same rule one frame
+ * further down: a call inside it, or an op used there directly. A row's key holds its
+ * parent's, so the same call under two parents is two rows; the same call made again
+ * under one parent (repeat's blocks, an unroll's steps) is one row, "×4". A node's
+ * figures count in its deepest row and in every row above it, so a parent holds the
+ * totals of its children; the rows are printed as a tree, each after its parent.
+ *
  * Parameters and running statistics (model state without the batch dimension) belong
- * to the row of the first live node that reads them directly.
+ * to the row of the first live node that reads them directly; when that node has rows
+ * on several levels, to the deepest of them whose call made them (GPT's P is listed
+ * with GPT, not with the "+" that reads it); see param_row.
  *
  * FLOPs per sample, forward and backward, follow what the kernels compute (src/ops);
  * see cf_model_summary in cflux.h and node_flops below. Backward counts the gradients
@@ -46,13 +58,16 @@ typedef struct row {
     char *label;               /* NULL, or the name with the layers folded into it */
     const char *input;         /* ROW_INPUT: the input's name */
     int kind;
+    int depth, parent;         /* its level (1: the top) and the row it is under (-1: none) */
+    int composite;             /* a net made of calls: rows of the level below show them */
     cf_srcloc place;           /* where it is called (a layer) or made (an op, an input) */
     int calls;                 /* frames (or nodes) merged into it */
     const cf_frame *last_frame;
     const cf_node *out;        /* the value it gives */
-    double fwd, bwd;           /* FLOPs per sample */
+    double fwd, bwd;           /* FLOPs per sample, of everything under it */
     double act, act_fixed;     /* bytes of values: per sample, and once (no batch dimension) */
-    const cf_node **params;    /* parameters and statistics, as first read */
+    double weights;            /* numbers in the parameters and statistics under it */
+    const cf_node **params;    /* those it lists (none that a row under it lists), as first read */
     int nparams, cap_params;
 } row;
 
@@ -61,7 +76,7 @@ typedef struct summary {
     row *rows;
     int nrows, cap_rows;
     int *slots, nslots;        /* hash of keys -> row index + 1 */
-    int *rowof;                /* per node: its row, -1 when dead */
+    int *rowof;                /* per node: its deepest row (a weight: the row listing it), -1 when dead */
     unsigned char *live, *hasgrad, *bstep;
     double fwd, bwd, act, act_fixed;
     double trained, frozen, stats;   /* numbers in parameters and statistics */
@@ -265,32 +280,45 @@ static char *place_str(cf_srcloc l, char *buf, size_t size)
     return buf;
 }
 
-/* The row of node n (not an input): its key, name, kind, place and the frame that
- * makes it (NULL for an op row). */
-static void row_of(const cf_node *n, char *key, size_t size, const char **name, int *kind, cf_srcloc *place,
-                   const cf_frame **frame)
+/* How many frames of node n's chain (*k of them, outermost first) lie above its rows
+ * of level 1: "model" and the top-level composite, or with an unroll of a Chain the
+ * Chain too; none in C, where each outermost scope is a row. */
+static int frames_above_rows(const cf_node *n, int *k)
 {
-    int k = 0;
-    for (const cf_frame *f = n->frame; f; f = f->parent) k++;
-    int base = 0;                               /* C: a row per outermost scope */
-    if (is_model_frame(frame_at(n->frame, k, 0))) {
-        base = 2;                               /* below "model" and the composite */
-        const cf_frame *c = frame_at(n->frame, k, 1), *in = frame_at(n->frame, k, 2);
-        if (c && in && c->name && in->name && strcmp(c->name, "unroll") == 0 && strcmp(in->name, "Chain") == 0)
-            base = 3;
-    }
+    *k = 0;
+    for (const cf_frame *f = n->frame; f; f = f->parent) (*k)++;
+    if (!is_model_frame(frame_at(n->frame, *k, 0))) return 0;
+    const cf_frame *c = frame_at(n->frame, *k, 1), *in = frame_at(n->frame, *k, 2);
+    if (c && in && c->name && in->name && strcmp(c->name, "unroll") == 0 && strcmp(in->name, "Chain") == 0) return 3;
+    return 2;
+}
+
+/* The call that makes node n's row of `level` (1: the top), or NULL where n is an op
+ * of its own there. */
+static const cf_frame *level_frame(const cf_node *n, int level)
+{
+    int k, at = frames_above_rows(n, &k) + level - 1;
+    return k > at ? frame_at(n->frame, k, at) : NULL;
+}
+
+/* The row of node n (not an input) at `level`, under row `parent` (-1 at level 1): its
+ * key, name, kind, place and the frame that makes it (NULL for an op row). */
+static void row_of(const cf_node *n, int level, int parent, char *key, size_t size, const char **name, int *kind,
+                   cf_srcloc *place, const cf_frame **frame)
+{
     char where[512], sh[96];
-    const cf_frame *f = k > base ? frame_at(n->frame, k, base) : NULL;
+    const cf_frame *f = level_frame(n, level);
+    int at = snprintf(key, size, "%d\x1f", parent);
     if (f) {
         *name = f->name ? f->name : "?";
         *kind = ROW_NET;
         *place = f->call;
-        snprintf(key, size, "F\x1f%s\x1f%s", *name, place_str(f->call, where, sizeof where));
+        snprintf(key + at, size - (size_t)at, "F\x1f%s\x1f%s", *name, place_str(f->call, where, sizeof where));
     } else {
         *name = cf_ops[n->op]->name;
         *kind = ROW_OP;
         *place = n->loc;
-        snprintf(key, size, "O\x1f%s\x1f%s\x1f%s", *name, place_str(n->loc, where, sizeof where),
+        snprintf(key + at, size - (size_t)at, "O\x1f%s\x1f%s\x1f%s", *name, place_str(n->loc, where, sizeof where),
                  cf_shape_str(n->shape, sh, sizeof sh));
     }
     *frame = f;
@@ -375,7 +403,7 @@ static int name_folded(summary *s)
             int kind;
             cf_srcloc place;
             const cf_frame *frame;
-            row_of(w->params[i], key, sizeof key, &name, &kind, &place, &frame);
+            row_of(w->params[i], w->depth, w->parent, key, sizeof key, &name, &kind, &place, &frame);
             if (kind != ROW_NET || find_row(s, key, NULL) >= 0) continue;
             const char *now = w->label ? w->label : w->name;
             size_t n = strlen(name) + strlen(now) + 2;
@@ -403,7 +431,238 @@ static void summary_free(summary *s)
     free(s->unused);
 }
 
-static int summarise(cf_model *m, summary *s)
+/* A node whose figures a row counts: live and computed (not an input or a weight). */
+static int counted(const summary *s, int i) { return s->live[i] && !is_leaf(s->m->nodes[i]); }
+
+/* Is row a the row r or one above it? */
+static int row_within(const summary *s, int r, int a)
+{
+    for (; r >= 0; r = s->rows[r].parent)
+        if (r == a) return 1;
+    return 0;
+}
+
+/* A row per live model input, first, in their order. */
+static int input_rows(summary *s)
+{
+    char key[64];
+    int made;
+    for (int i = 0; i < s->m->ninputs; i++) {
+        const cf_node *n = s->m->inputs[i];
+        if (!s->live[n->id]) continue;          /* a loss's labels */
+        snprintf(key, sizeof key, "I\x1f%d", n->id);
+        int r = find_row(s, key, &made);
+        if (r < 0) return -1;
+        row *w = &s->rows[r];
+        w->name = "Input";
+        w->input = n->name;
+        w->kind = ROW_INPUT;
+        w->depth = 1;
+        w->parent = -1;
+        w->place = n->loc;
+        w->calls = 1;
+        w->out = n;
+        s->rowof[n->id] = r;
+    }
+    return 0;
+}
+
+/* Mark the net rows of `level` that are made of calls: a node of theirs lies in a call
+ * below their own. Whether any is. */
+static int mark_composite(summary *s, int level)
+{
+    int any = 0;
+    for (int i = 0; i < s->m->nnodes; i++) {
+        if (!counted(s, i)) continue;
+        row *w = &s->rows[s->rowof[i]];
+        if (w->depth == level && w->kind == ROW_NET && level_frame(s->m->nodes[i], level + 1))
+            any = w->composite = 1;
+    }
+    return any;
+}
+
+/* The rows of `level`: at 1 the top level's, below it those inside each composite row
+ * of the level above; each node's s->rowof moves down to its row there. Rows are made
+ * in the order of their first nodes. */
+static int level_rows(summary *s, int level)
+{
+    char key[1024];
+    for (int i = 0; i < s->m->nnodes; i++) {
+        if (!counted(s, i)) continue;
+        int parent = level == 1 ? -1 : s->rowof[i];
+        if (parent >= 0 && (s->rows[parent].depth != level - 1 || !s->rows[parent].composite)) continue;
+        const char *name;
+        int kind, made;
+        cf_srcloc place;
+        const cf_frame *frame;
+        row_of(s->m->nodes[i], level, parent, key, sizeof key, &name, &kind, &place, &frame);
+        int r = find_row(s, key, &made);
+        if (r < 0) return -1;
+        if (made) {
+            row *w = &s->rows[r];
+            w->name = name;
+            w->kind = kind;
+            w->place = place;
+            w->depth = level;
+            w->parent = parent;
+        }
+        s->rowof[i] = r;
+    }
+    return 0;
+}
+
+/* The row that lists parameter p, first read by node n: of n's rows, the deepest
+ * whose call made p or a call around it (GPT's P, read by a "+" of GPT's own that has
+ * a row below GPT's, goes with GPT); else n's deepest row (a parameter made outside
+ * any call, an Embedding's table read by the LSTM it is folded into). */
+static int param_row(const summary *s, const cf_node *n, const cf_node *p)
+{
+    for (int r = s->rowof[n->id]; r >= 0; r = s->rows[r].parent) {
+        const cf_frame *f = level_frame(n, s->rows[r].depth);
+        for (const cf_frame *g = p->frame; f && g; g = g->parent)
+            if (g == f) return r;
+    }
+    return s->rowof[n->id];
+}
+
+/* Each node's FLOPs and values into its deepest row and every row above it, its calls
+ * counted on each; the weights it reads first listed by their row (param_row) and
+ * counted there and above. */
+static int count_nodes(summary *s)
+{
+    unsigned char want[CF_MAX_INPUTS + 1];
+    for (int i = 0; i < s->m->nnodes; i++) {
+        if (!counted(s, i)) continue;
+        const cf_node *n = s->m->nodes[i];
+        for (int j = 0; j < nsrc(n) && j <= CF_MAX_INPUTS; j++)
+            want[j] = s->bstep[i] && s->hasgrad[src(n, j)->id] && differentiable(n, j);
+        double f, b, bytes = 4 * count1(n->shape);
+        node_flops(n, want, &f, &b);
+        for (int r = s->rowof[i]; r >= 0; r = s->rows[r].parent) {
+            row *w = &s->rows[r];
+            const cf_frame *frame = w->kind == ROW_NET ? level_frame(n, w->depth) : NULL;
+            if (w->kind == ROW_OP || frame != w->last_frame) w->calls++;
+            w->last_frame = frame;
+            w->fwd += f;
+            w->bwd += s->bstep[i] ? b : 0;
+            if (n->batched) w->act += bytes;
+            else w->act_fixed += bytes;
+        }
+        for (int j = 0; j < n->nin; j++) {
+            const cf_node *p = n->in[j];
+            if (!is_weight(p) || s->rowof[p->id] >= 0) continue;
+            int r = param_row(s, n, p);
+            s->rowof[p->id] = r;
+            if (add_param(&s->rows[r], p)) return -1;
+            for (; r >= 0; r = s->rows[r].parent) s->rows[r].weights += count1(p->shape);
+        }
+    }
+    return 0;
+}
+
+/* x, one of row r's nodes, is read outside r or given out: r's value is the last such. */
+static void offer_out(summary *s, int r, const cf_node *x)
+{
+    if (!s->rows[r].out || s->rows[r].out->id < x->id) s->rows[r].out = x;
+}
+
+/* Each row's value: the last of its nodes read by a node outside it (not in it or a
+ * row under it) or given out; else its first node. */
+static void row_outputs(summary *s)
+{
+    const cf_model *m = s->m;
+    for (int i = 0; i < m->nnodes; i++) {
+        if (!counted(s, i)) continue;
+        const cf_node *n = m->nodes[i];
+        for (int j = 0; j < n->nin; j++) {
+            const cf_node *x = n->in[j];
+            if (is_weight(x)) continue;
+            /* x's rows from the deepest up, until one that holds n too */
+            for (int r = s->rowof[x->id]; r >= 0 && !row_within(s, s->rowof[i], r); r = s->rows[r].parent)
+                offer_out(s, r, x);
+        }
+    }
+    for (int o = 0; o < m->noutputs; o++)
+        for (int r = s->rowof[m->outputs[o]->id]; r >= 0; r = s->rows[r].parent) offer_out(s, r, m->outputs[o]);
+    for (int i = 0; i < m->nnodes; i++)
+        if (!is_weight(m->nodes[i]))
+            for (int r = s->rowof[i]; r >= 0; r = s->rows[r].parent)
+                if (!s->rows[r].out) s->rows[r].out = m->nodes[i];
+}
+
+/* Row r and the rows under it, depth first, into order[*n]. */
+static void tree_order(int r, const int *child, const int *next, int *order, int *n)
+{
+    order[(*n)++] = r;
+    for (int c = child[r]; c >= 0; c = next[c]) tree_order(c, child, next, order, n);
+}
+
+/* The rows in the order they print: each followed by the rows under it, siblings in
+ * the order they were made; level 1 keeps its order. Indices in s->rowof, the rows'
+ * parents and the key hash follow, but keys keep the parents' indices they were made
+ * with (row_of): rows are found by key before this, never after. */
+static int sort_tree(summary *s)
+{
+    int n = s->nrows;
+    int *child = malloc((size_t)(4 * n + 1) * sizeof *child);
+    row *sorted = malloc((size_t)(n + 1) * sizeof *sorted);
+    if (!child || !sorted) {
+        free(child);
+        free(sorted);
+        return cf_oom((size_t)n * (4 * sizeof *child + sizeof *sorted));
+    }
+    int *next = child + n, *order = next + n, *index = order + n, k = 0;
+    for (int r = 0; r < n; r++) child[r] = next[r] = -1;
+    for (int r = n - 1; r >= 0; r--)            /* children lists, in the order made */
+        if (s->rows[r].parent >= 0) {
+            next[r] = child[s->rows[r].parent];
+            child[s->rows[r].parent] = r;
+        }
+    for (int r = 0; r < n; r++)
+        if (s->rows[r].parent < 0) tree_order(r, child, next, order, &k);
+    for (int i = 0; i < n; i++) index[order[i]] = i;
+    for (int i = 0; i < n; i++) {
+        sorted[i] = s->rows[order[i]];
+        if (sorted[i].parent >= 0) sorted[i].parent = index[sorted[i].parent];
+    }
+    for (int i = 0; i < s->m->nnodes; i++)
+        if (s->rowof[i] >= 0) s->rowof[i] = index[s->rowof[i]];
+    for (int h = 0; h < s->nslots; h++)
+        if (s->slots[h]) s->slots[h] = index[s->slots[h] - 1] + 1;
+    free(s->rows);
+    s->rows = sorted;
+    s->cap_rows = n;
+    free(child);
+    return 0;
+}
+
+/* The whole model's figures: the top level's rows hold everything once; every
+ * parameter and statistic counts, read or not. */
+static void totals(summary *s)
+{
+    for (int r = 0; r < s->nrows; r++) {
+        row *w = &s->rows[r];
+        if (w->kind == ROW_INPUT) w->act += 4 * count1(w->out->shape);
+        if (w->parent >= 0) continue;
+        s->fwd += w->fwd;
+        s->bwd += w->bwd;
+        s->act += w->act;
+        s->act_fixed += w->act_fixed;
+    }
+    for (int i = 0; i < s->m->nnodes; i++) {
+        const cf_node *n = s->m->nodes[i];
+        if (!is_weight(n)) continue;
+        double c = count1(n->shape);
+        if (n->op == CF_OP_STATE) s->stats += c;
+        else if (n->req == CF_GRAD_NONE) s->frozen += c;
+        else s->trained += c;
+        if (s->rowof[i] < 0) s->unused[s->nunused++] = n;
+    }
+}
+
+/* The rows of m down to `depth` levels (1: the top level's alone), with their figures
+ * and the totals. 0, or -1 with the error; s is to be freed either way. */
+static int summarise(cf_model *m, int depth, summary *s)
 {
     memset(s, 0, sizeof *s);
     s->m = m;
@@ -417,99 +676,15 @@ static int summarise(cf_model *m, summary *s)
     s->hasgrad = s->live + nn;
     s->bstep = s->hasgrad + nn;
     plan(s);
-    char key[1024];
-    int made;
-    /* the inputs first, in their order */
     for (int i = 0; i < nn; i++) s->rowof[i] = -1;
-    for (int i = 0; i < m->ninputs; i++) {
-        const cf_node *n = m->inputs[i];
-        if (!s->live[n->id]) continue;          /* a loss's labels */
-        snprintf(key, sizeof key, "I\x1f%d", n->id);
-        int r = find_row(s, key, &made);
-        if (r < 0) return -1;
-        row *w = &s->rows[r];
-        w->name = "Input";
-        w->input = n->name;
-        w->kind = ROW_INPUT;
-        w->place = n->loc;
-        w->calls = 1;
-        w->out = n;
-        s->rowof[n->id] = r;
+    if (input_rows(s)) return -1;
+    for (int level = 1; level <= depth; level++) {
+        if (level > 1 && !mark_composite(s, level - 1)) break;   /* no row left to open */
+        if (level_rows(s, level)) return -1;
     }
-    unsigned char want[CF_MAX_INPUTS + 1];
-    for (int i = 0; i < nn; i++) {
-        const cf_node *n = m->nodes[i];
-        if (!s->live[i] || is_leaf(n)) continue;
-        const char *name;
-        int kind;
-        cf_srcloc place;
-        const cf_frame *frame;
-        row_of(n, key, sizeof key, &name, &kind, &place, &frame);
-        int r = find_row(s, key, &made);
-        if (r < 0) return -1;
-        row *w = &s->rows[r];
-        if (made) {
-            w->name = name;
-            w->kind = kind;
-            w->place = place;
-        }
-        if (kind == ROW_OP || frame != w->last_frame) w->calls++;
-        w->last_frame = frame;
-        s->rowof[i] = r;
-        for (int j = 0; j < nsrc(n) && j <= CF_MAX_INPUTS; j++)
-            want[j] = s->bstep[i] && s->hasgrad[src(n, j)->id] && differentiable(n, j);
-        double f, b;
-        node_flops(n, want, &f, &b);
-        w->fwd += f;
-        w->bwd += s->bstep[i] ? b : 0;
-        double bytes = 4 * count1(n->shape);
-        if (n->batched) w->act += bytes;
-        else w->act_fixed += bytes;
-        for (int j = 0; j < n->nin; j++) {
-            const cf_node *p = n->in[j];
-            if (!is_weight(p) || s->rowof[p->id] >= 0) continue;
-            s->rowof[p->id] = r;
-            if (add_param(w, p)) return -1;
-        }
-    }
-    if (name_folded(s)) return -1;
-    /* each row's value: the last of its nodes read by another row or given out */
-    for (int i = 0; i < nn; i++) {
-        const cf_node *n = m->nodes[i];
-        if (!s->live[i] || is_leaf(n)) continue;
-        for (int j = 0; j < n->nin; j++) {
-            const cf_node *x = n->in[j];
-            int r = s->rowof[x->id];
-            if (r >= 0 && r != s->rowof[i] && !is_weight(x) && (!s->rows[r].out || s->rows[r].out->id < x->id))
-                s->rows[r].out = x;
-        }
-    }
-    for (int o = 0; o < m->noutputs; o++) {
-        const cf_node *x = m->outputs[o];
-        int r = s->rowof[x->id];
-        if (r >= 0 && (!s->rows[r].out || s->rows[r].out->id < x->id)) s->rows[r].out = x;
-    }
-    for (int i = 0; i < nn; i++)                /* else its last node */
-        if (s->rowof[i] >= 0 && !is_weight(m->nodes[i]) && !s->rows[s->rowof[i]].out)
-            s->rows[s->rowof[i]].out = m->nodes[i];
-    for (int r = 0; r < s->nrows; r++) {
-        row *w = &s->rows[r];
-        if (w->kind == ROW_INPUT) w->act += 4 * count1(w->out->shape);
-        s->fwd += w->fwd;
-        s->bwd += w->bwd;
-        s->act += w->act;
-        s->act_fixed += w->act_fixed;
-    }
-    /* every parameter and statistic counts in the totals, read or not */
-    for (int i = 0; i < nn; i++) {
-        const cf_node *n = m->nodes[i];
-        if (!is_weight(n)) continue;
-        double c = count1(n->shape);
-        if (n->op == CF_OP_STATE) s->stats += c;
-        else if (n->req == CF_GRAD_NONE) s->frozen += c;
-        else s->trained += c;
-        if (s->rowof[i] < 0) s->unused[s->nunused++] = n;
-    }
+    if (count_nodes(s) || name_folded(s) || sort_tree(s)) return -1;
+    row_outputs(s);
+    totals(s);
     return 0;
 }
 
@@ -518,7 +693,7 @@ static int summarise(cf_model *m, summary *s)
 int cf_model_flops(cf_model *m, double *forward, double *backward)
 {
     summary s;
-    int rc = summarise(m, &s);
+    int rc = summarise(m, 1, &s);
     if (rc == 0) {
         if (forward) *forward = s.fwd;
         if (backward) *backward = s.bwd;
@@ -579,22 +754,23 @@ static char *shape_b(cf_shape s, int batch, char *buf, size_t size)
 enum { C_NAME, C_PLACE, C_OUT, C_PARAMS, C_FWD, C_BWD, C_ACT, NCOL };
 static const char *heads[NCOL] = {"Layer", "Place", "Output", "Params", "FLOPs fwd", "FLOPs bwd", "Activations"};
 
+/* Columns a row of `depth` is indented by: 2 a level below the top. */
+static int indent_of(int depth) { return 2 * (depth - 1); }
+
 /* A row's cells; with `own` (the model's file), places in it are written with its
  * base name only, to keep the table narrow (the heading names the file in full). */
 static void row_cells(const row *w, int batch, const char *own, char cell[NCOL][160])
 {
     char sh[96];
     if (w->kind == ROW_INPUT) snprintf(cell[C_NAME], 160, "Input %s", w->input);
-    else snprintf(cell[C_NAME], 160, "%s", w->label ? w->label : w->name);
+    else snprintf(cell[C_NAME], 160, "%*s%s", indent_of(w->depth), "", w->label ? w->label : w->name);
     cf_srcloc at = w->place;
     if (own && at.file && strcmp(at.file, own) == 0 && strrchr(own, '/')) at.file = strrchr(own, '/') + 1;
     place_str(at, cell[C_PLACE], 160);
     shape_b(w->out->shape, batch, sh, sizeof sh);
     if (w->calls > 1) snprintf(cell[C_OUT], 160, "%s ×%d", sh, w->calls);
     else snprintf(cell[C_OUT], 160, "%s", sh);
-    double p = 0;
-    for (int i = 0; i < w->nparams; i++) p += count1(w->params[i]->shape);
-    snprintf(cell[C_PARAMS], 160, "%.0f", p);
+    snprintf(cell[C_PARAMS], 160, "%.0f", w->weights);
     count_str(w->fwd, cell[C_FWD], 160);
     count_str(w->bwd, cell[C_BWD], 160);
     char b[CF_MEM_STR];
@@ -691,7 +867,7 @@ static void print_table(const summary *s, int batch, FILE *out)
             put_col(out, cell[c], wd[c], c < C_PARAMS);
         }
         fputc('\n', out);
-        if (w->nparams) list_params(out, w->params, w->nparams, 4, maxw);
+        if (w->nparams) list_params(out, w->params, w->nparams, 4 + indent_of(w->depth), maxw);
     }
     rule(out, '-', total);
     char a[32], b[32], c1[CF_MEM_STR], c2[CF_MEM_STR];
@@ -753,6 +929,8 @@ static int print_json(const summary *s, int batch, FILE *out)
         else snprintf(buf, sizeof buf, "%s", w->label ? w->label : w->name);
         cJSON_AddStringToObject(o, "name", buf);
         cJSON_AddStringToObject(o, "kind", kind_names[w->kind]);
+        cJSON_AddNumberToObject(o, "depth", w->depth);
+        cJSON_AddNumberToObject(o, "parent", w->parent);
         cJSON_AddStringToObject(o, "place", place_str(w->place, buf, sizeof buf));
         if (w->place.file) {
             cJSON_AddStringToObject(o, "file", w->place.file);
@@ -762,9 +940,7 @@ static int print_json(const summary *s, int batch, FILE *out)
         cJSON_AddStringToObject(o, "output", shape_b(w->out->shape, batch, buf, sizeof buf));
         cJSON_AddItemToObject(o, "output_shape", shape_json(w->out->shape, batch));
         cJSON_AddNumberToObject(o, "calls", w->calls);
-        double p = 0;
-        for (int i = 0; i < w->nparams; i++) p += count1(w->params[i]->shape);
-        cJSON_AddNumberToObject(o, "param_count", p);
+        cJSON_AddNumberToObject(o, "param_count", w->weights);
         cJSON_AddItemToObject(o, "params", params_json(w->params, w->nparams));
         cJSON_AddNumberToObject(o, "flops_forward", w->fwd);
         cJSON_AddNumberToObject(o, "flops_backward", w->bwd);
@@ -791,14 +967,20 @@ static int print_json(const summary *s, int batch, FILE *out)
     return 0;
 }
 
-int cf_model_summary(cf_model *m, int batch, int json, FILE *out)
+int cf_model_summary_ex(cf_model *m, int batch, int json, int depth, FILE *out)
 {
     if (!out) return cf_seterr("error: cf_model_summary: no stream to write to");
     if (batch < 0) return cf_seterr("error: cf_model_summary: batch %d; it must be 0 (B) or more", batch);
+    if (depth < 1) return cf_seterr("error: cf_model_summary: depth %d; it must be 1 (the top level) or more", depth);
     summary s;
-    int rc = summarise(m, &s);
+    int rc = summarise(m, depth, &s);
     if (rc == 0) rc = json ? print_json(&s, batch, out) : (print_table(&s, batch, out), 0);
     summary_free(&s);
     if (rc == 0 && ferror(out)) rc = cf_seterr("error: cf_model_summary: could not write the summary");
     return rc;
+}
+
+int cf_model_summary(cf_model *m, int batch, int json, FILE *out)
+{
+    return cf_model_summary_ex(m, batch, json, 1, out);
 }

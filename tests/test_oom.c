@@ -119,6 +119,20 @@ out:
     return rc;
 }
 
+/* The summary of a model of nets made of calls, as a tree and as JSON (the rows of
+ * every level, their hash and the sort into a tree) */
+static int summary_tree(void)
+{
+    int rc = 0;
+    cf_model *m = cf_model_parse("model = Chain(Input(6), GPT(11, 8, layers = 2, heads = 2, context = 6))\n", "g.flux");
+    TRY(m);
+    TRY(cf_model_summary_ex(m, 0, 0, 3, null) == 0);
+    TRY(cf_model_summary_ex(m, 4, 1, 5, null) == 0);
+out:
+    cf_model_free(m);
+    return rc;
+}
+
 static int graph_in_c(void)
 {
     int rc = 0;
@@ -316,6 +330,7 @@ static void every_failure(const char *name, int (*run)(void))
 
 TEST(notation) { every_failure("notation", notation_and_steps); }
 TEST(model_files) { every_failure("model_file", model_file); }
+TEST(summary) { every_failure("summary", summary_tree); }
 TEST(graph) { every_failure("graph", graph_in_c); }
 TEST(params) { every_failure("params", params_files); }
 TEST(interop) { every_failure("interop", interop_files); }
@@ -336,6 +351,7 @@ int main(void)
     null = fopen("/dev/null", "w");
     RUN(notation);
     RUN(model_files);
+    RUN(summary);
     RUN(graph);
     RUN(params);
     RUN(interop);

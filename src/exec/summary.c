@@ -887,79 +887,111 @@ static void print_table(const summary *s, int batch, FILE *out)
     fputc('\n', out);
 }
 
-/* ---- JSON ---- */
+/* ---- JSON ----
+ *
+ * cJSON adds nothing to a NULL parent and keeps no item it failed to add, so each
+ * addition is checked: a failure clears *ok, the caller drops the whole tree and says
+ * it ran out of memory, rather than print part of it. */
 
-static cJSON *shape_json(cf_shape s, int batch)
+/* item into o, under key (into the array o when key is NULL); on failure it is freed */
+static void put(cJSON *o, const char *key, cJSON *item, int *ok)
+{
+    if (item && o && (key ? cJSON_AddItemToObject(o, key, item) : cJSON_AddItemToArray(o, item))) return;
+    cJSON_Delete(item);
+    *ok = 0;
+}
+
+static void put_num(cJSON *o, const char *key, double v, int *ok)
+{
+    if (!cJSON_AddNumberToObject(o, key, v)) *ok = 0;
+}
+
+static void put_str(cJSON *o, const char *key, const char *v, int *ok)
+{
+    if (!cJSON_AddStringToObject(o, key, v)) *ok = 0;
+}
+
+static cJSON *shape_json(cf_shape s, int batch, int *ok)
 {
     cJSON *a = cJSON_CreateArray();
-    for (int i = 0; a && i < s.rank; i++)
-        cJSON_AddItemToArray(a, cJSON_CreateNumber(s.d[i] == CF_BATCH && batch > 0 ? batch : s.d[i]));
+    for (int i = 0; i < s.rank; i++)
+        put(a, NULL, cJSON_CreateNumber(s.d[i] == CF_BATCH && batch > 0 ? batch : s.d[i]), ok);
+    if (!a) *ok = 0;
     return a;
 }
 
-static cJSON *param_json(const cf_node *p)
+static cJSON *param_json(const cf_node *p, int *ok)
 {
     cJSON *o = cJSON_CreateObject();
-    cJSON_AddStringToObject(o, "name", p->name);
-    cJSON_AddItemToObject(o, "shape", shape_json(p->shape, 0));
-    cJSON_AddNumberToObject(o, "count", count1(p->shape));
+    put_str(o, "name", p->name, ok);
+    put(o, "shape", shape_json(p->shape, 0, ok), ok);
+    put_num(o, "count", count1(p->shape), ok);
     const char *kind = p->op == CF_OP_STATE ? "statistic" : p->req == CF_GRAD_NONE ? "frozen" : "trained";
-    cJSON_AddStringToObject(o, "kind", kind);
+    put_str(o, "kind", kind, ok);
     return o;
 }
 
-static cJSON *params_json(const cf_node *const *ps, int n)
+static cJSON *params_json(const cf_node *const *ps, int n, int *ok)
 {
     cJSON *a = cJSON_CreateArray();
-    for (int i = 0; i < n; i++) cJSON_AddItemToArray(a, param_json(ps[i]));
+    for (int i = 0; i < n; i++) put(a, NULL, param_json(ps[i], ok), ok);
     return a;
+}
+
+static cJSON *row_json(const row *w, int batch, int *ok)
+{
+    char buf[512];
+    cJSON *o = cJSON_CreateObject();
+    if (w->kind == ROW_INPUT) snprintf(buf, sizeof buf, "Input %s", w->input);
+    else snprintf(buf, sizeof buf, "%s", w->label ? w->label : w->name);
+    put_str(o, "name", buf, ok);
+    put_str(o, "kind", kind_names[w->kind], ok);
+    put_num(o, "depth", w->depth, ok);
+    put_num(o, "parent", w->parent, ok);
+    put_str(o, "place", place_str(w->place, buf, sizeof buf), ok);
+    if (w->place.file) {
+        put_str(o, "file", w->place.file, ok);
+        put_num(o, "line", w->place.line, ok);
+        put_num(o, "col", w->place.col, ok);
+    }
+    put_str(o, "output", shape_b(w->out->shape, batch, buf, sizeof buf), ok);
+    put(o, "output_shape", shape_json(w->out->shape, batch, ok), ok);
+    put_num(o, "calls", w->calls, ok);
+    put_num(o, "param_count", w->weights, ok);
+    put(o, "params", params_json(w->params, w->nparams, ok), ok);
+    put_num(o, "flops_forward", w->fwd, ok);
+    put_num(o, "flops_backward", w->bwd, ok);
+    put_num(o, "activation_bytes", w->act, ok);
+    if (w->act_fixed > 0) put_num(o, "activation_bytes_unbatched", w->act_fixed, ok);
+    return o;
+}
+
+static cJSON *totals_json(const summary *s, int batch, int *ok)
+{
+    cJSON *t = cJSON_CreateObject();
+    put_num(t, "trained", s->trained, ok);
+    put_num(t, "frozen", s->frozen, ok);
+    put_num(t, "statistics", s->stats, ok);
+    put_num(t, "weight_bytes", 4 * (s->trained + s->frozen + s->stats), ok);
+    put_num(t, "flops_forward", s->fwd, ok);
+    put_num(t, "flops_backward", s->bwd, ok);
+    put_num(t, "activation_bytes", s->act, ok);
+    put_num(t, "activation_bytes_unbatched", s->act_fixed, ok);
+    if (batch > 0) put_num(t, "activation_bytes_batch", s->act * batch + s->act_fixed, ok);
+    if (s->nunused) put(t, "unused", params_json(s->unused, s->nunused, ok), ok);
+    return t;
 }
 
 static int print_json(const summary *s, int batch, FILE *out)
 {
-    cJSON *root = cJSON_CreateObject();
-    if (s->m->source_name) cJSON_AddStringToObject(root, "model", s->m->source_name);
-    cJSON_AddNumberToObject(root, "batch", batch > 0 ? batch : 0);
-    cJSON *rows = cJSON_AddArrayToObject(root, "rows");
-    char buf[512];
-    for (int r = 0; r < s->nrows; r++) {
-        const row *w = &s->rows[r];
-        cJSON *o = cJSON_CreateObject();
-        if (w->kind == ROW_INPUT) snprintf(buf, sizeof buf, "Input %s", w->input);
-        else snprintf(buf, sizeof buf, "%s", w->label ? w->label : w->name);
-        cJSON_AddStringToObject(o, "name", buf);
-        cJSON_AddStringToObject(o, "kind", kind_names[w->kind]);
-        cJSON_AddNumberToObject(o, "depth", w->depth);
-        cJSON_AddNumberToObject(o, "parent", w->parent);
-        cJSON_AddStringToObject(o, "place", place_str(w->place, buf, sizeof buf));
-        if (w->place.file) {
-            cJSON_AddStringToObject(o, "file", w->place.file);
-            cJSON_AddNumberToObject(o, "line", w->place.line);
-            cJSON_AddNumberToObject(o, "col", w->place.col);
-        }
-        cJSON_AddStringToObject(o, "output", shape_b(w->out->shape, batch, buf, sizeof buf));
-        cJSON_AddItemToObject(o, "output_shape", shape_json(w->out->shape, batch));
-        cJSON_AddNumberToObject(o, "calls", w->calls);
-        cJSON_AddNumberToObject(o, "param_count", w->weights);
-        cJSON_AddItemToObject(o, "params", params_json(w->params, w->nparams));
-        cJSON_AddNumberToObject(o, "flops_forward", w->fwd);
-        cJSON_AddNumberToObject(o, "flops_backward", w->bwd);
-        cJSON_AddNumberToObject(o, "activation_bytes", w->act);
-        if (w->act_fixed > 0) cJSON_AddNumberToObject(o, "activation_bytes_unbatched", w->act_fixed);
-        cJSON_AddItemToArray(rows, o);
-    }
-    cJSON *t = cJSON_AddObjectToObject(root, "totals");
-    cJSON_AddNumberToObject(t, "trained", s->trained);
-    cJSON_AddNumberToObject(t, "frozen", s->frozen);
-    cJSON_AddNumberToObject(t, "statistics", s->stats);
-    cJSON_AddNumberToObject(t, "weight_bytes", 4 * (s->trained + s->frozen + s->stats));
-    cJSON_AddNumberToObject(t, "flops_forward", s->fwd);
-    cJSON_AddNumberToObject(t, "flops_backward", s->bwd);
-    cJSON_AddNumberToObject(t, "activation_bytes", s->act);
-    cJSON_AddNumberToObject(t, "activation_bytes_unbatched", s->act_fixed);
-    if (batch > 0) cJSON_AddNumberToObject(t, "activation_bytes_batch", s->act * batch + s->act_fixed);
-    if (s->nunused) cJSON_AddItemToObject(t, "unused", params_json(s->unused, s->nunused));
-    char *text = cJSON_PrintUnformatted(root);
+    int ok = 1;
+    cJSON *root = cJSON_CreateObject(), *rows = cJSON_CreateArray();
+    if (s->m->source_name) put_str(root, "model", s->m->source_name, &ok);
+    put_num(root, "batch", batch > 0 ? batch : 0, &ok);
+    for (int r = 0; r < s->nrows; r++) put(rows, NULL, row_json(&s->rows[r], batch, &ok), &ok);
+    put(root, "rows", rows, &ok);
+    put(root, "totals", totals_json(s, batch, &ok), &ok);
+    char *text = ok ? cJSON_PrintUnformatted(root) : NULL;
     cJSON_Delete(root);
     if (!text) return cf_oom(0);
     fprintf(out, "%s\n", text);

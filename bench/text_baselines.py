@@ -2,14 +2,16 @@
 """What a text's held-out end costs other models, in nats per character, for scale
 beside a character model's test loss (`cflux train MODEL --data text:FILE`).
 
-The split is cflux's: the last 10% of the file's characters (rounded down to whole
-sequences of --seq characters) is held out, the rest trains.
+The split is cflux's (src/data/text.c): the last 10% of the file's characters is
+held out, the rest trains. The held-out part is read as cflux reads it: n = (its
+length - 1) // seq sequences of seq characters, each with its targets one character
+on, so n * seq characters are scored, each seeing the characters before it in its
+sequence (the first, one).
 
-  static n-gram  a character n-gram of order N (absolute discounting, D 0.75, each
-                 order backing off to the one below, uniform over the file's characters
-                 at the bottom), fitted on the training part and frozen: the held-out
-                 part is scored as cflux scores it, each sequence of --seq characters
-                 from its first character, seeing nothing before it.
+  n-gram         a character n-gram of order N (interpolated modified Kneser-Ney),
+                 fitted on the training part and frozen: the held-out part is scored
+                 as cflux scores it, each sequence of --seq characters from its first
+                 character, seeing nothing before it.
   compressor     the bytes a compressor spends on the held-out part when it has seen
                  the training part first: size(train + held-out) - size(train). A
                  compressor learns from the held-out text as it reads it, which a
@@ -29,41 +31,72 @@ NATS_PER_BIT = math.log(2)
 
 
 def split(text, seq):
-    held = int(len(text) * 0.1) // seq * seq
-    return text[:-held], text[-held:]
+    """The training part, and the held-out part's scored stretch with the character
+    before it: held[i + 1] is scored after held[i // seq * seq .. i]."""
+    tail = int(len(text) * 0.1)
+    n = (tail - 1) // seq
+    return text[:len(text) - tail], text[len(text) - tail:][:n * seq + 1]
 
 
-class NGram:
-    """Counts of each character after each context of 0..order characters."""
+class KneserNey:
+    """An interpolated modified Kneser-Ney character model (Chen and Goodman, 1998)
+    of the given order: the highest order from counts, each lower one from
+    continuation counts (how many different characters came before), three discounts
+    per order from the counts of counts, uniform over the alphabet at the bottom."""
 
-    def __init__(self, order, alphabet, discount=0.75):
-        self.order, self.alphabet, self.discount = order, alphabet, discount
-        self.counts = [defaultdict(lambda: defaultdict(int)) for _ in range(order + 1)]
+    def __init__(self, order, alphabet):
+        self.order, self.alphabet = order, alphabet
 
     def fit(self, text):
+        n = self.order
+        self.raw = [defaultdict(lambda: defaultdict(int)) for _ in range(n)]   # [k][context of k][c]
         for i, c in enumerate(text):
-            for k in range(min(self.order, i) + 1):
-                self.counts[k][text[i - k:i]][c] += 1
+            for k in range(min(n - 1, i) + 1):
+                self.raw[k][text[i - k:i]][c] += 1
+        self.cont = [defaultdict(lambda: defaultdict(int)) for _ in range(n)]
+        for k in range(n - 1):
+            for context, after in self.raw[k + 1].items():
+                for c in after:
+                    self.cont[k][context[1:]][c] += 1
+        self.discount = [self._discounts(self.raw[k] if k == n - 1 else self.cont[k]) for k in range(n)]
+
+    @staticmethod
+    def _discounts(table):
+        n = [0] * 5
+        for after in table.values():
+            for v in after.values():
+                if v <= 4:
+                    n[v] += 1
+        y = n[1] / (n[1] + 2 * n[2])
+        return [0, 1 - 2 * y * n[2] / n[1], 2 - 3 * y * n[3] / n[2], 3 - 4 * y * n[4] / n[3]]
 
     def prob(self, history, c):
+        """P(c | history); a history shorter than order - 1 (a sequence's start) takes
+        raw counts at its own length, as the highest order there is."""
         p = 1.0 / self.alphabet
-        for k in range(min(self.order, len(history)) + 1):
-            seen = self.counts[k].get(history[len(history) - k:])
-            if not seen:
-                break
-            total, kinds = sum(seen.values()), len(seen)
-            p = (max(seen.get(c, 0) - self.discount, 0) + self.discount * kinds * p) / total
+        for k in range(len(history) + 1):
+            table = self.raw[k] if k == len(history) else self.cont[k]
+            after = table.get(history[len(history) - k:])
+            if not after:
+                continue
+            total, d = sum(after.values()), self.discount[k]
+            kinds = [0, 0, 0, 0]
+            for v in after.values():
+                kinds[min(v, 3)] += 1
+            count = after.get(c, 0)
+            backoff = (d[1] * kinds[1] + d[2] * kinds[2] + d[3] * kinds[3]) / total
+            p = max(count - d[min(count, 3)], 0) / total + backoff * p
         return p
 
 
 def ngram_loss(train, held, order, alphabet, seq):
-    model = NGram(order, alphabet)
+    model = KneserNey(order, alphabet)
     model.fit(train)
     nats = 0.0
-    for i, c in enumerate(held):
+    for i in range(len(held) - 1):
         start = i // seq * seq
-        nats -= math.log(model.prob(held[max(start, i - order):i], c))
-    return nats / len(held)
+        nats -= math.log(model.prob(held[max(start, i + 2 - order):i + 1], held[i + 1]))
+    return nats / (len(held) - 1)
 
 
 def compressed_size(command, data, workdir):
@@ -97,17 +130,21 @@ def main():
     text = raw.decode("latin-1")
     train, held = split(text, a.seq)
     alphabet = len(set(text))
-    print(f"{a.file}: {len(train)} characters train, {len(held)} held out, {alphabet} distinct")
-    for order in range(2, 9):
-        print(f"static {order}-gram, sequences of {a.seq}: {ngram_loss(train, held, order, alphabet, a.seq):.4f} nats/char")
+    print(f"{a.file}: {len(train)} characters train, {len(held) - 1} held out and scored, {alphabet} distinct")
+    for order in (3, 4, 5, 6, 8, 10, 12):
+        print(f"{order}-gram, Kneser-Ney, sequences of {a.seq}: "
+              f"{ngram_loss(train, held, order, alphabet, a.seq):.4f} nats/char")
     with tempfile.TemporaryDirectory() as work:
         for name, command in COMPRESSORS:
             if not shutil.which(command[0]):
                 print(f"{name}: {command[0]} is not installed")
                 continue
-            before = compressed_size(command, raw[:len(train)], work)
-            after = compressed_size(command, raw, work)
-            print(f"{name}, having read the training part: {(after - before) * 8 * NATS_PER_BIT / len(held):.4f} nats/char")
+            start = len(train) + 1                  # the scored characters: raw[start:end]
+            end = start + len(held) - 1
+            before = compressed_size(command, raw[:start], work)
+            after = compressed_size(command, raw[:end], work)
+            print(f"{name}, having read the training part: "
+                  f"{(after - before) * 8 * NATS_PER_BIT / (end - start):.4f} nats/char")
 
 
 if __name__ == "__main__":

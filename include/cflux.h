@@ -440,8 +440,11 @@ CF_API void cf_scope_end(cf_model *m);
 #define cf_leakyrelu(m, x, a) cf_unary_at(m, CF_OP_LEAKYRELU, x, a, __FILE__, __LINE__, 0)
 #define cf_exp(m, x)     cf_unary_at(m, CF_OP_EXP, x, 0, __FILE__, __LINE__, 0)
 #define cf_log(m, x)     cf_unary_at(m, CF_OP_LOG, x, 0, __FILE__, __LINE__, 0)
-/* Over the last dimension. */
+/* Over the last dimension. cf_softmax_causal takes x (..., T, T), attention scores,
+ * and normalises row i of each T x T matrix over columns 0..i alone, the rest 0: each
+ * position attends to itself and those before it, never ahead. */
 #define cf_softmax(m, x)    cf_unary_at(m, CF_OP_SOFTMAX, x, 0, __FILE__, __LINE__, 0)
+#define cf_softmax_causal(m, x) cf_unary_at(m, CF_OP_SOFTMAX, x, 1, __FILE__, __LINE__, 0)
 #define cf_logsoftmax(m, x) cf_unary_at(m, CF_OP_LOGSOFTMAX, x, 0, __FILE__, __LINE__, 0)
 /* (..., n) -> (...): the sum or mean of the last dimension. On a (B) value this
  * reduces over the batch and gives (). */

@@ -478,13 +478,13 @@ TEST(causal_softmax)
     cf_model *m = cf_model_new();
     cf_node *x = cf_input(m, "x", CF_SHAPE(2, 4, 4));    /* (B, heads, T, T) */
     cf_node *p = cf_param(m, "p", CF_SHAPE(4), CF_UNIFORM(1.0f));
-    cf_node *y = cf_unary_at(m, CF_OP_SOFTMAX, cf_mul(m, x, p), 1, __FILE__, __LINE__, 0);
+    cf_node *y = cf_softmax_causal(m, cf_mul(m, x, p));
     cf_output(m, cf_mul(m, y, cf_tanh(m, x)));
     CHECK(check_model(m, -2, 2, 0) == 0);   /* frees m */
     m = cf_model_new();
     x = cf_input(m, "x", CF_SHAPE(2, 4, 4));
     p = cf_param(m, "p", CF_SHAPE(4), CF_UNIFORM(1.0f));
-    y = cf_unary_at(m, CF_OP_SOFTMAX, cf_mul(m, x, p), 1, __FILE__, __LINE__, 0);
+    y = cf_softmax_causal(m, cf_mul(m, x, p));
     cf_output(m, cf_mul(m, y, cf_tanh(m, x)));
     cf_exec *e = cf_bind(m, 2, 0);
     CHECK(e != NULL);
@@ -515,7 +515,7 @@ TEST(causal_softmax)
     /* not square: refused when the model is checked */
     m = cf_model_new();
     x = cf_input(m, "x", CF_SHAPE(3, 4));
-    cf_node *bad_sm = cf_unary_at(m, CF_OP_SOFTMAX, x, 1, __FILE__, __LINE__, 0);
+    cf_node *bad_sm = cf_softmax_causal(m, x);
     if (bad_sm) cf_output(m, bad_sm);
     CHECK(bad_sm == NULL || cf_bind(m, 2, 0) == NULL);
     CHECK_HAS(cf_last_error(), "causal softmax needs square matrices in its last two dimensions");
@@ -562,7 +562,7 @@ TEST(transpose)
     cf_node *q = cf_transpose(m, cf_input(m, "q", CF_SHAPE(4, 2, 3)), 1, 2);
     cf_node *k = cf_transpose(m, cf_input(m, "k", CF_SHAPE(4, 2, 3)), 1, 2);
     cf_node *v = cf_transpose(m, cf_input(m, "v", CF_SHAPE(4, 2, 3)), 1, 2);
-    cf_node *a = cf_unary_at(m, CF_OP_SOFTMAX, cf_matmul(m, q, cf_transpose(m, k, 2, 3)), 1, __FILE__, __LINE__, 0);
+    cf_node *a = cf_softmax_causal(m, cf_matmul(m, q, cf_transpose(m, k, 2, 3)));
     cf_output(m, cf_transpose(m, cf_matmul(m, a, v), 1, 2));
     CHECK(check_model(m, -2, 2, 0) == 0);
 

@@ -3,6 +3,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "cflux.h"
 #include "mlp.h"
@@ -321,6 +322,9 @@ TEST(attention_in_the_notation)
         {"model = Chain(Input(3, 4), x -> transpose(x, 1.5, 2))\n", "transpose's first dimension must be a whole number"},
         {"model = Chain(Input(4), x -> x .* sqrt(-1))\n", "sqrt takes one number, not negative"},
         {"model = Chain(Input(4), x -> positions(x, x))\n", "positions' table must be a matrix"},
+        /* no sequence dimension: the batch met a dimension of a sample ("(B, -1, 16)") */
+        {"model = Chain(Input(16), TransformerBlock(heads = 4))\n",
+         "error: addition shapes do not broadcast: (B, 16) and (B, 1, 16)"},
     };
     for (int i = 0; i < (int)(sizeof errs / sizeof errs[0]); i++) {
         m = cf_model_parse(errs[i].src, "gpt.flux");
@@ -483,6 +487,66 @@ TEST(shapes_listing)
     CHECK_HAS(buf, "^ shapes stop fitting here: matrix product shapes do not match");
 }
 
+static double seconds_since(const struct timespec *t0)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)(t.tv_sec - t0->tv_sec) + (t.tv_nsec - t0->tv_nsec) * 1e-9;
+}
+
+/* Tiny files that ask for huge things (found probing the attention pieces): nested
+ * repeats and nets that each make several of another multiply into more models than a
+ * compile makes (it used to run for many minutes, its memory growing); a model of
+ * tens of thousands of parameters compiles in about a second (each new name was
+ * compared with every name before it); joins and reshapes whose dimension would not
+ * fit an int are refused (hcat overflowed; reshape(x, -1, 1) cut 10^10 to 1410065408). */
+TEST(huge_counts_and_sizes_are_refused_quickly)
+{
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    cf_model *m = cf_model_parse("model = Chain(Input(4), repeat(repeat(repeat(repeat(Affine(4), 64), 64), 64), 64))\n",
+                                 "r.flux");
+    CHECK(m == NULL);
+    CHECK_HAS(cf_last_error(), "error: the model makes more than 100000 nets, Chains and functions");
+    CHECK_HAS(cf_last_error(), "in model at r.flux:1:");
+    cf_model_free(m);
+    char src[2048] = "net A0(in) {\n  W = param(in, in)\n  x -> x * W\n}\n";
+    for (int i = 1; i < 24; i++)   /* A23 makes 2^23 A0s */
+        snprintf(src + strlen(src), sizeof src - strlen(src), "net A%d(in) {\n  p = A%d(in)\n  q = A%d(in)\n"
+                 "  x -> q(p(x))\n}\n", i, i - 1, i - 1);
+    strcat(src, "model = Chain(Input(2), A23())\n");
+    m = cf_model_parse(src, "d.flux");
+    CHECK(m == NULL);
+    CHECK_HAS(cf_last_error(), "the model makes more than 100000 nets");
+    cf_model_free(m);
+    CHECK(seconds_since(&t0) < 20);
+
+    clock_gettime(CLOCK_MONOTONIC, &t0);   /* 32768 Affines: 65536 parameters */
+    m = cf_model_parse("model = Chain(Input(4), repeat(repeat(repeat(Affine(4), 64), 64), 8))\n", "p.flux");
+    double took = seconds_since(&t0);
+    CHECK(m != NULL && cf_model_param_count(m) == 65536);
+    CHECK(took < 20);   /* about 0.5 s (3 s with ASan); 105 s when each name met all before it */
+    if (took >= 20) fprintf(stderr, "  65536 parameters took %.1f s\n", took);
+    cf_model_free(m);
+
+    static const struct { const char *src, *msg; } errs[] = {
+        {"model = Chain(Input(1000000000), x -> hcat(x, x, x))\n",
+         "error: concat along dimension -1 of (B, 1000000000) and (B, 1000000000): the joined dimension would be "
+         "more than 2147483647"},
+        {"model = Chain(Input(100000, 100000), x -> reshape(x, -1, 1))\n",
+         "error: reshape of (B, 100000, 100000) would make a dimension of 10000000000, and a dimension holds at most "
+         "2147483647"},
+        {"model = Chain(Input(100000, 100000), flatten)\n",
+         "error: flatten of (B, 100000, 100000) would make a dimension of 10000000000"},
+    };
+    for (int i = 0; i < (int)(sizeof errs / sizeof errs[0]); i++) {
+        m = cf_model_parse(errs[i].src, "big.flux");
+        CHECK(m == NULL);
+        CHECK_HAS(cf_last_error(), errs[i].msg);
+        cf_model_free(m);
+    }
+}
+
 int main(void)
 {
     RUN(tlp_trace_points_into_the_source);
@@ -497,5 +561,6 @@ int main(void)
     RUN(notation_mlp_equals_c_mlp);
     RUN(shapes_listing);
     RUN(attention_in_the_notation);
+    RUN(huge_counts_and_sizes_are_refused_quickly);
     return test_summary("notation");
 }

@@ -77,6 +77,8 @@ void cf_model_free(cf_model *m)
     free(m->class_text);
     free(m->inputs);
     free(m->outputs);
+    free(m->held_names.slots);
+    free(m->carry_names.slots);
     free(m->builderr);
     free(m->source);
     free(m->source_name);
@@ -107,13 +109,54 @@ static int push(cf_node ***list, int *n, int *cap, cf_node *x)
     return 0;
 }
 
+/* ---- names of leaves ---- */
+
+static uint64_t name_hash(const char *s)   /* FNV-1a */
+{
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (; *s; s++) h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
+    return h;
+}
+
+/* The leaf named `name` in t, or NULL. */
+static cf_node *names_find(const cf_names *t, const char *name)
+{
+    if (!t->cap) return NULL;
+    size_t mask = (size_t)t->cap - 1;
+    for (size_t h = name_hash(name) & mask; t->slots[h]; h = (h + 1) & mask)
+        if (strcmp(t->slots[h]->name, name) == 0) return t->slots[h];
+    return NULL;
+}
+
+/* Add leaf n (its name not in t yet); 0 or -1. */
+static int names_add(cf_names *t, cf_node *n)
+{
+    if (2 * (t->n + 1) > t->cap) {
+        int cap = t->cap ? 2 * t->cap : 64;
+        cf_node **slots = calloc((size_t)cap, sizeof *slots);
+        if (!slots) return cf_oom((size_t)cap * sizeof *slots);
+        for (int i = 0; i < t->cap; i++)
+            if (t->slots[i]) {
+                size_t h = name_hash(t->slots[i]->name) & (size_t)(cap - 1);
+                while (slots[h]) h = (h + 1) & (size_t)(cap - 1);
+                slots[h] = t->slots[i];
+            }
+        free(t->slots);
+        t->slots = slots;
+        t->cap = cap;
+    }
+    size_t h = name_hash(n->name) & (size_t)(t->cap - 1);
+    while (t->slots[h]) h = (h + 1) & (size_t)(t->cap - 1);
+    t->slots[h] = n;
+    t->n++;
+    return 0;
+}
+
 /* One copy of each file and frame name: the same few strings come with every node
  * and every call (a small hash table of recent strings; a miss only costs a copy). */
 static const char *intern(cf_model *m, const char *s)
 {
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (const char *p = s; *p; p++) h = (h ^ (unsigned char)*p) * 0x100000001b3ull;
-    const char **slot = &m->interned[h % CF_INTERN_SLOTS];
+    const char **slot = &m->interned[name_hash(s) % CF_INTERN_SLOTS];
     if (*slot && strcmp(*slot, s) == 0) return *slot;
     const char *copy = cf_arena_strdup(&m->arena, s);
     if (copy) *slot = copy;
@@ -289,23 +332,22 @@ static cf_node *held_at(cf_model *m, cf_opcode op, const char *what, const char 
     if (outer) snprintf(full, sizeof full, "%s.%s", outer, name);
     else snprintf(full, sizeof full, "%s", name);
     /* one namespace: both are saved in the same files */
-    for (int i = 0; i < m->nparams; i++)
-        if (strcmp(m->params[i]->name, full) == 0)
-            return cf_build_fail(m, loc, "there is already a parameter named '%s'", full);
-    for (int i = 0; i < m->nstates; i++)
-        if (strcmp(m->states[i]->name, full) == 0)
-            return cf_build_fail(m, loc, "there is already a state named '%s'", full);
+    const cf_node *same = names_find(&m->held_names, full);
+    if (same)
+        return cf_build_fail(m, loc, "there is already a %s named '%s'", same->op == CF_OP_PARAM ? "parameter" : "state",
+                             full);
     cf_node *n = node_new(m, op, 0, NULL, file, line, col);
     if (!n) return NULL;
     n->name = cf_arena_strdup(&m->arena, full);
     n->shape = s;
     n->init = init;
+    if (!n->name || names_add(&m->held_names, n)) return NULL;
     if (op == CF_OP_PARAM) {
         n->index = m->nparams;
-        if (!n->name || push(&m->params, &m->nparams, &m->cap_params, n)) return NULL;
+        if (push(&m->params, &m->nparams, &m->cap_params, n)) return NULL;
     } else {
         n->index = m->nstates;
-        if (!n->name || push(&m->states, &m->nstates, &m->cap_states, n)) return NULL;
+        if (push(&m->states, &m->nstates, &m->cap_states, n)) return NULL;
     }
     return n;
 }
@@ -331,9 +373,7 @@ cf_node *cf_carry_at(cf_model *m, const char *name, cf_shape s, cf_init init, co
         return cf_build_fail(m, loc, "state '%s' starts from zeros, ones or a constant", name);
     if (s.rank + 1 > CF_MAX_DIMS)
         return cf_build_fail(m, loc, "state '%s' has too many dimensions (%d, and the batch)", name, s.rank);
-    for (int i = 0; i < m->ncarries; i++)
-        if (strcmp(m->carries[i].state->name, name) == 0)
-            return cf_build_fail(m, loc, "there is already a state named '%s'", name);
+    if (names_find(&m->carry_names, name)) return cf_build_fail(m, loc, "there is already a state named '%s'", name);
     if (m->ncarries == m->cap_carries) {
         int cap = m->cap_carries ? 2 * m->cap_carries : 8;
         struct cf_carry *p = realloc(m->carries, (size_t)cap * sizeof *p);
@@ -344,7 +384,7 @@ cf_node *cf_carry_at(cf_model *m, const char *name, cf_shape s, cf_init init, co
     cf_node *n = node_new(m, CF_OP_STATE, 0, NULL, file, line, col);
     if (!n) return NULL;
     n->name = cf_arena_strdup(&m->arena, name);
-    if (!n->name) return NULL;
+    if (!n->name || names_add(&m->carry_names, n)) return NULL;
     n->shape.rank = s.rank + 1;
     n->shape.d[0] = CF_BATCH;
     for (int i = 0; i < s.rank; i++) n->shape.d[i + 1] = s.d[i];

@@ -124,6 +124,13 @@ int cf_model_set_class_meta(cf_model *m, const char *s);
 #define CF_MAX_SCOPES 256
 #define CF_INTERN_SLOTS 64
 
+/* Named leaves by name, to refuse a second of the same name without a pass over all
+ * of them (a model may have hundreds of thousands): open addressing, half full at most. */
+typedef struct cf_names {
+    cf_node **slots;
+    int cap, n;
+} cf_names;
+
 struct cf_model {
     cf_arena arena;
     const char *interned[CF_INTERN_SLOTS];
@@ -132,6 +139,8 @@ struct cf_model {
     cf_node **states;  int nstates, cap_states;   /* CF_OP_STATE nodes */
     cf_node **inputs;  int ninputs, cap_inputs;
     cf_node **outputs; int noutputs, cap_outputs;
+    cf_names held_names;    /* parameters and states: one namespace */
+    cf_names carry_names;   /* carried states */
 
     /* Scopes open while building. */
     const cf_frame *frame;

@@ -32,6 +32,10 @@
 #define CF_MAX_MODEL_NODES 1000000
 #endif
 #define MAX_NODES CF_MAX_MODEL_NODES
+/* Models made in one compile (nets, Chains, lambdas, nets waiting in a Chain): they are
+ * made before their operations, and nested repeats multiply, so the operations' limit
+ * alone comes too late. */
+#define MAX_MODELS (MAX_NODES / 10)
 #define MAX_ARGS 64
 
 typedef struct value value;
@@ -128,9 +132,9 @@ struct rstate {
 
 struct partial {
     value tmpl;
-    value args[MAX_ARGS];
-    const char *kwnames[MAX_ARGS];
-    value kwvals[MAX_ARGS];
+    value *args;              /* as many as the call has arguments, positional or not */
+    const char **kwnames;
+    value *kwvals;
     int nargs, nkw;
     const char *file;
     int line, col;
@@ -156,6 +160,7 @@ typedef struct cc {
     const ast *chain_elem;   /* the call being evaluated as an argument of Chain(...) */
     rstate *states;          /* every recurrent state made, newest first */
     int steps;               /* > 0: every unroll runs this many steps instead */
+    int models;              /* made so far (MAX_MODELS) */
 } cc;
 
 /* ---- built-ins ---- */
@@ -386,8 +391,18 @@ static const char *kind_name(const value *v)
     }
 }
 
-static inst *inst_new(cc *c, ikind kind, const char *tname)
+/* One more model made, at file:line:col; 0, or -1 past MAX_MODELS. */
+static int count_model(cc *c, const char *file, int line, int col)
 {
+    if (++c->models > MAX_MODELS)
+        return cerr(c, file, line, col, "the model makes more than %d nets, Chains and functions (repeats "
+                    "inside repeats, and nets that make several of another, multiply)", MAX_MODELS);
+    return 0;
+}
+
+static inst *inst_new(cc *c, ikind kind, const char *tname, const char *file, int line, int col)
+{
+    if (count_model(c, file, line, col)) return NULL;
     inst *i = cf_arena_alloc(&c->arena, sizeof *i);
     if (!i) {
         cf_oom(sizeof *i);
@@ -892,8 +907,13 @@ static int eval_args(cc *c, env *en, const ast *e, value *args, int *nargs, cons
                 int given = given_required(callee.net, npos, names, nnamed, &required);
                 if (first_is_in(callee.net) && callee.net->items[0]->kind == AST_NAME && !names_in(names, nnamed) &&
                     given == required - 1) {
+                    if (count_model(c, en->file, x->line, x->col)) return -1;
                     partial *p = cf_arena_alloc(&c->arena, sizeof *p);
                     if (!p) return cf_oom(sizeof *p);
+                    p->args = cf_arena_alloc(&c->arena, (size_t)x->n * sizeof *p->args);
+                    p->kwvals = cf_arena_alloc(&c->arena, (size_t)x->n * sizeof *p->kwvals);
+                    p->kwnames = cf_arena_alloc(&c->arena, (size_t)x->n * sizeof *p->kwnames);
+                    if (!p->args || !p->kwvals || !p->kwnames) return -1;
                     p->tmpl = callee;
                     if (eval_args(c, en, x, p->args, &p->nargs, p->kwnames, p->kwvals, &p->nkw, 0)) return -1;
                     p->file = en->file;
@@ -1301,7 +1321,7 @@ static int call_builtin(cc *c, env *en, const ast *e, int fi, value *args, int n
     }
     case B_INPUT: {
         if (no_keywords(c, en, e, "Input", nkw, kwn)) return -1;
-        inst *i = inst_new(c, I_INPUT, "Input");   /* Input(): one number a sample */
+        inst *i = inst_new(c, I_INPUT, "Input", en->file, e->line, e->col);   /* Input(): one number a sample */
         if (!i || dims_of(c, en, e, args, nargs, 0, &i->shape, "Input", CF_MAX_DIMS - 1)) return -1;
         if (!cf_shape_count_checked(i->shape))
             return ERR(c, en, e, "Input is too large: more than 2^36 elements per sample");
@@ -1311,7 +1331,7 @@ static int call_builtin(cc *c, env *en, const ast *e, int fi, value *args, int n
     case B_CHAIN: {
         if (no_keywords(c, en, e, "Chain", nkw, kwn)) return -1;
         if (nargs == 0) return ERR(c, en, e, "Chain needs at least one model");
-        inst *i = inst_new(c, I_CHAIN, "Chain");
+        inst *i = inst_new(c, I_CHAIN, "Chain", en->file, e->line, e->col);
         if (!i) return -1;
         i->env = en;   /* where its elements were written */
         i->items = cf_arena_alloc(&c->arena, (size_t)nargs * sizeof *i->items);
@@ -1370,7 +1390,7 @@ static int call_builtin(cc *c, env *en, const ast *e, int fi, value *args, int n
         if (args[0].kind == V_PARTIAL)
             return ERR(c, en, e->items[0], "unroll's model needs its input size: begin it with Input(...), as in "
                                            "unroll(Chain(Input(65), LSTM(128), ...), 50)");
-        inst *i = inst_new(c, I_UNROLL, "unroll");
+        inst *i = inst_new(c, I_UNROLL, "unroll", en->file, e->line, e->col);
         if (!i || dim_of(c, en, e->items[1], &args[1], "unroll's number of steps", &i->n)) return -1;
         if (c->steps) i->n = c->steps;
         i->stateful = 1;
@@ -1547,7 +1567,7 @@ static int eval_at(cc *c, env *en, const ast *e, value *out)
         return 0;
     }
     case AST_LAMBDA: {
-        inst *i = inst_new(c, I_LAMBDA, "lambda");
+        inst *i = inst_new(c, I_LAMBDA, "lambda", en->file, e->line, e->col);
         if (!i) return -1;
         i->lambda = e;
         i->env = en;
@@ -1573,7 +1593,7 @@ static int instantiate(cc *c, const value *tmpl, value *args, int nargs, const c
     if (c->depth >= MAX_INSTANTIATION_DEPTH)
         return cerr(c, file, line, col, "nets nested deeper than %d (does %s make itself?)", MAX_INSTANTIATION_DEPTH,
                     net->name);
-    inst *self = inst_new(c, I_NET, net->name);
+    inst *self = inst_new(c, I_NET, net->name, file, line, col);
     if (!self) return -1;
     self->file = file;
     self->line = line;

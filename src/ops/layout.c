@@ -1,6 +1,7 @@
 /* layout.c - ops that move values without arithmetic: reshape, flatten, concat,
  * slice. Shapes are per sample where there is a batch dimension; the batch
  * dimension itself can be neither reshaped, joined nor sliced. */
+#include <limits.h>
 #include <string.h>
 
 #include "core/error.h"
@@ -14,10 +15,9 @@ static int reshape_infer(cf_node *n)
     int b = x->batched;
     size_t have = cf_shape_count_b(x->shape, 1), want = 1;
     cf_shape t = n->attr.shape;
-    if (n->op == CF_OP_FLATTEN) {
+    if (n->op == CF_OP_FLATTEN) {   /* one dimension of every element: reshape(x, -1) */
         t.rank = 1;
-        t.d[0] = (int)have;
-        if (!b) t.d[0] = (int)have;
+        t.d[0] = -1;
     }
     int hole = -1;
     for (int i = 0; i < t.rank; i++) {
@@ -25,6 +25,10 @@ static int reshape_infer(cf_node *n)
         else want *= (size_t)t.d[i];
     }
     if (hole >= 0 && want > 0 && have % want == 0) {
+        char s1[96];
+        if (have / want > INT_MAX)
+            return cf_seterr("error: %s of %s would make a dimension of %zu, and a dimension holds at most %d",
+                             cf_ops[n->op]->name, cf_shape_str(x->shape, s1, sizeof s1), have / want, INT_MAX);
         t.d[hole] = (int)(have / want);
         want = have;
     }
@@ -84,6 +88,10 @@ static int concat_infer(cf_node *n)
         if (!fits)
             return cf_seterr("error: concat along dimension %d needs the other dimensions equal: %s and %s",
                              n->attr.i[0], cf_shape_str(a->shape, s1, sizeof s1), cf_shape_str(x->shape, s2, sizeof s2));
+        if (i > 0 && x->shape.d[dim] > INT_MAX - o.d[dim])
+            return cf_seterr("error: concat along dimension %d of %s and %s: the joined dimension would be more than "
+                             "%d", n->attr.i[0], cf_shape_str(a->shape, s1, sizeof s1),
+                             cf_shape_str(x->shape, s2, sizeof s2), INT_MAX);
         if (i > 0) o.d[dim] += x->shape.d[dim];
     }
     n->shape = o;

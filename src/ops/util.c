@@ -12,9 +12,10 @@ int cf_broadcast_shapes(const cf_node *n, cf_shape a, int ab, cf_shape b, int bb
     for (int i = 0; i < r; i++) {
         int ia = a.rank - r + i, ib = b.rank - r + i;
         int da = ia >= 0 ? a.d[ia] : 1, db = ib >= 0 ? b.d[ib] : 1;
-        if (da == db || db == 1) o.d[i] = da;
-        else if (da == 1) o.d[i] = db;
-        else {
+        o.d[i] = db == 1 ? da : db;
+        /* unequal and neither 1, or a batch dimension lined up with one of a sample:
+           (B, d) and (B, 1, d) */
+        if ((da != db && da != 1 && db != 1) || (i > 0 && o.d[i] == CF_BATCH)) {
             char sa[96], sb[96];
             return cf_seterr("error: %s shapes do not broadcast: %s and %s", cf_ops[n->op]->what,
                              cf_shape_str(a, sa, sizeof sa), cf_shape_str(b, sb, sizeof sb));

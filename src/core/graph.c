@@ -12,6 +12,7 @@
 #include "core/error.h"
 #include "core/graph.h"
 #include "core/mem.h"
+#include "core/rng.h"
 #include "ops/op.h"
 
 /* ---- arena ---- */
@@ -111,19 +112,12 @@ static int push(cf_node ***list, int *n, int *cap, cf_node *x)
 
 /* ---- names of leaves ---- */
 
-static uint64_t name_hash(const char *s)   /* FNV-1a */
-{
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (; *s; s++) h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
-    return h;
-}
-
 /* The leaf named `name` in t, or NULL. */
 static cf_node *names_find(const cf_names *t, const char *name)
 {
     if (!t->cap) return NULL;
     size_t mask = (size_t)t->cap - 1;
-    for (size_t h = name_hash(name) & mask; t->slots[h]; h = (h + 1) & mask)
+    for (size_t h = cf_hash_str(name) & mask; t->slots[h]; h = (h + 1) & mask)
         if (strcmp(t->slots[h]->name, name) == 0) return t->slots[h];
     return NULL;
 }
@@ -137,7 +131,7 @@ static int names_add(cf_names *t, cf_node *n)
         if (!slots) return cf_oom((size_t)cap * sizeof *slots);
         for (int i = 0; i < t->cap; i++)
             if (t->slots[i]) {
-                size_t h = name_hash(t->slots[i]->name) & (size_t)(cap - 1);
+                size_t h = cf_hash_str(t->slots[i]->name) & (size_t)(cap - 1);
                 while (slots[h]) h = (h + 1) & (size_t)(cap - 1);
                 slots[h] = t->slots[i];
             }
@@ -145,7 +139,7 @@ static int names_add(cf_names *t, cf_node *n)
         t->slots = slots;
         t->cap = cap;
     }
-    size_t h = name_hash(n->name) & (size_t)(t->cap - 1);
+    size_t h = cf_hash_str(n->name) & (size_t)(t->cap - 1);
     while (t->slots[h]) h = (h + 1) & (size_t)(t->cap - 1);
     t->slots[h] = n;
     t->n++;
@@ -156,7 +150,7 @@ static int names_add(cf_names *t, cf_node *n)
  * and every call (a small hash table of recent strings; a miss only costs a copy). */
 static const char *intern(cf_model *m, const char *s)
 {
-    const char **slot = &m->interned[name_hash(s) % CF_INTERN_SLOTS];
+    const char **slot = &m->interned[cf_hash_str(s) % CF_INTERN_SLOTS];
     if (*slot && strcmp(*slot, s) == 0) return *slot;
     const char *copy = cf_arena_strdup(&m->arena, s);
     if (copy) *slot = copy;

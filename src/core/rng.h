@@ -15,8 +15,6 @@ float    cf_rng_uniform(cf_rng *r);          /* [0, 1) */
 float    cf_rng_normal(cf_rng *r);           /* mean 0, std 1 */
 uint32_t cf_rng_below(cf_rng *r, uint32_t n); /* [0, n), unbiased */
 
-/* A counter-based stream: the number for (key, index) alone, uniform in [0, 1), so
- * that any thread computing element `index` gets the same one (splitmix64 of both). */
 /* A 64-bit finaliser (splitmix64's): every bit of z moves about half of the result. */
 static inline uint64_t cf_rng_mix(uint64_t z)
 {
@@ -25,13 +23,11 @@ static inline uint64_t cf_rng_mix(uint64_t z)
     return z ^ (z >> 31);
 }
 
+/* A counter-based stream: the number for (key, index) alone, uniform in [0, 1), so
+ * that any thread computing element `index` gets the same one (splitmix64 of both). */
 static inline float cf_rng_at(uint64_t key, uint64_t index)
 {
-    uint64_t z = key ^ (index * 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    z ^= z >> 31;
-    return (float)(z >> 40) * (1.0f / 16777216.0f);
+    return (float)(cf_rng_mix(key ^ (index * 0x9e3779b97f4a7c15ull)) >> 40) * (1.0f / 16777216.0f);
 }
 
 /* A 64-bit hash of a string (FNV-1a), to derive per-name streams from one seed. */

@@ -2,8 +2,9 @@
  * path it cannot write), leaving no file; and what it writes, read back with a small
  * protobuf reader of its own: ModelProto's IR version 8, opset 17 and producer, the
  * graph's nodes, initializers (named as in cflux, holding the parameters' bytes),
- * inputs and outputs with the symbolic batch dimension, and a recurrent model written
- * step by step with its carried state made batch-sized. (tests/interop/onnx_check.py
+ * inputs and outputs with the symbolic batch dimension, a recurrent model written
+ * step by step with its carried state made batch-sized, and a convolution's and a
+ * pooling's attributes in ONNX's order of axes. (tests/interop/onnx_check.py
  * runs the files in onnxruntime against cflux.) */
 #include <stdint.h>
 #include <stdlib.h>
@@ -197,6 +198,32 @@ static int io_shape(const onnx_file *o, int field, const char *name, long dims[8
             else dims[rank++] = -2;
         }
         return rank;
+    }
+    return -1;
+}
+
+/* The integers of attribute `name` of the first node of op type `op` (AttributeProto:
+ * name 1, i 3, ints 8, unpacked or packed) into v; how many, or -1 if there is no such
+ * attribute. */
+static int node_ints(const onnx_file *o, const char *op, const char *name, long *v, int max)
+{
+    msg g = o->graph;
+    fld f, k, a;
+    while (next(&g, &f) == 1) {
+        if (f.field != 1 || !find(f.sub, 4, &k) || !is_str(&k, op)) continue;
+        for (msg n = f.sub; next(&n, &k) == 1;) {
+            if (k.field != 5 || !find(k.sub, 1, &a) || !is_str(&a, name)) continue;
+            int count = 0;
+            for (msg at = k.sub; next(&at, &a) == 1;) {
+                if ((a.field == 8 || a.field == 3) && a.wire == 0 && count < max) v[count++] = (long)(int64_t)a.v;
+                if (a.field == 8 && a.wire == 2) {
+                    uint64_t x;
+                    while (a.sub.p < a.sub.end && varint(&a.sub, &x) == 0 && count < max) v[count++] = (long)(int64_t)x;
+                }
+            }
+            return count;
+        }
+        return -1;
     }
     return -1;
 }
@@ -396,6 +423,54 @@ TEST(names_several_outputs)
     cf_model_free(m);
 }
 
+/* A convolution and a pooling whose two axes differ in every setting, as only the C
+ * API makes them: ONNX lists kernel_shape, strides and dilations as (h, w), and pads as
+ * [h_begin, w_begin, h_end, w_end] (cflux pads both ends of an axis alike). */
+TEST(conv_and_pool_attributes_per_axis)
+{
+    cf_model *m = cf_model_new();
+    cf_node *x = cf_input(m, "x", CF_SHAPE(2, 7, 9));
+    cf_node *K = cf_param(m, "K", CF_SHAPE(4, 1, 3, 2), CF_GLOROT);   /* (O, C/groups, KH, KW) */
+    /* stride (1, 2), pad (2, 1), dilation (1, 2), 2 groups: (B, 4, 7 + 4 - 2 - 1 + 1, (9 + 2 - 2 - 1) / 2 + 1) */
+    cf_node *c = cf_op_at(m, CF_OP_CONV2D, 2, (cf_node *const[]){x, K}, (const int[]){1, 2, 2, 1, 1, 2, 2}, 7, NULL,
+                          0, __FILE__, __LINE__, 0);
+    /* kernel (3, 2), stride (1, 2), pad (1, 0): (B, 4, 9, 2) */
+    cf_node *y = cf_op_at(m, CF_OP_MAXPOOL, 1, (cf_node *const[]){c}, (const int[]){3, 2, 1, 2, 1, 0}, 6, NULL, 0,
+                          __FILE__, __LINE__, 0);
+    cf_output(m, y);
+    CHECK(cf_model_init_params(m) == 0);
+    const char *p = tmp("axes.onnx");
+    CHECK(cf_model_export_onnx(m, p) == 0);
+    onnx_file o = open_onnx(p);
+    CHECK(o.ok);
+    long v[8], dims[8];
+#define INTS(op, name, ...)                                                                                 \
+    do {                                                                                                    \
+        const long want_[] = {__VA_ARGS__};                                                                 \
+        int n_ = (int)(sizeof want_ / sizeof *want_), got_ = node_ints(&o, op, name, v, 8);                 \
+        int same_ = got_ == n_;                                                                             \
+        for (int i_ = 0; same_ && i_ < n_; i_++) same_ = v[i_] == want_[i_];                                \
+        if (!same_) {                                                                                       \
+            fprintf(stderr, "  %s %s:", op, name);                                                          \
+            for (int i_ = 0; i_ < got_; i_++) fprintf(stderr, " %ld", v[i_]);                               \
+            fprintf(stderr, " (%d), want %s\n", got_, #__VA_ARGS__);                                        \
+        }                                                                                                   \
+        CHECK(same_);                                                                                       \
+    } while (0)
+    INTS("Conv", "kernel_shape", 3, 2);
+    INTS("Conv", "strides", 1, 2);
+    INTS("Conv", "pads", 2, 1, 2, 1);
+    INTS("Conv", "dilations", 1, 2);
+    INTS("Conv", "group", 2);
+    INTS("MaxPool", "kernel_shape", 3, 2);
+    INTS("MaxPool", "strides", 1, 2);
+    INTS("MaxPool", "pads", 1, 0, 1, 0);
+#undef INTS
+    CHECK(io_shape(&o, 12, "y", dims) == 4 && dims[0] == -1 && dims[1] == 4 && dims[2] == 9 && dims[3] == 2);
+    free(o.data);
+    cf_model_free(m);
+}
+
 /* An input named like an output cannot be written: ONNX names each value once. */
 TEST(refuses_a_name_used_twice)
 {
@@ -419,6 +494,7 @@ int main(void)
     RUN(leaves_out_the_loss);
     RUN(writes_a_recurrent_model);
     RUN(names_several_outputs);
+    RUN(conv_and_pool_attributes_per_axis);
     RUN(refuses_a_name_used_twice);
     tmpdir_remove();
     return test_summary("onnx");

@@ -193,11 +193,76 @@ TEST(max_fast_paths)
         }
 }
 
+/* Backward writes a gradient buffer without zeroing it first (the first op to reach a
+ * value overwrites, later ones add), so the 2x2 fast path must write every element of
+ * its dx, the last column no window covers (odd w) and the last row (odd h) included.
+ * Here those buffers hold stale numbers: two poolings, of x itself and of h = x .* p;
+ * x's gradient, which the first pooling's backward writes, is filled with NaN before
+ * each backward, and h's is whatever the plan left where it lives. Two backward
+ * passes with different head gradients; dx and dp against the definition: each
+ * pooling routes dy to its windows' maxima (0 elsewhere), dx = dx1 + dh p, and
+ * dp = the sum over b, c and rows of dh x. */
+TEST(max_2x2_backward_writes_every_column)
+{
+    enum { B = 2, C = 3, h = 5, w = 9, oh = 2, ow = 4, NX = B * C * h * w, NY = B * C * oh * ow };
+    static const int a[6] = {2, 2, 2, 2, 0, 0};
+    cf_model *m = cf_model_new();
+    cf_node *x = cf_input(m, "x", CF_SHAPE(C, h, w));
+    cf_node *p = cf_param(m, "p", CF_SHAPE(w), CF_ZEROS);
+    cf_node *hx = cf_mul(m, x, p);
+    cf_output(m, cf_op_at(m, CF_OP_MAXPOOL, 1, &hx, a, 6, NULL, 0, __FILE__, __LINE__, 0));
+    cf_output(m, cf_op_at(m, CF_OP_MAXPOOL, 1, &x, a, 6, NULL, 0, __FILE__, __LINE__, 0));   /* its backward first */
+    CHECK(cf_model_init_params(m) == 0);
+    cf_exec *e = cf_bind(m, B, CF_INPUT_GRADS);
+    CHECK(e != NULL);
+    if (!e) {
+        cf_model_free(m);
+        return;
+    }
+    float *pv = cf_model_param_data(m, 0), *xv = cf_exec_input(e, 0, NULL), hv[NX];
+    for (int j = 0; j < w; j++) pv[j] = 0.5f + 0.25f * (float)j;
+    for (int i = 0; i < NX; i++) xv[i] = (float)((i * 37) % 101) / 50.0f + 1.0f;   /* positive, few ties */
+    for (int i = 0; i < NX; i++) hv[i] = xv[i] * pv[i % w];
+    for (int pass = 0; pass < 2; pass++) {
+        float *dy[2];
+        for (int o = 0; o < 2; o++) {
+            dy[o] = cf_exec_output_grad(e, o, NULL);
+            for (int i = 0; i < NY; i++) dy[o][i] = (float)((i * 7 + pass * 3 + o * 5) % 11) - 5.0f;
+        }
+        float *gx = (float *)cf_exec_input_grad(e, 0, NULL);   /* the executor's buffer: stale on purpose */
+        for (int i = 0; i < NX; i++) gx[i] = NAN;
+        cf_model_zero_grad(m);
+        CHECK(cf_forward(e, 1) == 0 && cf_backward(e) == 0);
+        float y[2][NY], dh[NX] = {0}, dx1[NX] = {0};
+        double dp[w] = {0};
+        for (int b = 0; b < B; b++) {
+            max_reference(hv + b * C * h * w, C, h, w, a, y[0] + b * C * oh * ow, dy[0] + b * C * oh * ow,
+                          dh + b * C * h * w);
+            max_reference(xv + b * C * h * w, C, h, w, a, y[1] + b * C * oh * ow, dy[1] + b * C * oh * ow,
+                          dx1 + b * C * h * w);
+        }
+        for (int o = 0; o < 2; o++) CHECK(memcmp(cf_exec_output(e, o, NULL), y[o], sizeof y[o]) == 0);
+        int bad = 0, bad_last = 0;
+        for (int i = 0; i < NX; i++) {
+            double want = (double)dx1[i] + (double)dh[i] * pv[i % w];
+            if (!(fabs(gx[i] - want) <= 1e-5 * (fabs(want) + 1))) bad++, bad_last += i % w == w - 1;
+            dp[i % w] += (double)dh[i] * xv[i];
+        }
+        if (bad) fprintf(stderr, "  pass %d: dx: %d of %d differ, %d in the last column\n", pass, bad, NX, bad_last);
+        CHECK(bad == 0);
+        const float *gp = cf_model_param_grad(m, 0);
+        for (int j = 0; j < w; j++) CHECK_NEAR(gp[j], dp[j], 1e-4 * (fabs(dp[j]) + 1));
+    }
+    cf_exec_free(e);
+    cf_model_free(m);
+}
+
 int main(void)
 {
     RUN(shape_errors);
     RUN(output_shapes);
     RUN(same_results_at_any_thread_count);
     RUN(max_fast_paths);
+    RUN(max_2x2_backward_writes_every_column);
     return test_summary("pooling");
 }

@@ -256,6 +256,45 @@ TEST(named_modules_by_shape_or_map)
     refused(twin, tmp("twin.safetensors"), tmp("bad2.map"), "bad2.map:1: PyTorch keeps 3.W as weight, not bias", NULL);
 }
 
+/* The map is read as text, line by line whatever a line's length: a long comment is
+ * a comment (cut at a buffer's end, its tail once read as a mapping), a NUL byte is
+ * refused at its line (it once dropped the line's rest), and a directory is no map
+ * (it once read as an empty one). */
+TEST(map_lines_whole_and_text_only)
+{
+    const char *twin = "model = Chain(Input(3), Affine(3), relu, Affine(3))\n";   /* twin.safetensors, above */
+    FILE *mf = fopen(tmp("long.map"), "w");
+    fputc('#', mf);
+    for (int i = 0; i < 1086; i++) fputc('x', mf);   /* the old buffer's end: " a 1" began a line of its own */
+    fprintf(mf, " a 1\n");
+    fclose(mf);
+    refused(twin, tmp("twin.safetensors"), tmp("long.map"), "modules 'a', 'b' all fit layer '1'", NULL);
+    mf = fopen(tmp("long2.map"), "w");
+    fprintf(mf, "b");
+    for (int i = 0; i < 5000; i++) fputc(' ', mf);
+    fprintf(mf, "1 # and a long comment after it%2000s\n", "");
+    fclose(mf);
+    cf_model *m = parse(twin);
+    CHECK(m && cf_model_import_torch(m, tmp("twin.safetensors"), tmp("long2.map"), NULL) == 0);
+    if (m) CHECK(cf_model_param_data(m, cf_model_param_index(m, "1.b"))[0] == 21);
+    cf_model_free(m);
+    mf = fopen(tmp("longname.map"), "w");
+    fprintf(mf, "b 1\n");
+    for (int i = 0; i < 600; i++) fputc('a', mf);   /* once cut at 511 characters */
+    fprintf(mf, " 3\n");
+    fclose(mf);
+    refused(twin, tmp("twin.safetensors"), tmp("longname.map"), "longname.map:2: the name '", "is 600 characters long");
+    mf = fopen(tmp("nul.map"), "w");
+    fwrite("b 1\0 3 x\n", 1, 10, mf);
+    fclose(mf);
+    refused(twin, tmp("twin.safetensors"), tmp("nul.map"), "nul.map:1: the map holds a NUL byte", NULL);
+    refused(twin, tmp("twin.safetensors"), tmp(""), "cannot read the map: it is a directory", NULL);
+    m = parse(twin);
+    CHECK(m && cf_model_init_params(m) == 0 && cf_model_export_torch(m, tmp("out.safetensors"), tmp("")) == -1);
+    CHECK_HAS(cf_last_error(), "it is a directory");
+    cf_model_free(m);
+}
+
 /* A user's net declares its own layout; one without torch(...) is read by its own
  * names; a declaration that names no parameter is a located error. */
 TEST(user_nets_declare_their_layout)
@@ -341,6 +380,7 @@ int main(void)
     RUN(sequential_weights_in_order_and_back);
     RUN(bad_files_are_refused_naming_the_tensor);
     RUN(named_modules_by_shape_or_map);
+    RUN(map_lines_whole_and_text_only);
     RUN(user_nets_declare_their_layout);
     RUN(gpt_out_and_back);
     RUN(export_needs_weights);

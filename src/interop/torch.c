@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "core/error.h"
 #include "core/graph.h"
@@ -262,25 +263,70 @@ static int find_layer(const cf_model *m, const char *name, int *map)
     return -1;
 }
 
-/* Read "torch_name cflux_name" lines (# comments) into names[layer] (NAME_MAX_ each),
- * with given[layer] set for the layers a line names. f: the PyTorch file being imported (NULL on export),
- * whose tensor and module names a line must use. 0 or -1. */
-static int read_map(const cf_model *m, const char *path, const cf_st_file *f, char (*names)[NAME_MAX_], int *given)
+/* The map, opened to be read as text: a file or a pipe, never a directory (which
+ * fopen opens and reads as nothing: an empty map; anything else that is not text
+ * holds a NUL byte). NULL and the error. */
+static FILE *open_map(const char *path)
 {
     FILE *fp = fopen(path, "r");
-    if (!fp) return cf_seterr("error: %s: cannot open the map: %s", path, strerror(errno));
-    char line[2 * NAME_MAX_ + 64];
-    int rc = 0;
-    for (int no = 1; !rc && fgets(line, sizeof line, fp); no++) {
-        char *hash = strchr(line, '#');
-        if (hash) *hash = 0;
-        char tn[NAME_MAX_], cn[NAME_MAX_], extra[8];
-        int k = sscanf(line, "%511s %511s %7s", tn, cn, extra);
+    if (!fp) {
+        cf_seterr("error: %s: cannot open the map: %s", path, strerror(errno));
+        return NULL;
+    }
+    struct stat st;
+    if (fstat(fileno(fp), &st) == 0 && S_ISDIR(st.st_mode)) {
+        cf_seterr("error: %s: cannot read the map: it is a directory", path);
+        fclose(fp);
+        return NULL;
+    }
+    return fp;
+}
+
+/* The words of a map line, up to 3, cut at its '#' (line is changed); how many. */
+static int map_words(char *line, char *w[3])
+{
+    char *hash = strchr(line, '#'), *save = NULL;
+    if (hash) *hash = 0;
+    int k = 0;
+    for (char *s = strtok_r(line, " \t\r\n\v\f", &save); s && k < 3; s = strtok_r(NULL, " \t\r\n\v\f", &save))
+        w[k++] = s;
+    return k;
+}
+
+/* Read "torch_name cflux_name" lines (# comments) into names[layer] (NAME_MAX_ each),
+ * with given[layer] set for the layers a line names. f: the PyTorch file being imported (NULL on export),
+ * whose tensor and module names a line must use. Lines are read whole, whatever their
+ * length (a line cut in two would read a comment's tail as a mapping); a NUL byte is
+ * refused at its line. 0 or -1. */
+static int read_map(const cf_model *m, const char *path, const cf_st_file *f, char (*names)[NAME_MAX_], int *given)
+{
+    FILE *fp = open_map(path);
+    if (!fp) return -1;
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t len;
+    int rc = 0, no = 0;
+    while (!rc && (errno = 0, len = getline(&line, &cap, fp)) >= 0) {
+        no++;
+        if (memchr(line, 0, (size_t)len)) {
+            rc = cf_seterr("error: %s:%d: the map holds a NUL byte; it is a text file of 'torch_name cflux_name' "
+                           "lines", path, no);
+            break;
+        }
+        char *w[3];
+        int k = map_words(line, w);
         if (k <= 0) continue;
         if (k != 2) {
             rc = cf_seterr("error: %s:%d: a line of the map is 'torch_name cflux_name'", path, no);
             break;
         }
+        if (strlen(w[0]) >= NAME_MAX_ || strlen(w[1]) >= NAME_MAX_) {
+            const char *lw = strlen(w[0]) >= NAME_MAX_ ? w[0] : w[1];
+            rc = cf_seterr("error: %s:%d: the name '%.24s...' is %zu characters long; a name has at most %d", path, no,
+                           lw, strlen(lw), NAME_MAX_ - 1);
+            break;
+        }
+        const char *tn = w[0], *cn = w[1];
         int map, li = find_layer(m, cn, &map);
         if (li < 0) {
             rc = cf_seterr("error: %s:%d: the model has no layer or parameter '%s'", path, no, cn);
@@ -320,6 +366,9 @@ static int read_map(const cf_model *m, const char *path, const cf_st_file *f, ch
         snprintf(names[li], NAME_MAX_, "%s", module);
         given[li] = 1;
     }
+    if (!rc && errno == ENOMEM) rc = cf_oom(cap);
+    else if (!rc && ferror(fp)) rc = cf_seterr("error: %s: cannot read the map: %s", path, strerror(errno));
+    free(line);
     fclose(fp);
     return rc;
 }

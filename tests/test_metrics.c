@@ -62,6 +62,49 @@ TEST(absent_classes_and_sequences)
     CHECK_HAS(cf_last_error(), "label 2 is 3, not a class in 0..2");
 }
 
+/* Macro averages over the classes present only, recomputed here from the (true,
+ * predicted) pairs. Four classes, class 3 absent from the data yet predicted once:
+ *   true 0: predicted 0, 0, 1;  true 1: 1, 3;  true 2: 2, 0
+ * precision 2/3, 1/2, 1 (class 3's 0 left out): macro 13/18, not 13/24 over all four;
+ * recall 2/3, 1/2, 1/2: 5/9; F1 2/3, 1/2, 2/3: 11/18. */
+TEST(macro_averages_over_present_classes)
+{
+    enum { K = 4, N = 7 };
+    const int truth[N] = {0, 0, 0, 1, 1, 2, 2}, pred[N] = {0, 0, 1, 1, 3, 2, 0};
+    float p[N * K], y[N];
+    for (int i = 0; i < N; i++) {
+        for (int c = 0; c < K; c++) p[i * K + c] = c == pred[i] ? 0.7f : 0.1f;
+        y[i] = (float)truth[i];
+    }
+    double sp = 0, sr = 0, sf = 0;
+    int present = 0;
+    for (int c = 0; c < K; c++) {
+        int tp = 0, predicted = 0, support = 0;
+        for (int i = 0; i < N; i++) {
+            tp += truth[i] == c && pred[i] == c;
+            predicted += pred[i] == c;
+            support += truth[i] == c;
+        }
+        if (!support) continue;
+        double prec = predicted ? (double)tp / predicted : 0, rec = (double)tp / support;
+        sp += prec;
+        sr += rec;
+        sf += prec + rec > 0 ? 2 * prec * rec / (prec + rec) : 0;
+        present++;
+    }
+    CHECK(present == 3);
+    CHECK_NEAR(sp / present, 13.0 / 18, 1e-12);   /* the recount agrees with the hand count */
+    cf_metrics r;
+    CHECK(cf_metrics_compute(p, K, y, 1, N, 1, 0, &r) == 0);
+    CHECK(r.classes == K && r.support[3] == 0 && r.precision[3] == 0);
+    CHECK_NEAR(r.macro_precision, sp / present, 1e-12);
+    CHECK_NEAR(r.macro_recall, sr / present, 1e-12);
+    CHECK_NEAR(r.macro_f1, sf / present, 1e-12);
+    CHECK_NEAR(r.macro_recall, 5.0 / 9, 1e-12);
+    CHECK_NEAR(r.macro_f1, 11.0 / 18, 1e-12);
+    cf_metrics_free(&r);
+}
+
 /* Targets 1, 2, 3, 4 predicted as 1.5, 2, 2, 5: errors .5, 0, -1, 1; MSE (.25 + 0 + 1
  * + 1) / 4 = .5625, MAE 2.5 / 4 = .625; the mean 2.5, SS_tot 2.25 + .25 + .25 + 2.25
  * = 5, R² = 1 - 2.25 / 5 = .55. */
@@ -75,6 +118,36 @@ TEST(regression_by_hand)
     CHECK_NEAR(r.mae, 0.625, 1e-12);
     CHECK_NEAR(r.r2, 0.55, 1e-12);
     CHECK(isnan(r.accuracy));
+    cf_metrics_free(&r);
+}
+
+/* Two target columns of different means, recomputed here: column 0 targets 1..4
+ * (mean 2.5) predicted 1.5, 2, 2, 5; column 1 targets 10..40 (mean 25) predicted 12,
+ * 18, 30, 40. SS_res .25 + 1 + 1 + 4 + 4 = 10.25; SS_tot about each column's own mean
+ * 5 + 500: R² = 1 - 10.25 / 505, not 1 - 10.25 / 2530 about column 0's mean. */
+TEST(regression_columns_each_about_its_mean)
+{
+    enum { N = 4, W = 2 };
+    const float out[N * W] = {1.5f, 12, 2, 18, 2, 30, 5, 40}, y[N * W] = {1, 10, 2, 20, 3, 30, 4, 40};
+    double se = 0, ae = 0, tot = 0;
+    for (int j = 0; j < W; j++) {
+        double mean = 0;
+        for (int i = 0; i < N; i++) mean += y[i * W + j] / (double)N;
+        for (int i = 0; i < N; i++) {
+            double e = (double)out[i * W + j] - y[i * W + j];
+            se += e * e;
+            ae += fabs(e);
+            tot += (y[i * W + j] - mean) * (y[i * W + j] - mean);
+        }
+    }
+    CHECK_NEAR(tot, 505, 1e-12);   /* the recount agrees with the hand count */
+    cf_metrics r;
+    CHECK(cf_metrics_compute(out, W, y, W, N, 0, 0, &r) == 0);
+    CHECK(r.count == N);
+    CHECK_NEAR(r.mse, se / (N * W), 1e-12);
+    CHECK_NEAR(r.mae, ae / (N * W), 1e-12);
+    CHECK_NEAR(r.r2, 1 - se / tot, 1e-12);
+    CHECK_NEAR(r.r2, 1 - 10.25 / 505, 1e-12);
     cf_metrics_free(&r);
 }
 
@@ -112,7 +185,9 @@ int main(void)
 {
     RUN(classification_by_hand);
     RUN(absent_classes_and_sequences);
+    RUN(macro_averages_over_present_classes);
     RUN(regression_by_hand);
+    RUN(regression_columns_each_about_its_mean);
     RUN(on_a_model);
     return test_summary("metrics");
 }

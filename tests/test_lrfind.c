@@ -1,6 +1,7 @@
 /* test_lrfind.c - the learning-rate range test (cf_lrfind) on the spirals: the rates,
  * the smoothing, the stop at divergence, the suggestion (and that training at it
- * works), bitwise repeatability, text data, and the errors. */
+ * works), bitwise repeatability, every batch of a pass used, text data, and the
+ * errors. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -213,6 +214,59 @@ TEST(small_data)
     cf_dataset_free(d);
 }
 
+/* Every batch of a pass is used before the next shuffle: batches of one sample, at
+ * rates too small to move the weights, so that each step's loss is its sample's; each
+ * run of n steps must then be the n samples' losses (cf_evaluate's, one at a time), each
+ * once. A shuffle one batch early would never use a pass's last sample. */
+TEST(every_batch_of_a_pass)
+{
+    enum { N = 7, PASSES = 3 };
+    float x[2 * N], y[N];
+    for (int i = 0; i < N; i++) {
+        x[2 * i] = 0.3f * (float)i - 1;
+        x[2 * i + 1] = 0.5f - 0.2f * (float)(i * i % 5);
+        y[i] = (float)(i % 3);
+    }
+    cf_dataset *d = cf_dataset_from_arrays(x, CF_SHAPE(2), y, 1, N);
+    cf_lrfind_opts o = sgd_opts(1e-30, 1e-29, N * PASSES);
+    o.batch = 1;
+    cf_lrfind_result r;
+    cf_model *m = NULL;
+    CHECK(d && find(d, &o, &r, &m) == 0);
+    CHECK(r.n == N * PASSES && !r.diverged);
+    double own[N];   /* each sample's loss on the weights as they are */
+    for (int i = 0; i < N; i++) {
+        cf_dataset *one = cf_dataset_from_arrays(x + 2 * i, CF_SHAPE(2), y + i, 1, 1);
+        own[i] = NAN;
+        CHECK(one && m && cf_evaluate(m, one, 1, &own[i], NULL) == 0);
+        cf_dataset_free(one);
+    }
+    double gap = INFINITY;   /* the samples' losses tell them apart */
+    for (int i = 0; i < N; i++)
+        for (int j = 0; j < i; j++) gap = fmin(gap, fabs(own[i] - own[j]));
+    CHECK(gap > 1e-4);
+    for (int p = 0; p < PASSES && r.n == N * PASSES; p++) {
+        int seen[N] = {0}, unmatched = 0;
+        for (int s = p * N; s < (p + 1) * N; s++) {
+            int k = -1;
+            for (int i = 0; i < N && k < 0; i++)
+                if (!seen[i] && fabs(r.loss[s] - own[i]) <= 1e-6 * fmax(1, own[i])) k = i;
+            if (k >= 0) seen[k] = 1;
+            else unmatched++;
+        }
+        if (unmatched) {
+            fprintf(stderr, "  pass %d: samples not used:", p + 1);
+            for (int i = 0; i < N; i++)
+                if (!seen[i]) fprintf(stderr, " %d", i);
+            fprintf(stderr, "\n");
+        }
+        CHECK(unmatched == 0);
+    }
+    cf_lrfind_result_free(&r);
+    cf_model_free(m);
+    cf_dataset_free(d);
+}
+
 /* Text: read as streams, as cf_fit reads it. */
 TEST(text)
 {
@@ -316,6 +370,7 @@ int main(void)
     RUN(no_suggestion_when_the_loss_never_falls);
     RUN(repeatable);
     RUN(small_data);
+    RUN(every_batch_of_a_pass);
     RUN(text);
     RUN(errors);
     return test_summary("lrfind");

@@ -776,6 +776,45 @@ TEST(c_model_levels)
     cf_model_free(m);
 }
 
+/* Grouped convolutions: each output element reads C/G input channels, not C. x (4, 6,
+ * 6); conv1 K (8, 2, 3, 3), 2 groups, pad 1: (8, 6, 6), E = 288 outputs of 2*3*3 = 18
+ * multiply-adds, 2*288*18 = 10368 forward, dK alone back (x is the input) 10368; conv2
+ * K (4, 2, 3, 3), 4 groups of C = 8: (4, 4, 4), E = 64 of 18, 2*64*18 = 2304 forward,
+ * dx and dK back 2 * 2304. (Counted over all C: 20736 and 9216 forward.) */
+TEST(grouped_conv_by_hand)
+{
+    cf_model *m = cf_model_new();
+    cf_node *x = cf_input(m, "x", CF_SHAPE(4, 6, 6));
+    cf_scope_begin(m, "conv1", NULL);
+    cf_node *K1 = cf_param(m, "K1", CF_SHAPE(8, 2, 3, 3), CF_GLOROT);
+    cf_node *h = cf_op_at(m, CF_OP_CONV2D, 2, (cf_node *const[]){x, K1}, (const int[]){1, 1, 1, 1, 1, 1, 2}, 7, NULL,
+                          0, __FILE__, __LINE__, 0);
+    cf_scope_end(m);
+    cf_scope_begin(m, "conv2", NULL);
+    cf_node *K2 = cf_param(m, "K2", CF_SHAPE(4, 2, 3, 3), CF_GLOROT);
+    cf_node *y = cf_op_at(m, CF_OP_CONV2D, 2, (cf_node *const[]){h, K2}, (const int[]){1, 1, 0, 0, 1, 1, 4}, 7, NULL,
+                          0, __FILE__, __LINE__, 0);
+    cf_scope_end(m);
+    cf_output(m, y);
+    cJSON *j = summary_json(m, 0);
+    CHECK(j != NULL);
+    if (!j) return;
+    CHECK(nrows(j) == 3);   /* x, conv1, conv2 */
+    cJSON *r1 = row_at(j, 1), *r2 = row_at(j, 2);
+    CHECK(strcmp(str(r1, "name"), "conv1") == 0 && strcmp(str(r1, "output"), "(B, 8, 6, 6)") == 0);
+    CHECK(strcmp(str(r2, "name"), "conv2") == 0 && strcmp(str(r2, "output"), "(B, 4, 4, 4)") == 0);
+    CHECK_NEAR(num(r1, "flops_forward"), 2 * 288 * 18, 0);
+    CHECK_NEAR(num(r1, "flops_backward"), 2 * 288 * 18, 0);
+    CHECK_NEAR(num(r2, "flops_forward"), 2 * 64 * 18, 0);
+    CHECK_NEAR(num(r2, "flops_backward"), 2 * 2 * 64 * 18, 0);
+    double f = 0, b = 0;
+    CHECK(cf_model_flops(m, &f, &b) == 0);
+    CHECK_NEAR(f, 10368 + 2304, 0);
+    CHECK_NEAR(b, 10368 + 2 * 2304, 0);
+    cJSON_Delete(j);
+    cf_model_free(m);
+}
+
 /* A model too big to allocate is summarised all the same: nothing is allocated. */
 TEST(big_model)
 {
@@ -829,6 +868,7 @@ int main(void)
     RUN(mlp_batch);
     RUN(table_agrees_with_json);
     RUN(cnn_by_hand);
+    RUN(grouped_conv_by_hand);
     RUN(batchnorm_statistics);
     RUN(lstm_rows);
     RUN(unrolled_steps);

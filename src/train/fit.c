@@ -229,6 +229,7 @@ cf_trainer *cf_trainer_new(cf_model *m, const cf_dataset *train, const cf_fit_op
     if (cf_model_infer_shapes(m)) return NULL;
     int ninputs = m->ninputs - (m->target != NULL);
     if (ninputs != 1) return cf_seterr("error: training takes models of one input; this one has %d", ninputs), NULL;
+    if (o->normalize && cf_norm_check(m, train)) return NULL;
     cf_loss want = o->loss ? o->loss : cf_model_has_loss(m) ? (cf_loss)cf_model_has_loss(m) : default_loss(m);
     if (cf_loss_fits(m, want)) return NULL;
     cf_trainer *t = calloc(1, sizeof *t);

@@ -62,6 +62,19 @@ void cf_norm_apply(const cf_model *m, float *x, size_t nsamples)
         for (size_t i = 0; i < k; i++) x[i] = (x[i] - mu[i]) / sd[i];
 }
 
+int cf_norm_check(const cf_model *m, const cf_dataset *d)
+{
+    if (cf_dataset_sequential(d))
+        return cf_seterr("error: %s: --normalize standardises input features, but text data's inputs are character "
+                         "indices; train text without it", cf_dataset_name(d));
+    int v = cf_model_input_classes(m, 0);
+    if (v)
+        return cf_seterr("error: --normalize standardises input features, but the model's input '%s' holds indices "
+                         "that an embedding of %d rows reads; train it without --normalize",
+                         cf_model_input_name(m, 0), v);
+    return 0;
+}
+
 int cf_norm_fit(cf_model *m, const cf_dataset *d)
 {
     size_t k = cf_shape_count(cf_dataset_sample_shape(d)), n = cf_dataset_count(d);

@@ -68,6 +68,10 @@ void cf_trainer_load_batch(const cf_trainer *t, cf_exec *e, const cf_dataset *d,
  * streams of n / B contiguous samples, stream i in row i of every batch (batch k's
  * row i is sample iK + k); other data a shuffle seeded by the seed and the pass. */
 void cf_sample_order(size_t *perm, size_t n, size_t B, int seq, uint64_t seed, int pass);
+/* Whether input standardisation (--normalize) fits d and m: not for indices (text's
+ * characters, or an input an embedding reads), which it would turn into numbers that
+ * index nothing. 0, or -1 with the error naming the option. */
+int cf_norm_check(const cf_model *m, const cf_dataset *d);
 /* Fit the model's input statistics on d's samples. 0 or -1. */
 int cf_norm_fit(cf_model *m, const cf_dataset *d);
 

@@ -558,6 +558,13 @@ TEST(transpose)
         CHECK(check_model(m, -2, 2, 0) == 0);
     }
 
+    /* x read by a transpose of its last dimension (the 8 x 8 blocks: 13 x 11 leaves
+       partial ones) and by tanh, in the notation: the transpose's backward runs last and
+       must add to what tanh's wrote */
+    m = cf_model_parse("model = Chain(Input(13, 11), x -> transpose(x, 1, 2) * tanh(x))\n", "t.flux");
+    CHECK(m != NULL);
+    if (m) CHECK(check_model(m, -2, 2, 0) == 0);
+
     m = cf_model_new();   /* attention: (B, T, heads, d) in, heads 2, T 4, d 3 */
     cf_node *q = cf_transpose(m, cf_input(m, "q", CF_SHAPE(4, 2, 3)), 1, 2);
     cf_node *k = cf_transpose(m, cf_input(m, "k", CF_SHAPE(4, 2, 3)), 1, 2);

@@ -338,6 +338,45 @@ TEST(attention_in_the_notation)
 /* Conv2D from the standard library: `in` is the channels of what flows in; conv2d's
  * keywords are checked; a kernel larger than the image and a channel mismatch are
  * errors that name the line of the layer. */
+/* positions(P, x) is the first T rows of the table, 0..T-1, whether the sequence is
+ * shorter than the context (a slice) or fills it (P itself): x + positions(P, x) for
+ * x (B, T, 4), against x and P's rows read back. */
+TEST(positions_are_the_tables_first_rows)
+{
+    enum { B = 2, D = 4, CONTEXT = 6 };
+    for (int T = 1; T <= CONTEXT; T++) {
+        char src[256];
+        snprintf(src, sizeof src,
+                 "net Pos(context, d) {\n"
+                 "  P = param(context, d, init = normal(1))\n"
+                 "  x -> x + positions(P, x)\n"
+                 "}\n"
+                 "model = Chain(Input(%d, %d), Pos(%d, %d))\n", T, D, CONTEXT, D);
+        cf_model *m = cf_model_parse(src, "p.flux");
+        CHECK(m != NULL);
+        if (!m) {
+            fprintf(stderr, "%s\n", cf_last_error());
+            continue;
+        }
+        int n = B * T * D;
+        float x[B * CONTEXT * D], got[B * CONTEXT * D];
+        for (int i = 0; i < n; i++) x[i] = (float)(i % 7) * 100.0f;
+        CHECK(run_model(m, B, x, (size_t)n, got) == 0);
+        const float *P = cf_model_param_data(m, 0);
+        int bad = 0, shifted = 0;   /* shifted: the values of rows 1..T instead */
+        for (int b = 0; b < B; b++)
+            for (int t = 0; t < T; t++)
+                for (int j = 0; j < D; j++) {
+                    int i = (b * T + t) * D + j;
+                    bad += got[i] != x[i] + P[t * D + j];
+                    shifted += t + 1 < CONTEXT && got[i] == x[i] + P[(t + 1) * D + j];
+                }
+        if (bad) fprintf(stderr, "  T %d of %d: %d of %d differ, %d are rows 1..T\n", T, CONTEXT, bad, n, shifted);
+        CHECK(bad == 0);
+        cf_model_free(m);
+    }
+}
+
 TEST(conv2d_in_the_notation)
 {
     cf_model *m = cf_model_parse("model = Chain(Input(1, 28, 28), Conv2D(8, 5), relu,\n"
@@ -561,6 +600,7 @@ int main(void)
     RUN(notation_mlp_equals_c_mlp);
     RUN(shapes_listing);
     RUN(attention_in_the_notation);
+    RUN(positions_are_the_tables_first_rows);
     RUN(huge_counts_and_sizes_are_refused_quickly);
     return test_summary("notation");
 }

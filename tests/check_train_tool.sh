@@ -168,6 +168,16 @@ cut -d, -f2- "$t/test.csv" | head -n 4 > "$t/in.csv"
   grep -q '^0: class [0-2] [abc] wins (p = 0\.[0-9]*), class [0-2] [abc] wins (p = ' "$t/pr" && ok || bad "predict --top 2: $(cat "$t/pr")"
 grep -q '<h2>Per class</h2>' "$t/r.html" && grep -q 'c wins' "$t/r.html" && grep -q 'Finished: [0-9]* epochs, stopped early' "$t/r.html" \
   && ok || bad "the report of the run"
+# --keep-best without --patience: all epochs run, and the file is the best epoch's (its
+# eval gives that epoch's test loss, not the last epoch's)
+train --epochs 10 --lr 0.3 --schedule const --val 0.2 --keep-best "$t/kb.ckpt" > "$t/kb" 2> "$t/err"
+best=$(sed -n 's/^best epoch \([0-9]*\): validation loss .*, kept in .*kb.ckpt$/\1/p' "$t/kb")
+want=$(sed -n "s/^epoch *$best\/10 .* | test loss \([0-9.]*\) acc .*/\1/p" "$t/kb")
+last=$(sed -n 's/^epoch 10\/10 .* | test loss \([0-9.]*\) acc .*/\1/p' "$t/kb")
+got=$("$tool" eval "$t/m.flux" --params "$t/kb.ckpt" --data "csv:$t/train.csv,$t/test.csv" 2>&1 |
+  sed -n 's/^.* on the test set (100 samples): loss \([0-9.]*\), .*/\1/p')
+[ -n "$best" ] && [ "$best" -lt 10 ] && [ -n "$want" ] && [ "$want" != "$last" ] && [ -f "$t/kb.ckpt" ] &&
+  [ "$got" = "$want" ] && ok || bad "--keep-best without --patience: best epoch '$best', eval '$got', want '$want': $(cat "$t/err")"
 train --epochs 2 --patience 2 > /dev/null 2> "$t/err"; rc=$?
 [ $rc -eq 1 ] && grep -q 'watches the validation loss: hold out a validation split (--val)' "$t/err" && ok || bad "--patience without --val: exit $rc"
 printf 'one\ntwo\n' > "$t/two.txt"

@@ -75,6 +75,26 @@ TEST(bad_index_is_an_error)
     CHECK_HAS(cf_last_error(), "\n  in Embedding at <stdlib>/embedding.flux:4:8\n  in Chain at emb.flux:1:25");
     cf_exec_free(e);
     cf_model_free(m);
+
+    /* unrolled, the Embedding is folded into the LSTM: the index is still its to blame
+     * (the trace once named the LSTM) */
+    m = cf_model_parse("model = unroll(Chain(Input(), Embedding(10, 8), LSTM(16), Affine(30), softmax), 4)\n", "ul.flux");
+    CHECK(m != NULL);
+    if (!m) return;
+    e = cf_bind(m, 2, CF_TRAIN);
+    CHECK(e != NULL);
+    if (!e) return;
+    in = cf_exec_input(e, 0, NULL);
+    for (int j = 0; j < 8; j++) in[j] = (float)j;
+    in[5] = 12;
+    CHECK(cf_forward(e, 1) == -1);
+    CHECK_HAS(cf_last_error(), "error: embedding: x[1, 1] is 12, not an index in 0..9 (the table E has 10 rows");
+    CHECK_HAS(cf_last_error(), "\n  in Embedding at <stdlib>/embedding.flux:4:8\n  in unroll at ul.flux:1:31\n");
+    CHECK(!strstr(cf_last_error(), "LSTM"));
+    in[5] = 9;
+    CHECK(cf_forward(e, 1) == 0);
+    cf_exec_free(e);
+    cf_model_free(m);
 }
 
 /* dE of a (64, 50) batch of indices into a (76, 64) table, with repeats, at 1, 2 and 3

@@ -65,6 +65,11 @@ struct cf_node {
 
     cf_srcloc loc;
     const cf_frame *frame;   /* innermost enclosing call, or NULL */
+    /* A layer whose work this node does too (an Embedding folded into the LSTM that
+     * reads it): its place and frame, for the errors that are that layer's; frame NULL
+     * when none. */
+    cf_srcloc folded_loc;
+    const cf_frame *folded_frame;
 };
 
 /* A bump allocator for what lives as long as the model (nodes, names, frames). */

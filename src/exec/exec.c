@@ -44,7 +44,9 @@ static void fuse_chain(cf_exec *e, int i, const unsigned char *live, const int *
     cf_shape ys = mm->shape, bs = bias->shape;
     int n = ys.d[ys.rank - 1];
     if (bias->batched || cf_shape_count(bs) != (size_t)n || bs.d[bs.rank - 1] != n) return;
-    if (bias->id > i) return;   /* computed after the product: not ready at its step */
+    /* a bias computed after the product is not ready at its step; a parameter, state or
+       constant always is, wherever it was made (the notation makes Affine's b after x * W) */
+    if (bias->id > i && !model_held(bias)) return;
     if (cf_shape_count_b(add->shape, batch) != cf_shape_count_b(ys, batch)) return;
     if (uses[add->id] == 1)
         for (int c = add->id + 1; c < m->nnodes && !relu; c++)
@@ -544,8 +546,9 @@ int cf_forward(cf_exec *e, int train)
             continue;
         }
         e->inst[i].ws = e->fws[i];
-        if (cf_ops[k->node->op]->forward(k)) {
-            cf_adderr_trace(k->node);
+        int rc = cf_ops[k->node->op]->forward(k);
+        if (rc) {
+            if (rc != CF_FWD_TRACED) cf_adderr_trace(k->node);
             return -1;
         }
         if (e->nantrap && check_finite(e, i)) return -1;

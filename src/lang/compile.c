@@ -1876,10 +1876,11 @@ static const value *net_local(const inst *net, const char *name, vkind kind)
 }
 
 /* The LSTM net over whole sequences x (B, n, I), or over the rows of the table E
- * picked by indices x (B, n): one lstm node. Its states start from their carried
- * leaves, and end as the last step's h and c (for unroll to carry on). */
-static int lstm_layer(cc *c, const inst *net, cf_node *x, cf_node *E, const char *file, int line, int col,
-                      value *out)
+ * picked by indices x (B, n): one lstm node, which then answers for the Embedding too
+ * (emb_loc in frame emb: where its errors are traced). Its states start from their
+ * carried leaves, and end as the last step's h and c (for unroll to carry on). */
+static int lstm_layer(cc *c, const inst *net, cf_node *x, cf_node *E, cf_srcloc emb_loc, const cf_frame *emb,
+                      const char *file, int line, int col, value *out)
 {
     const value *W = net_local(net, "W", V_PARAM), *U = net_local(net, "U", V_PARAM), *b = net_local(net, "b", V_PARAM);
     const value *h = net_local(net, "h", V_STATE), *cs = net_local(net, "c", V_STATE);
@@ -1910,6 +1911,7 @@ static int lstm_layer(cc *c, const inst *net, cf_node *x, cf_node *E, const char
     int rc = -1, T = x->shape.d[1], H = in[3]->shape.d[0];
     cf_node *y = cf_op_at(c->m, CF_OP_LSTM, nin, in, NULL, 0, NULL, 0, file, line, col);
     if (made(c, &here, &where, y)) goto done;
+    if (E) y->folded_loc = emb_loc, y->folded_frame = emb;
     cf_node *hs = cf_slice_at(c->m, y, 2, 0, H, file, line, col);
     if (made(c, &here, &where, hs)) goto done;
     cf_node *last = cf_slice_at(c->m, y, 1, T - 1, 1, file, line, col);
@@ -1964,6 +1966,11 @@ static int unroll_layers(cc *c, inst *m, cf_node *x, int n, const char *file, in
             value ev;
             if (!E) return cerr(c, f, where->line, where->col, "Embedding: the standard library's net has changed");
             if (enter(c, item->model->tname, f, where->line, where->col)) return -1;
+            /* an index out of range is the Embedding's: traced from its body's embedding(x, E) */
+            const cf_frame *emb = c->m->frame;
+            const ast *body = item->model->lambda ? item->model->lambda->a : NULL;
+            cf_srcloc emb_loc = {item->model->env ? item->model->env->file : f, body ? body->line : where->line,
+                                 body ? body->col : where->col};
             int rc = param_node(c, E->param, &ev);
             leave(c);
             if (rc) return -1;
@@ -1973,9 +1980,9 @@ static int unroll_layers(cc *c, inst *m, cf_node *x, int n, const char *file, in
                 if (make_partial(c, m, k, ev.node->shape.d[1], &mv)) return -1;
             }
             where = m->item_ast[k];
-            if (lstm_layer(c, m->items[k].model, x, ev.node, f, where->line, where->col, &yv)) return -1;
+            if (lstm_layer(c, m->items[k].model, x, ev.node, emb_loc, emb, f, where->line, where->col, &yv)) return -1;
         } else if (stdlib_net(item, "LSTM")) {
-            if (lstm_layer(c, item->model, x, NULL, f, where->line, where->col, &yv)) return -1;
+            if (lstm_layer(c, item->model, x, NULL, (cf_srcloc){0}, NULL, f, where->line, where->col, &yv)) return -1;
         } else if (apply(c, item, &xv, 1, f, where, &yv, m, k)) {
             return -1;
         }

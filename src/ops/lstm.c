@@ -400,7 +400,7 @@ static int lstm_forward(const cf_inst *k)
     job_init(&j, k, 0);
     const dims *d = &j.d;
     int G = 4 * d->H;
-    if (d->V && cf_check_indices(k->x[IN_IDS], k->xs[IN_IDS], d->V)) return -1;
+    if (d->V && cf_check_indices(k->x[IN_IDS], k->xs[IN_IDS], d->V)) return cf_fail_folded(k->node);
     if (d->fold) {
         /* P = E W; then each row's input product is a row of P */
         cf_gemm(0, 0, d->V, G, d->I, 1.0f, k->x[IN_X], d->I, j.s.W, G, 0.0f, j.s.P, G);

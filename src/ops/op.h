@@ -76,7 +76,9 @@ typedef struct cf_opdef {
     /* Floats of scratch that forward and backward need (optional); each step gets
      * them fresh. Sees k's node and shapes only. */
     size_t (*workspace)(const cf_inst *k);
-    /* 0, or -1 with cf_seterr (bad data, such as a label out of range). */
+    /* 0, or -1 with cf_seterr (bad data, such as a label out of range): the executor
+     * adds the node's trace. CF_FWD_TRACED: the trace is there already
+     * (cf_fail_folded). */
     int (*forward)(const cf_inst *k);
     void (*backward)(const cf_inst *k);   /* NULL: no gradient flows through */
     unsigned flags;
@@ -134,6 +136,12 @@ void cf_matmul_fused(const cf_inst *k, const float *bias, int relu);
  * 0, or -1 with "error: embedding: x[3, 12] is 7.5, not an index in 0..75 ..." (the
  * first that is not). For the ops that pick rows of a table (ops/embedding.c). */
 int cf_check_indices(const float *x, cf_shape xs, int V);
+
+/* A forward's failure that is the folded layer's (cf_node.folded_frame: an index
+ * an LSTM's folded Embedding cannot pick): the trace of that layer's place added
+ * to the message, CF_FWD_TRACED returned; -1 for a node with nothing folded in. */
+#define CF_FWD_TRACED (-2)
+int cf_fail_folded(const cf_node *n);
 
 /* dst = src (acc 0) or dst += src (acc 1). */
 void cf_put(float *dst, const float *src, size_t n, int acc);

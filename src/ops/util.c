@@ -59,6 +59,14 @@ int cf_norm_dim(int dim, int rank)
     return dim >= 0 && dim < rank ? dim : -1;
 }
 
+int cf_fail_folded(const cf_node *n)
+{
+    if (!n->folded_frame) return -1;
+    cf_node at = {.loc = n->folded_loc, .frame = n->folded_frame};   /* only its place is read */
+    cf_adderr_trace(&at);
+    return CF_FWD_TRACED;
+}
+
 void cf_put(float *dst, const float *src, size_t n, int acc)
 {
     if (!acc) {

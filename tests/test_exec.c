@@ -654,6 +654,45 @@ TEST(fused_bias_relu_equals_separate_ops)
     cf_set_threads(0);
 }
 
+/* The notation's Affine makes its bias after its product (x * W + b, b a parameter
+ * made at its first use): the chain fuses all the same, giving the separate ops' bits
+ * forward and backward in a smaller arena. */
+TEST(notation_affine_relu_fuses)
+{
+    static const char *src = "model = Chain(Input(300), Affine(40), relu, Affine(17), relu)\n";
+    float out[2][70 * 17], gx[2][70 * 300];
+    size_t arena[2];
+    for (int fused = 0; fused < 2; fused++) {
+        if (!fused) setenv("CFLUX_NANTRAP", "1", 1);
+        cf_model *m = cf_model_parse(src, "mlp.flux");
+        cf_exec *inf = m && cf_model_init_params(m) == 0 ? cf_bind(m, 70, 0) : NULL;
+        cf_exec *e = inf ? cf_bind(m, 70, CF_INPUT_GRADS) : NULL;
+        unsetenv("CFLUX_NANTRAP");
+        CHECK(inf && e);
+        if (!inf || !e) {
+            cf_exec_free(inf);
+            cf_model_free(m);
+            return;
+        }
+        arena[fused] = cf_exec_arena_bytes(inf, NULL);
+        srand(5);
+        float *x = cf_exec_input(e, 0, NULL), *head = cf_exec_output_grad(e, 0, NULL);
+        for (int i = 0; i < 70 * 300; i++) x[i] = frand();
+        for (int i = 0; i < 70 * 17; i++) head[i] = frand();
+        memcpy(cf_exec_input(inf, 0, NULL), x, 70 * 300 * sizeof *x);
+        CHECK(cf_forward(inf, 0) == 0 && cf_forward(e, 1) == 0 && cf_backward(e) == 0);
+        memcpy(out[fused], cf_exec_output(inf, 0, NULL), sizeof out[0]);
+        memcpy(gx[fused], cf_exec_input_grad(e, 0, NULL), sizeof gx[0]);
+        cf_exec_free(inf);
+        cf_exec_free(e);
+        cf_model_free(m);
+    }
+    CHECK(memcmp(out[0], out[1], sizeof out[0]) == 0);
+    CHECK(memcmp(gx[0], gx[1], sizeof gx[0]) == 0);
+    if (arena[1] >= arena[0]) fprintf(stderr, "  arena %zu fused, %zu not\n", arena[1], arena[0]);
+    CHECK(arena[1] < arena[0]);
+}
+
 int main(void)
 {
     RUN(shape_error_names_op_shapes_and_line);
@@ -674,5 +713,6 @@ int main(void)
     RUN(cross_entropy_of_large_logits);
     RUN(input_in_place);
     RUN(fused_bias_relu_equals_separate_ops);
+    RUN(notation_affine_relu_fuses);
     return test_summary("exec");
 }

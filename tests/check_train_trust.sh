@@ -21,11 +21,14 @@ grep -q "note: .*r.ckpt: the run now has 4 epochs (the checkpoint's had 2)" "$t/
   grep -q "note: .*r.ckpt: the batch size changes from 32 to 256" "$t/err" && ok || bad "resume notes: $(cat "$t/err")"
 # the log of a resumed run holds the whole run
 [ "$(wc -l < "$t/lr.csv")" -eq 5 ] && [ "$(sed -n 2p "$t/lr.csv" | cut -d, -f1)" = 1 ] && ok || bad "resumed log: $(cat "$t/lr.csv")"
-# a run that has nothing left to do says so, saves nothing and says it saved nothing
+# a run that has nothing left to do says so, saves nothing and says it saved nothing;
+# --json's object says so too, with the checkpoint's figures
 cp "$t/r.ckpt" "$t/r0.ckpt"
-train --epochs 2 --resume "$t/r.ckpt" --save "$t/r.ckpt" > "$t/out" 2> "$t/err"; rc=$?
+train --epochs 2 --resume "$t/r.ckpt" --save "$t/r.ckpt" --json > "$t/out" 2> "$t/err"; rc=$?
 [ $rc -eq 0 ] && ! grep -q saved "$t/out" && grep -q "has done 2 epochs of the 2 asked for: nothing to train" "$t/err" &&
   cmp -s "$t/r.ckpt" "$t/r0.ckpt" && ok || bad "nothing to train: exit $rc: $(cat "$t/out" "$t/err")"
+grep -q '^{"epochs": 2, "train_loss": [0-9.e+-]*, .*"seconds": 0, "nothing_to_train": true, "params": [0-9]*}$' "$t/out" &&
+  ok || bad "nothing to train, --json: $(cat "$t/out")"
 train --epochs 4 --resume "$t/r.ckpt" --save "$t/r4.ckpt" --plot "$t/r.svg" > "$t/out" 2>&1
 grep -q '^saved .*r4.ckpt (epoch 4)$' "$t/out" && [ "$(grep -c '<circle' "$t/r.svg")" -eq 16 ] && ok ||
   bad "resumed plot: $(grep -c '<circle' "$t/r.svg") points (4 epochs of 4 curves)"

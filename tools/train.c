@@ -50,6 +50,22 @@ static void json_num(const char *key, double v, int last)
     else printf("\"%s\": null%s", key, last ? "" : ", ");
 }
 
+/* --json's object as far as every run has it: the epochs done, the last epoch's
+ * figures (NULL: none), the speed; the caller adds its own keys and "params". */
+static void json_begin(int epochs, const cf_epoch_stats *last, double sps, double secs, int text)
+{
+    printf("{\"epochs\": %d, ", epochs);
+    json_num("train_loss", last ? last->train_loss : NAN, 0);
+    json_num("train_accuracy", last ? last->train_accuracy : NAN, 0);
+    json_num("val_loss", last ? last->val_loss : NAN, 0);
+    json_num("val_accuracy", last ? last->val_accuracy : NAN, 0);
+    json_num("test_loss", last ? last->test_loss : NAN, 0);
+    json_num("test_accuracy", last ? last->test_accuracy : NAN, 0);
+    json_num("samples_per_sec", sps, 0);
+    if (text) json_num("chars_per_sec", sps * text, 0);
+    json_num("seconds", secs, 0);
+}
+
 /* ---- signals: the first stops training after its step, a second exits at once ---- */
 
 static cf_trainer *volatile stop_target;
@@ -368,6 +384,12 @@ static int train_run(const args *a, int ranks)
     if (first >= r.epochs || (!isnan(a->stop_after) && first >= (int)a->stop_after)) {
         fprintf(stderr, "note: %s has done %d epochs of the %d asked for: nothing to train (raise --epochs)\n",
                 a->resume, first, !isnan(a->stop_after) && (int)a->stop_after < r.epochs ? (int)a->stop_after : r.epochs);
+        if (a->json) {   /* the checkpoint's figures, and that this run trained nothing */
+            const cf_epoch_stats *h;
+            int nh = cf_trainer_history(r.trainer, &h);
+            json_begin(first, nh ? &h[nh - 1] : NULL, 0, 0, r.text);
+            printf("\"nothing_to_train\": true, \"params\": %zu}\n", cf_model_weight_count(m));
+        }
         rc = 0;
         goto done;
     }
@@ -505,17 +527,7 @@ static int train_run(const args *a, int ranks)
         printf("%.0f samples/s over %d ranks; waiting on the other ranks %.2f s of %.2f s (%.1f%%)\n", sps, ranks,
                waited, secs, secs > 0 ? 100 * waited / secs : 0);
     if (a->json) {
-        printf("{");
-        printf("\"epochs\": %d, ", cf_trainer_epoch(r.trainer));
-        json_num("train_loss", last ? last->train_loss : NAN, 0);
-        json_num("train_accuracy", last ? last->train_accuracy : NAN, 0);
-        json_num("val_loss", last ? last->val_loss : NAN, 0);
-        json_num("val_accuracy", last ? last->val_accuracy : NAN, 0);
-        json_num("test_loss", last ? last->test_loss : NAN, 0);
-        json_num("test_accuracy", last ? last->test_accuracy : NAN, 0);
-        json_num("samples_per_sec", sps, 0);
-        if (r.text) json_num("chars_per_sec", sps * r.text, 0);
-        json_num("seconds", secs, 0);
+        json_begin(cf_trainer_epoch(r.trainer), last, sps, secs, r.text);
         if (ranks > 1) printf("\"ranks\": %d, \"wait_seconds\": %.6g, ", ranks, waited);
         if (best > 0) printf("\"best_epoch\": %d, \"stopped_early\": %s, ", best, early ? "true" : "false");
         printf("\"params\": %zu}\n", cf_model_weight_count(m));

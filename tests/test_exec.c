@@ -693,6 +693,75 @@ TEST(notation_affine_relu_fuses)
     CHECK(arena[1] < arena[0]);
 }
 
+/* The same rule through the notation: an Affine's pre-activation z read by relu and by
+ * something else (y = relu(z) + z .* 0.5) must not have relu fused into its product,
+ * which would leave relu(z) in the buffer the other reader shares. y and the
+ * gradients of sum(y r) for x, W and b against the definition in double. */
+TEST(no_fusion_where_the_sum_has_another_reader)
+{
+    enum { B = 9, IN = 7, OUT = 5 };
+    static const char *src = "net Tap(in, out) {\n"
+                             "  a = Affine(in, out)\n"
+                             "  x -> {\n"
+                             "    z = a(x)\n"
+                             "    relu(z) + z .* 0.5\n"
+                             "  }\n"
+                             "}\n"
+                             "model = Chain(Input(7), Tap(7, 5))\n";
+    cf_model *m = cf_model_parse(src, "tap.flux");
+    CHECK(m != NULL);
+    if (!m) {
+        fprintf(stderr, "%s\n", cf_last_error());
+        return;
+    }
+    cf_model_set_seed(m, 3);
+    cf_exec *e = cf_model_init_params(m) == 0 ? cf_bind(m, B, CF_INPUT_GRADS) : NULL;
+    CHECK(e != NULL);
+    int iw = cf_model_param_index(m, "1.a.W"), ib = cf_model_param_index(m, "1.a.b");
+    CHECK(iw >= 0 && ib >= 0);
+    if (!e || iw < 0 || ib < 0) {
+        cf_exec_free(e);
+        cf_model_free(m);
+        return;
+    }
+    srand(17);
+    float *W = cf_model_param_data(m, iw), *b = cf_model_param_data(m, ib), *x = cf_exec_input(e, 0, NULL);
+    float *r = cf_exec_output_grad(e, 0, NULL);
+    for (int j = 0; j < OUT; j++) b[j] = frand();
+    for (int i = 0; i < B * IN; i++) x[i] = frand();
+    for (int i = 0; i < B * OUT; i++) r[i] = frand();
+    cf_model_zero_grad(m);
+    CHECK(cf_forward(e, 1) == 0 && cf_backward(e) == 0);
+    const float *y = cf_exec_output(e, 0, NULL), *gx = cf_exec_input_grad(e, 0, NULL);
+    const float *gW = cf_model_param_grad(m, iw), *gb = cf_model_param_grad(m, ib);
+    double dx[B * IN] = {0}, dW[IN * OUT] = {0}, db[OUT] = {0};
+    int bad = 0, negative = 0;
+    for (int s = 0; s < B; s++)
+        for (int j = 0; j < OUT; j++) {
+            double z = b[j];
+            for (int k = 0; k < IN; k++) z += (double)x[s * IN + k] * W[k * OUT + j];
+            double want = (z > 0 ? z : 0) + 0.5 * z, dz = r[s * OUT + j] * ((z > 0) + 0.5);
+            negative += z < 0;
+            bad += !(fabs(y[s * OUT + j] - want) <= 1e-5 * (fabs(want) + 1));
+            db[j] += dz;
+            for (int k = 0; k < IN; k++) {
+                dW[k * OUT + j] += x[s * IN + k] * dz;
+                dx[s * IN + k] += W[k * OUT + j] * dz;
+            }
+        }
+    if (bad) fprintf(stderr, "  y: %d of %d differ (%d pre-activations negative)\n", bad, B * OUT, negative);
+    CHECK(bad == 0);
+    CHECK(negative > 5 && negative < B * OUT - 5);   /* relu cuts: both sides are compared */
+    bad = 0;
+    for (int i = 0; i < B * IN; i++) bad += !(fabs(gx[i] - dx[i]) <= 1e-5 * (fabs(dx[i]) + 1));
+    for (int i = 0; i < IN * OUT; i++) bad += !(fabs(gW[i] - dW[i]) <= 1e-5 * (fabs(dW[i]) + 1));
+    for (int i = 0; i < OUT; i++) bad += !(fabs(gb[i] - db[i]) <= 1e-5 * (fabs(db[i]) + 1));
+    if (bad) fprintf(stderr, "  gradients: %d of %d differ\n", bad, B * IN + IN * OUT + OUT);
+    CHECK(bad == 0);
+    cf_exec_free(e);
+    cf_model_free(m);
+}
+
 int main(void)
 {
     RUN(shape_error_names_op_shapes_and_line);
@@ -714,5 +783,6 @@ int main(void)
     RUN(input_in_place);
     RUN(fused_bias_relu_equals_separate_ops);
     RUN(notation_affine_relu_fuses);
+    RUN(no_fusion_where_the_sum_has_another_reader);
     return test_summary("exec");
 }

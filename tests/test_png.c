@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <zlib.h>
 
 #include "cflux.h"
@@ -665,6 +666,223 @@ TEST(gzipped)
     CHECK(same_floats(tmp("z.png.gz"), CF_SHAPE(2, 3), want, 6));
 }
 
+/* ---- what a file costs ---- */
+
+static double now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* A PNG file as its parts: everything before the first IDAT, and the image data
+ * inflated (the filtered rows). */
+typedef struct png_parts {
+    unsigned char head[256];
+    size_t nhead;
+    unsigned char *raw;   /* malloc'd */
+    uLongf nraw;
+} png_parts;
+
+static int split_png(const char *path, png_parts *p)
+{
+    size_t n, k = 8, nz = 0;
+    unsigned char *b = read_bytes(path, &n), z[1 << 16];
+    p->nhead = 0;
+    while (k + 12 <= n) {
+        uint32_t len = (uint32_t)b[k] << 24 | (uint32_t)b[k + 1] << 16 | (uint32_t)b[k + 2] << 8 | b[k + 3];
+        if (!memcmp(b + k + 4, "IDAT", 4)) {
+            if (!p->nhead) p->nhead = k;
+            memcpy(z + nz, b + k + 8, len);
+            nz += len;
+        }
+        k += 12 + len;
+    }
+    memcpy(p->head, b, p->nhead);
+    p->nraw = 1 << 20;
+    p->raw = malloc(p->nraw);
+    return p->nhead && p->nhead <= sizeof p->head && uncompress(p->raw, &p->nraw, z, nz) == Z_OK ? 0 : -1;
+}
+
+/* Deflate n bytes as blocks that stand alone (a full flush after them), into out. */
+static size_t deflate_alone(z_stream *z, const unsigned char *in, size_t n, unsigned char *out, size_t cap, int flush)
+{
+    z->next_in = (unsigned char *)in;
+    z->avail_in = (uInt)n;
+    z->next_out = out;
+    z->avail_out = (uInt)cap;
+    deflate(z, flush);
+    return cap - z->avail_out;
+}
+
+static void put32(unsigned char *o, uint32_t v)
+{
+    o[0] = (unsigned char)(v >> 24), o[1] = (unsigned char)(v >> 16), o[2] = (unsigned char)(v >> 8);
+    o[3] = (unsigned char)v;
+}
+
+/* The image of `from` again at path, its rows followed in the compressed data by
+ * extra_mb MB of zeros (about 1 KB of the file for each: a deflate bomb after the last
+ * row), all of it one valid zlib stream in one IDAT. gzip'd when gz. */
+static void write_bomb(const char *from, const char *path, int extra_mb, int gz)
+{
+    png_parts p;
+    CHECK(split_png(from, &p) == 0);
+    static unsigned char zeros[1 << 20], blk[1 << 16];
+    z_stream z;
+    memset(&z, 0, sizeof z);
+    deflateInit2(&z, 9, Z_DEFLATED, -15, 9, Z_DEFAULT_STRATEGY);
+    size_t cap = p.nraw + 1024 + (size_t)extra_mb * 1100 + 64, k = 0;
+    unsigned char *d = malloc(cap);
+    d[k++] = 0x78, d[k++] = 0xDA;
+    k += deflate_alone(&z, p.raw, p.nraw, d + k, cap - k, Z_FULL_FLUSH);
+    size_t nb = deflate_alone(&z, zeros, sizeof zeros, blk, sizeof blk, Z_FULL_FLUSH);
+    uLong adler = adler32(adler32(0, NULL, 0), p.raw, (uInt)p.nraw), az = adler32(adler32(0, NULL, 0), zeros, sizeof zeros);
+    for (int i = 0; i < extra_mb; i++, k += nb) {   /* the same bytes: each block stands alone */
+        memcpy(d + k, blk, nb);
+        adler = adler32_combine(adler, az, sizeof zeros);
+    }
+    k += deflate_alone(&z, NULL, 0, d + k, cap - k, Z_FINISH);
+    deflateEnd(&z);
+    put32(d + k, (uint32_t)adler);
+    k += 4;
+    unsigned char *file = malloc(p.nhead + k + 64);
+    memcpy(file, p.head, p.nhead);
+    size_t n = p.nhead + chunk(file + p.nhead, "IDAT", d, (uint32_t)k);
+    n += chunk(file + n, "IEND", NULL, 0);
+    if (gz) {
+        gzFile f = gzopen(path, "wb9");
+        gzwrite(f, file, (unsigned)n);
+        gzclose(f);
+    } else {
+        write_bytes(path, file, n);
+    }
+    free(file);
+    free(d);
+    free(p.raw);
+}
+
+/* Load path as shape s; its floats into out (n); the seconds it took into *secs. */
+static int timed_load(const char *path, cf_shape s, float *out, size_t n, double *secs)
+{
+    double t0 = now_s();
+    cf_dataset *d = load1(path, s);
+    *secs = now_s() - t0;
+    if (!d) fprintf(stderr, "  %s: %s\n", path, cf_last_error());
+    if (d) memcpy(out, cf_dataset_x(d), n * sizeof *out);
+    cf_dataset_free(d);
+    return d ? 0 : -1;
+}
+
+/* Data after the last row is never inflated: 4 GB of zeros compressed into 4 MB after
+ * the rows (or 4 KB, gzip'd: the file is read through zlib), plain and interlaced,
+ * give the image as it is, in far under 2 s (before, 9 to 10 s each, all of it
+ * inflated). */
+TEST(data_after_the_last_row_costs_nothing)
+{
+    static const int kinds[][5] = {/* w, h, colour, depth, interlaced */
+                                   {28, 28, PNG_COLOR_TYPE_GRAY, 8, 0}, {13, 11, PNG_COLOR_TYPE_RGB, 8, 1},
+                                   {9, 17, PNG_COLOR_TYPE_GRAY, 16, 1},  {1, 1, PNG_COLOR_TYPE_GRAY, 8, 1},
+                                   {5, 2, PNG_COLOR_TYPE_RGB_ALPHA, 8, 1}};
+    static uint16_t v[3 * 28 * 28 * 4];
+    static float want[3 * 28 * 28], got[3 * 28 * 28];
+    uint32_t seed = 5;
+    for (size_t k = 0; k < sizeof kinds / sizeof *kinds; k++) {
+        int w = kinds[k][0], h = kinds[k][1], c = kinds[k][2], depth = kinds[k][3];
+        for (int i = 0; i < w * h * channels_of(c); i++) v[i] = (uint16_t)(lcg(&seed) % (depth == 16 ? 65536 : 256));
+        CHECK(write_png(tmp("rows.png"), w, h, c, depth, kinds[k][4], v) == 0);
+        int ch = c == PNG_COLOR_TYPE_GRAY ? 1 : 3;
+        cf_shape s = CF_SHAPE(ch, 28, 28);
+        size_t n = (size_t)ch * 28 * 28;
+        double secs;
+        CHECK(timed_load(tmp("rows.png"), s, want, n, &secs) == 0);
+        for (int gz = 0; gz <= 1; gz++) {
+            const char *path = tmp(gz ? "bomb.png.gz" : "bomb.png");
+            write_bomb(tmp("rows.png"), path, 4096, gz);
+            memset(got, 0, sizeof got);
+            CHECK(timed_load(path, s, got, n, &secs) == 0);
+            CHECK(memcmp(got, want, n * sizeof *got) == 0);
+            if (secs > 2) fprintf(stderr, "  %dx%d %s: %.2f s\n", w, h, gz ? "gzip'd" : "plain", secs);
+            CHECK(secs < 2);
+        }
+    }
+    /* a little extra is still read to its end, the checksums checked */
+    CHECK(write_png(tmp("rows.png"), 28, 28, PNG_COLOR_TYPE_GRAY, 8, 0, v) == 0);
+    write_bomb(tmp("rows.png"), tmp("small.png"), 1, 0);
+    size_t n;
+    unsigned char *b = read_bytes(tmp("small.png"), &n), bad[1 << 16];
+    memcpy(bad, b, n);
+    bad[n - 13] ^= 1;   /* the IDAT's CRC */
+    write_bytes(tmp("small.png"), bad, n);
+    fails_with(tmp("small.png"), "corrupt PNG data: ");
+    CHECK(cf_memory_in_use() == 0);
+}
+
+/* A file of n empty IDAT chunks, then the image's data (as one IDAT), gzip'd; or a
+ * private chunk of n zeros before the image data. */
+static void write_padded(const char *from, const char *path, size_t n, int empty_idats)
+{
+    png_parts p;
+    CHECK(split_png(from, &p) == 0);
+    gzFile f = gzopen(path, "wb9");
+    gzwrite(f, p.head, (unsigned)p.nhead);
+    unsigned char c[64];
+    if (empty_idats) {
+        size_t len = chunk(c, "IDAT", NULL, 0);
+        for (size_t i = 0; i < n; i++) gzwrite(f, c, (unsigned)len);
+    } else {
+        static unsigned char zeros[1 << 20];
+        put32(c, (uint32_t)n);
+        memcpy(c + 4, "prIv", 4);
+        gzwrite(f, c, 8);
+        uLong crc = crc32(0, (const unsigned char *)"prIv", 4);
+        for (size_t i = 0; i < n; i += sizeof zeros) {
+            size_t m = n - i < sizeof zeros ? n - i : sizeof zeros;
+            gzwrite(f, zeros, (unsigned)m);
+            crc = crc32(crc, zeros, (uInt)m);
+        }
+        put32(c, (uint32_t)crc);
+        gzwrite(f, c, 4);
+    }
+    static unsigned char z[1 << 17];
+    uLongf nz = sizeof z;
+    compress2(z, &nz, p.raw, p.nraw, 9);
+    static unsigned char idat[1 << 17];
+    size_t len = chunk(idat, "IDAT", z, (uint32_t)nz);
+    len += chunk(idat + len, "IEND", NULL, 0);
+    gzwrite(f, idat, (unsigned)len);
+    gzclose(f);
+    free(p.raw);
+}
+
+/* Chunks that carry nothing cost no more than CF_PNG_SLACK bytes before they are
+ * refused: 2 million empty IDATs (24 MB, 0.1 MB gzip'd), or 64 MB in a chunk before
+ * the image data (before, both were read whole and the image taken). A file that
+ * keeps under the limits reads. */
+TEST(chunks_that_carry_nothing_are_refused)
+{
+    static uint16_t v[28 * 28];
+    for (int i = 0; i < 28 * 28; i++) v[i] = (uint16_t)(i % 251);
+    CHECK(write_png(tmp("rows.png"), 28, 28, PNG_COLOR_TYPE_GRAY, 8, 0, v) == 0);
+    static float out[28 * 28];
+    double secs;
+    write_padded(tmp("rows.png"), tmp("empty-idats.png"), (size_t)2 << 20, 1);
+    double t0 = now_s();
+    fails_with(tmp("empty-idats.png"), "bytes of image data and the last row not reached: a 28x28 image needs far "
+                                       "fewer (compressed blocks or chunks that carry nothing?)");
+    CHECK(now_s() - t0 < 2);
+    write_padded(tmp("rows.png"), tmp("big-chunk.png"), (size_t)64 << 20, 0);
+    t0 = now_s();
+    fails_with(tmp("big-chunk.png"), "the chunks before the image data run past 16 MB, more than cflux reads");
+    CHECK(now_s() - t0 < 2);
+    /* under the limits */
+    write_padded(tmp("rows.png"), tmp("some-idats.png"), 1000, 1);
+    CHECK(timed_load(tmp("some-idats.png"), CF_SHAPE(28, 28), out, 28 * 28, &secs) == 0);
+    write_padded(tmp("rows.png"), tmp("some-chunk.png"), (size_t)8 << 20, 0);
+    CHECK(timed_load(tmp("some-chunk.png"), CF_SHAPE(28, 28), out, 28 * 28, &secs) == 0);
+    CHECK(cf_memory_in_use() == 0);
+}
+
 /* ---- out ---- */
 
 /* Decode a PNG in memory with libpng's simplified API, as 8-bit grey or RGB. */
@@ -819,6 +1037,8 @@ int main(void)
     RUN(shapes_refused);
     RUN(errors_name_the_file);
     RUN(gzipped);
+    RUN(data_after_the_last_row_costs_nothing);
+    RUN(chunks_that_carry_nothing_are_refused);
     RUN(encode_round_trip);
     RUN(png_predicts_as_idx);
     tmpdir_remove();

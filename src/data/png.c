@@ -25,6 +25,14 @@
  * through a row at a time (all of its rows are held only when it is interlaced); the
  * rows resized along x wait in a block of (C, source height, W) doubles.
  *
+ * A file costs what its image needs: reading stops once the last row is decoded. What
+ * follows it (the end of the compressed stream, its checksums, IEND) is checked when it
+ * comes within CF_PNG_TAIL bytes; anything after that is not read, as PIL ignores data
+ * left in IDAT (compressed bytes past the last row, however many, are never inflated).
+ * Up to the last row, the file may hold at most CF_PNG_SLACK bytes (the chunks before
+ * the image data, among them) plus twice the image's raw size: more, from chunks that
+ * carry nothing or an endless run of empty compressed blocks, is refused.
+ *
  * Out: 8-bit grey or RGB, not interlaced, default compression, no time stamp. */
 #include <png.h>
 #include <errno.h>
@@ -155,16 +163,24 @@ static int axis_make(axis *a, int n, int m, const char *name)
 
 /* ---- reading ---- */
 
-enum { WHY_LIBPNG, WHY_SET, WHY_TRUNCATED };
+enum { WHY_LIBPNG, WHY_SET, WHY_TRUNCATED, WHY_DONE };
 
 typedef struct reader {
     char msg[MSG_MAX];    /* libpng's message; first (see on_error) */
-    int why;              /* how it failed: libpng said so (msg), the message is set, truncated */
+    int why;              /* how it failed: libpng said so (msg), the message is set, truncated;
+                             or WHY_DONE: it stopped reading after the last row */
     gzFile f;
     const char *name;
     size_t nread;         /* bytes read so far, for messages */
+    size_t limit;         /* bytes that may be read: past it, an error before the last row, the end after */
+    size_t data_at;       /* where the image data starts */
     int channels, h, w;   /* the sample's image */
     float *out;           /* (channels, h, w) */
+    /* the source image, as libpng gives it */
+    int ch, bits, W, H, passes;
+    size_t rowbytes;
+    long rows_left;       /* rows still to come out of the compressed data */
+    int next;             /* the next row (of the last pass) to convert */
     /* owned; freed by cf_png_read whatever happens */
     unsigned char *rows;  /* counted: one row as libpng gives it, or all of them when interlaced */
     float *line;          /* one row in floats: (channels, width) */
@@ -179,9 +195,27 @@ static void stop(reader *r, png_structp png)
     png_longjmp(png, 1);
 }
 
+/* Past the last row, reading stops after CF_PNG_TAIL bytes; before it, after r->limit. */
+static void over_limit(reader *r, png_structp png)
+{
+    if (!r->rows_left) {
+        r->why = WHY_DONE;
+        png_longjmp(png, 1);
+    }
+    if (!r->H)
+        cf_seterr("error: %s: the chunks before the image data run past %zu MB, more than cflux reads (chunks that "
+                  "carry nothing?)", r->name, CF_PNG_SLACK >> 20);
+    else
+        cf_seterr("error: %s: more than %zu bytes of image data and the last row not reached: a %dx%d image needs "
+                  "far fewer (compressed blocks or chunks that carry nothing?)", r->name, r->nread - r->data_at, r->W,
+                  r->H);
+    stop(r, png);
+}
+
 static void read_fn(png_structp png, png_bytep out, size_t n)
 {
     reader *r = png_get_io_ptr(png);
+    if (n > r->limit - r->nread) over_limit(r, png);
     long got = cf_data_read(r->f, r->name, out, n, &r->nread);
     if (got < 0) stop(r, png);
     if ((size_t)got < n) {
@@ -277,6 +311,38 @@ static void resize_cols(reader *r, int height)
     }
 }
 
+/* The rows libpng decodes from the compressed data: all of them, or those of the
+ * passes of an interlaced image that have pixels (a pass's rows with no columns are
+ * not in the data). */
+static long data_rows(int W, int H, int interlaced)
+{
+    if (!interlaced) return H;
+    long n = 0;
+    for (int p = 0; p < 7; p++)
+        if (PNG_PASS_COLS(W, p) > 0) n += PNG_PASS_ROWS(H, p);
+    return n;
+}
+
+/* libpng calls this on every row it decodes, last of all it does before handing the
+ * row over: after the last, reading may go on for CF_PNG_TAIL bytes. */
+static void on_row(png_structp png, png_row_infop info, png_bytep data)
+{
+    (void)info;
+    (void)data;
+    reader *r = png_get_io_ptr(png);
+    if (r->rows_left > 0 && --r->rows_left == 0) r->limit = r->nread + CF_PNG_TAIL;
+}
+
+/* Rows r->next to the last, complete in r->rows, converted; then the columns resized. */
+static void finish(reader *r)
+{
+    for (; r->next < r->H; r->next++) {
+        convert(r, r->rows + (r->passes > 1 ? (size_t)r->next * r->rowbytes : 0), r->ch, r->bits, r->W);
+        resize_row(r, r->next, r->W, r->H);
+    }
+    resize_cols(r, r->H);
+}
+
 /* Everything after the signature. On any failure it leaves through png_longjmp, with
  * r->why saying where the message is. */
 static void read_image(reader *r, png_structp png, png_infop info)
@@ -294,7 +360,12 @@ static void read_image(reader *r, png_structp png, png_infop info)
                   "in all", r->name, (unsigned long)width, (unsigned long)height, CF_PNG_MAX_SIDE, CF_PNG_MAX_PIXELS);
         stop(r, png);
     }
+    size_t raw = (png_get_rowbytes(png, info) + 8) * height;   /* with a filter byte a row and pass */
+    r->rows_left = data_rows((int)width, (int)height, interlace != PNG_INTERLACE_NONE);
+    r->data_at = r->nread;
+    r->limit = r->nread + CF_PNG_SLACK + 2 * raw;
     png_set_expand(png);   /* palette to RGB, 1 2 4 bits to 8, tRNS to an alpha channel */
+    png_set_read_user_transform_fn(png, on_row);
     int passes = png_set_interlace_handling(png);
     png_read_update_info(png, info);
     int ch = png_get_channels(png, info), bits = png_get_bit_depth(png, info);
@@ -306,6 +377,7 @@ static void read_image(reader *r, png_structp png, png_infop info)
     }
 
     int W = (int)width, H = (int)height;
+    r->ch = ch, r->bits = bits, r->W = W, r->H = H, r->passes = passes, r->rowbytes = rowbytes;
     char what[300];
     snprintf(what, sizeof what, "%s: the image", r->name);
     size_t nrows = passes > 1 ? (size_t)H : 1, line = (size_t)r->channels * W * sizeof *r->line;
@@ -324,9 +396,10 @@ static void read_image(reader *r, png_structp png, png_infop info)
             if (p < passes - 1) continue;
             convert(r, row, ch, bits, W);
             resize_row(r, y, W, H);
+            r->next = y + 1;
         }
     png_read_end(png, NULL);
-    resize_cols(r, H);
+    finish(r);
 }
 
 static int read_failed(reader *r)
@@ -352,7 +425,9 @@ static int decode(reader *r)
     }
     if (setjmp(png_jmpbuf(png))) {
         png_destroy_read_struct(&png, &info, NULL);
-        return read_failed(r);
+        if (r->why != WHY_DONE) return read_failed(r);
+        finish(r);   /* it stopped reading after the last row */
+        return 0;
     }
     read_image(r, png, info);
     png_destroy_read_struct(&png, &info, NULL);
@@ -374,6 +449,8 @@ int cf_png_read(gzFile f, const char *name, int channels, int h, int w, float *o
     r.h = h;
     r.w = w;
     r.out = out;
+    r.limit = CF_PNG_SLACK;
+    r.rows_left = -1;   /* not known before the header */
     unsigned char sig[8];
     long got = cf_data_read(f, name, sig, sizeof sig, &r.nread);
     if (got < 0) return -1;

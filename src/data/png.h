@@ -15,6 +15,12 @@
 #define CF_PNG_MAX_SIDE 16384
 #define CF_PNG_MAX_PIXELS ((size_t)1 << 26)
 
+/* What a file may cost (see png.c): up to its last row, CF_PNG_SLACK bytes plus twice
+ * the image's raw size (the chunks before the image data must fit in CF_PNG_SLACK);
+ * after it, CF_PNG_TAIL bytes more are read, at most. */
+#define CF_PNG_SLACK ((size_t)16 << 20)
+#define CF_PNG_TAIL ((size_t)16 << 10)
+
 /* One PNG image from f (named name in messages) into out: channels (1 or 3) planes of
  * h x w floats in [0, 1], (channels, h, w) row-major, 1 <= h, w <= CF_PNG_MAX_SIDE.
  * 0, or -1 with "error: NAME: ..." (not a PNG, truncated, corrupt, too large, out of

@@ -60,6 +60,11 @@ weights() {  # weights FILE HEX: a safetensors file, every float the 4 bytes HEX
 }
 weights nan.st '\000\000\300\177' '\000\000\000\077'
 weights huge.st '' '\346\261\141\177'
+# m.ckpt with element 0 of Adam's second moment of 1.W made -1 (the header says where it is)
+n=$(od -An -tu4 -N4 m.ckpt | tr -d ' ')
+off=$(head -c $((8 + n)) m.ckpt | grep -ao '"optim.adam.v.1.W":{[^}]*}' | sed 's/.*"data_offsets":\[\([0-9]*\),.*/\1/')
+cp m.ckpt negv.ckpt
+printf '\000\000\200\277' | dd of=negv.ckpt bs=1 seek=$((8 + n + off)) conv=notrunc 2> /dev/null
 
 # match LINE PATTERN: the line is the pattern, "..." matching any text
 match() {

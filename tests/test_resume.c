@@ -381,6 +381,59 @@ TEST(hostile_metadata_is_refused)
     cf_dataset_free(d);
 }
 
+/* Rewrite a checkpoint with element k of tensor `name` set to v (its metadata kept). */
+static int rewrite_element(const char *from, const char *to, const char *name, size_t k, float v)
+{
+    cf_st_file *f = cf_st_read(from);
+    if (!f) return -1;
+    int n = cf_st_count(f), nm = 0, rc = -1;
+    cf_st_tensor *t = malloc((size_t)n * sizeof *t);
+    float *data = NULL;
+    for (int i = 0; i < n; i++) {
+        t[i] = *cf_st_get(f, i);
+        if (strcmp(t[i].name, name) || k >= t[i].count) continue;
+        data = malloc(t[i].count * sizeof *data);
+        memcpy(data, t[i].data, t[i].count * sizeof *data);
+        data[k] = v;
+        t[i].data = data;
+    }
+    const char *keys[NKEYS], *vals[NKEYS];
+    for (int i = 0; i < NKEYS; i++)
+        if (cf_st_meta(f, meta_keys[i])) keys[nm] = meta_keys[i], vals[nm++] = cf_st_meta(f, meta_keys[i]);
+    if (data) rc = cf_st_write(to, n, t, nm, keys, vals);
+    free(data);
+    free(t);
+    cf_st_free(f);
+    return rc;
+}
+
+/* Adam's second moment below 0 (or not finite) is refused at load, naming the file and
+ * the tensor (it once loaded, and the first step's NaN was blamed on the learning rate);
+ * its first moment may be negative. */
+TEST(damaged_optimizer_state_is_refused)
+{
+    cf_dataset *d = spirals(120, 3);
+    cf_fit_opts o = opts(1);
+    CHECK(train(o, d, NULL, tmp("adam.ckpt"), NULL) == 0);
+    cf_model *m = cf_model_parse(classifier, "spirals.flux");
+    o.epochs = 2;
+    cf_trainer *t = cf_trainer_new(m, d, &o);
+    CHECK(rewrite_element(tmp("adam.ckpt"), tmp("negv.ckpt"), "optim.adam.v.3.W", 7, -0.5f) == 0);
+    CHECK(t && cf_trainer_load(t, tmp("negv.ckpt")) == -1);
+    CHECK_HAS(cf_last_error(), "negv.ckpt: the optimizer state 'optim.adam.v.3.W' holds -0.5 (element 7), but "
+                               "Adam's second moment is a mean of squares, never below 0");
+    CHECK(cf_trainer_epoch(t) == 0);
+    CHECK(rewrite_element(tmp("adam.ckpt"), tmp("infv.ckpt"), "optim.adam.v.1.b", 0, INFINITY) == 0);
+    CHECK(t && cf_trainer_load(t, tmp("infv.ckpt")) == -1);
+    CHECK_HAS(cf_last_error(), "infv.ckpt: the optimizer state 'optim.adam.v.1.b' holds inf (element 0), not a finite");
+    CHECK(rewrite_element(tmp("adam.ckpt"), tmp("negm.ckpt"), "optim.adam.m.3.W", 7, -0.5f) == 0);
+    CHECK(t && cf_trainer_load(t, tmp("negm.ckpt")) == 0 && cf_trainer_epoch(t) == 1);
+    CHECK(cf_fit(t, d, NULL) == 0);
+    cf_trainer_free(t);
+    cf_model_free(m);
+    cf_dataset_free(d);
+}
+
 /* Another model with the same parameters (relu for tanh) is not the checkpoint's. */
 TEST(a_checkpoint_belongs_to_its_model)
 {
@@ -516,6 +569,7 @@ int main(void)
     RUN(divergence_is_stopped);
     RUN(non_finite_parameters_are_refused);
     RUN(hostile_metadata_is_refused);
+    RUN(damaged_optimizer_state_is_refused);
     RUN(a_checkpoint_belongs_to_its_model);
     RUN(changed_settings_are_told);
     RUN(inputs_are_standardised);

@@ -472,7 +472,8 @@ static void note_changes(const cf_trainer *t, const ckpt_meta *k, const char *pa
                         ": the epochs are not the same", path, t->ntrain, k->train_samples);
 }
 
-/* The optimizer state tensors of the file, checked against the optimizer's: 0 or -1. */
+/* The optimizer state tensors of the file, checked against the optimizer's: each
+ * there, of its size, finite, and not below 0 where the optimizer's never is. 0 or -1. */
 static int check_optim_state(const cf_trainer *t, const cf_st_file *f, const char *path)
 {
     for (int i = 0; i < cf_optim_state_count(t->opt); i++) {
@@ -484,10 +485,16 @@ static int check_optim_state(const cf_trainer *t, const cf_st_file *f, const cha
         if (!x || x->count != count)
             return cf_seterr("error: %s: the optimizer state '%s' is %s", path, name,
                              x ? "of another size" : "missing");
-        for (size_t j = 0; j < count; j++)
+        int nonneg = cf_optim_state_nonneg(t->opt, i);
+        for (size_t j = 0; j < count; j++) {
             if (!isfinite(x->data[j]))
                 return cf_seterr("error: %s: the optimizer state '%s' holds %g (element %zu), not a finite number",
                                  path, name, (double)x->data[j], j);
+            if (nonneg && x->data[j] < 0)
+                return cf_seterr("error: %s: the optimizer state '%s' holds %g (element %zu), but Adam's second "
+                                 "moment is a mean of squares, never below 0: the checkpoint is damaged",
+                                 path, name, (double)x->data[j], j);
+        }
     }
     return 0;
 }

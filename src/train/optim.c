@@ -182,6 +182,11 @@ const char *cf_optim_state_name(const cf_optim *o, int i)
     return o && i >= 0 && i < o->nstate ? o->sname[i] : NULL;
 }
 
+int cf_optim_state_nonneg(const cf_optim *o, int i)
+{
+    return o && i >= 0 && i < o->nstate && (o->kind == OPT_ADAM || o->kind == OPT_ADAMW) && i % o->nper == 1;
+}
+
 float *cf_optim_state_data(cf_optim *o, int i, size_t *count)
 {
     if (!o || i < 0 || i >= o->nstate) {

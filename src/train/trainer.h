@@ -72,6 +72,10 @@ void cf_sample_order(size_t *perm, size_t n, size_t B, int seq, uint64_t seed, i
  * characters, or an input an embedding reads), which it would turn into numbers that
  * index nothing. 0, or -1 with the error naming the option. */
 int cf_norm_check(const cf_model *m, const cf_dataset *d);
+/* Whether state tensor i of o can never be below 0: Adam's second moment v, a running
+ * mean of squared gradients whose square root divides each step (a checkpoint's v below
+ * 0 made the first step NaN, blamed on the learning rate). */
+int cf_optim_state_nonneg(const cf_optim *o, int i);
 /* Fit the model's input statistics on d's samples. 0 or -1. */
 int cf_norm_fit(cf_model *m, const cf_dataset *d);
 

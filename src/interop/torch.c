@@ -33,10 +33,10 @@
 #define NAME_MAX_ 512
 
 typedef struct module {
-    char prefix[NAME_MAX_];
-    int *t;          /* its tensors' indices in the file */
+    const char *prefix;   /* in plan's names */
+    const int *t;         /* its tensors' indices in the file, in file order: a run of plan's order */
     int nt;
-    int layer;       /* the layer it goes to, or -1 */
+    int layer;            /* the layer it goes to, or -1 */
 } module;
 
 /* What one layer reads: its module, or -1. */
@@ -45,6 +45,8 @@ typedef struct plan {
     const char *path;
     module *mods;
     int nmods;
+    int *order;      /* every tensor's index, module by module */
+    char *names;     /* the modules' names, one after another */
     int *mod_of;     /* per layer */
 } plan;
 
@@ -86,9 +88,12 @@ static int natural_cmp(const char *a, const char *b)
     return *a ? 1 : *b ? -1 : 0;
 }
 
+/* Natural order; names it cannot tell apart ("01" and "1") bytewise. */
 static int cmp_modules(const void *x, const void *y)
 {
-    return natural_cmp(((const module *)x)->prefix, ((const module *)y)->prefix);
+    const char *a = ((const module *)x)->prefix, *b = ((const module *)y)->prefix;
+    int c = natural_cmp(a, b);
+    return c ? c : strcmp(a, b);
 }
 
 /* "prefix.src", or src alone for the model's own module (""). buf holds NAME_MAX_. */
@@ -189,9 +194,11 @@ static const cf_st_tensor *in_module(const plan *p, const module *md, const char
  * shape, and nothing else? 0; or -1, and with say the error naming the tensor. */
 static int check_pair(cf_model *m, const plan *p, const cf_layer *l, const module *md, int say)
 {
-    char ls[600], s1[96], s2[96], takes_list[256], name[NAME_MAX_];
-    layer_str(l, ls, sizeof ls);
-    layer_takes(m, l, takes_list, sizeof takes_list);
+    char ls[600] = "", s1[96], s2[96], takes_list[256] = "", name[NAME_MAX_];
+    if (say) {   /* for the messages; matching asks of every pair, and says nothing */
+        layer_str(l, ls, sizeof ls);
+        layer_takes(m, l, takes_list, sizeof takes_list);
+    }
     const cf_st_tensor *unknown = NULL;
     const char *missing = NULL;
     for (int k = 0; k < md->nt; k++) {
@@ -236,7 +243,7 @@ static int check_pair(cf_model *m, const plan *p, const cf_layer *l, const modul
                                  t->name, s1, ls, s2, suffix(tm->name), own,
                                  tm->form == CF_TF_TRANSPOSE ? ", transposed" : "");
             }
-            for (size_t e = 0; e < t->count; e++)
+            for (size_t e = 0; say && e < t->count; e++)   /* once, for the pair chosen */
                 if (!isfinite(t->data[e]))
                     return cf_seterr("error: %s: tensor '%s' holds %s at element %zu", p->path, t->name,
                                      isnan(t->data[e]) ? "NaN" : "infinity", e);
@@ -375,28 +382,83 @@ static int read_map(const cf_model *m, const char *path, const cf_st_file *f, ch
 
 /* ---- import ---- */
 
+/* A tensor's module name (its name up to the last dot) and index, to sort by. */
+typedef struct keyed {
+    const char *name;
+    size_t len;
+    int i;
+} keyed;
+
+static int cmp_keyed(const void *x, const void *y)
+{
+    const keyed *a = x, *b = y;
+    int c = memcmp(a->name, b->name, a->len < b->len ? a->len : b->len);
+    if (c) return c;
+    if (a->len != b->len) return a->len < b->len ? -1 : 1;
+    return (a->i > b->i) - (a->i < b->i);
+}
+
+static int same_module(const keyed *a, const keyed *b)
+{
+    return a->len == b->len && !memcmp(a->name, b->name, a->len);
+}
+
+static int group_oom(const plan *p, int n, size_t bytes)
+{
+    return cf_seterr("error: %s: out of memory grouping its %d tensors into modules (asking for %zu bytes)", p->path, n,
+                     bytes);
+}
+
+/* The tensors grouped into modules by the name before their last dot: sorted by it
+ * (then by index, so that a module keeps its tensors in file order), each run of one
+ * name a module; then the modules in natural order. n log n, in memory in proportion
+ * to the file. */
 static int group(plan *p)
 {
     int n = cf_st_count(p->f);
-    p->mods = calloc((size_t)n + 1, sizeof *p->mods);
-    if (!p->mods) return cf_oom(((size_t)n + 1) * sizeof *p->mods);
+    keyed *k = malloc(((size_t)n + 1) * sizeof *k);
+    if (!k) return group_oom(p, n, ((size_t)n + 1) * sizeof *k);
     for (int i = 0; i < n; i++) {
         const char *name = cf_st_get(p->f, i)->name;
         size_t len = (size_t)(suffix(name) - name);
         len = len ? len - 1 : 0;
-        if (len >= NAME_MAX_) return cf_seterr("error: %s: tensor name '%.60s...' is too long", p->path, name);
-        module *md = NULL;
-        for (int k = 0; k < p->nmods && !md; k++)
-            if (strlen(p->mods[k].prefix) == len && !strncmp(p->mods[k].prefix, name, len)) md = &p->mods[k];
-        if (!md) {
-            md = &p->mods[p->nmods++];
-            memcpy(md->prefix, name, len);
-            md->prefix[len] = 0;
-            md->layer = -1;
-            if (!(md->t = malloc((size_t)n * sizeof *md->t))) return cf_oom((size_t)n * sizeof *md->t);
+        if (len >= NAME_MAX_) {
+            free(k);
+            return cf_seterr("error: %s: tensor name '%.60s...' is too long", p->path, name);
         }
-        md->t[md->nt++] = i;
+        k[i] = (keyed){name, len, i};
     }
+    qsort(k, (size_t)n, sizeof *k, cmp_keyed);
+    int nmods = 0;
+    size_t pool = 0;
+    for (int i = 0; i < n; i++)
+        if (!i || !same_module(&k[i - 1], &k[i])) {
+            nmods++;
+            pool += k[i].len + 1;
+        }
+    size_t bytes = ((size_t)nmods + 1) * sizeof *p->mods + ((size_t)n + 1) * sizeof *p->order + pool + 1;
+    p->mods = calloc((size_t)nmods + 1, sizeof *p->mods);
+    p->order = malloc(((size_t)n + 1) * sizeof *p->order);
+    p->names = malloc(pool + 1);
+    if (!p->mods || !p->order || !p->names) {
+        free(k);
+        return group_oom(p, n, bytes);
+    }
+    char *at = p->names;
+    for (int i = 0; i < n; i++) {
+        if (!i || !same_module(&k[i - 1], &k[i])) {
+            module *md = &p->mods[p->nmods++];
+            memcpy(at, k[i].name, k[i].len);
+            at[k[i].len] = 0;
+            md->prefix = at;
+            at += k[i].len + 1;
+            md->t = p->order + i;
+            md->layer = -1;
+        }
+        p->order[i] = k[i].i;
+        p->mods[p->nmods - 1].nt++;
+    }
+    free(k);
     qsort(p->mods, (size_t)p->nmods, sizeof *p->mods, cmp_modules);
     return 0;
 }
@@ -646,8 +708,9 @@ int cf_torch_import(cf_model *m, const cf_st_file *f, const char *path, const ch
     for (int i = 0; i < m->nlayers; i++) p.mod_of[i] = -1;
     rc = import_checked(m, &p, map_path, notes);
 done:
-    for (int k = 0; p.mods && k < p.nmods; k++) free(p.mods[k].t);
     free(p.mods);
+    free(p.order);
+    free(p.names);
     free(p.mod_of);
     return rc;
 }

@@ -81,5 +81,14 @@ expect 0 '"totals":{"trained":109386,.*"flops_forward":218812,"flops_backward":2
 expect 0 '^    TransformerBlock  .*(B, 64, 128) ×4  *793088 ' summary "$src/models/char-gpt.flux" --depth 3
 expect 0 '"name":"TransformerBlock","kind":"layer","depth":3,"parent":5,' summary "$src/models/char-gpt.flux" --depth 3 --json
 expect 2 'cflux summary: --depth needs a whole number from 1 to 1000, not .0.' summary "$src/models/mlp.flux" --depth 0
+# predict opens the model and --params before its input: a bad checkpoint is said
+# first, and the input is not touched (a FIFO with no writer would hang its read)
+printf '0,1,2\nx,y\n' > "$tmp/bad.csv"
+expect 1 "^error: $tmp/missing.ckpt: cannot open" predict "$src/models/mlp.flux" --params "$tmp/missing.ckpt" "$tmp/bad.csv"
+echo junk > "$tmp/junk.ckpt"
+mkfifo "$tmp/fifo"
+out=$(timeout 10 "$tool" predict "$src/models/mlp.flux" --params "$tmp/junk.ckpt" "$tmp/fifo" 2>&1); rc=$?
+if [ "$rc" -eq 1 ] && printf '%s' "$out" | grep -q "^error: $tmp/junk.ckpt: too short"; then pass=$((pass + 1))
+else fail=$((fail + 1)); echo "cflux predict with a bad --params and an input never written: exit $rc, output: $out"; fi
 echo "tool: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -725,6 +725,15 @@ int cmd_predict(const args *a)
     if (apply_common(a)) return 1;
     cf_model *m = cf_model_load(a->pos[0]);
     if (!m) return fail();
+    /* the small files first: a bad checkpoint is said before a large input is read */
+    if (cf_model_load_params(m, a->params)) {
+        cf_model_free(m);
+        return fail();
+    }
+    if (class_names_set(m, a->classes, "")) {
+        cf_model_free(m);
+        return 1;
+    }
     int images = a->npos > 2 || is_png(a->pos[1]);
     for (int i = 1; images && i < a->npos; i++)
         if (!is_png(a->pos[i])) {
@@ -738,8 +747,7 @@ int cmd_predict(const args *a)
     int rc = 1, no = cf_model_output_count(m), top = isnan(a->top) ? 1 : (int)a->top;
     if (top > 16) top = 16;
     float **outs = calloc(no > 0 ? (size_t)no : 1, sizeof *outs);
-    if (!d || cf_model_load_params(m, a->params)) goto out;
-    if (class_names_set(m, a->classes, "")) goto done;
+    if (!d) goto out;
     size_t n = cf_dataset_count(d);
     if (!outs) {
         fprintf(stderr, "error: out of memory\n");

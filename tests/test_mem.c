@@ -264,6 +264,41 @@ TEST(optimizer_refused)
 }
 
 /* Datasets: an IDX header that claims more than the limit, and arrays. */
+/* A run too large for the limit is refused before any of it is made: the weights,
+ * their gradients and Adam's state (299.5, 299.5 and 598.9 MB here, under a limit of 600 MB)
+ * are sized first. Before, the weights were made and initialised, and the optimizer's
+ * state refused after (for big.flux, 9.4 GB and minutes). lr-find and train share it. */
+TEST(training_sized_first)
+{
+    static float x[4 * 784], y[4] = {0, 1, 2, 1};
+    cf_dataset *d = cf_dataset_from_arrays(x, CF_SHAPE(784), y, 1, 4);
+    cf_model *m = cf_model_parse("model = Chain(Input(784), Affine(100000), softmax)\n", "wide.flux");
+    CHECK(d && m && cf_set_memory_limit(600 * MB) == 0);
+    size_t before = peak_rss();
+    cf_lrfind_opts o = cf_lrfind_defaults();
+    cf_lrfind_result r;
+    CHECK(cf_lrfind(m, d, &o, &r) == -1);
+    CHECK(peak_rss() - before < 64 * MB);
+    CHECK_HAS(cf_last_error(), "error: training needs 1.2 GB (weights 299.5 MB, their gradients 299.5 MB, the "
+                               "optimizer state 598.9 MB), above the memory limit of 600.0 MB, with ");
+    CHECK_HAS(cf_last_error(), "; the largest parameter is 1.W (784, 100000), 299.1 MB\n  in Affine at ");
+    CHECK(cf_memory_in_use() < MB);   /* the data's 12.5 KB */
+    cf_fit_opts fo = cf_fit_defaults();
+    fo.optim = cf_optim_defaults("adam");
+    CHECK(cf_trainer_new(m, d, &fo) == NULL);
+    CHECK_HAS(cf_last_error(), "error: training needs 1.2 GB");
+    CHECK(peak_rss() - before < 64 * MB);
+    /* sgd keeps no state: the weights and gradients fit */
+    fo.optim = cf_optim_defaults("sgd");
+    cf_trainer *t = cf_trainer_new(m, d, &fo);
+    CHECK(t != NULL);
+    cf_trainer_free(t);
+    cf_model_free(m);
+    cf_dataset_free(d);
+    CHECK(cf_memory_in_use() == 0);
+    cf_set_memory_limit(0);
+}
+
 TEST(data_refused)
 {
     unsigned char h[16] = {0, 0, 8, 3, 0, 1, 0x86, 0xA0, 0, 0, 0, 28, 0, 0, 0, 28};   /* 100000 of 28x28 */
@@ -330,6 +365,7 @@ int main(void)
     RUN(parameters_refused);
     RUN(activations_refused);
     RUN(optimizer_refused);
+    RUN(training_sized_first);
     RUN(data_refused);
     RUN(threads);
     tmpdir_remove();

@@ -220,6 +220,14 @@ void cf_adderr_trace(const cf_node *n);
 /* Allocate the parameter gradients (zeroed), once. 0 or -1. */
 int cf_model_alloc_grads(cf_model *m);
 
+/* The floats of a block of these leaves (parameters or states) as the model carves
+ * it, each rounded up to 64 bytes: the parameter block's size, and the gradients'. */
+size_t cf_leaf_floats(cf_node *const *list, int n);
+
+/* After a block that did not fit: name the largest parameter and where the model made
+ * it, under the message already set. Returns -1. */
+int cf_model_blame_largest(const cf_model *m);
+
 /* A hash of the graph (ops, inputs, attributes, shapes, names, outputs): what a
  * checkpoint records to know the model it was trained with. */
 uint64_t cf_model_graph_hash(const cf_model *m);

@@ -49,9 +49,7 @@ static void init_param(const cf_node *p, uint64_t seed, float *v)
 /* Offsets are rounded up to 16 floats so every parameter starts 64-byte aligned. */
 #define PALIGN 16
 
-/* After a failed parameter or gradient block: name the largest parameter and where
- * the model made it, under the message already set. Returns -1. */
-static int blame_largest(const cf_model *m)
+int cf_model_blame_largest(const cf_model *m)
 {
     const cf_node *big = NULL;
     for (int i = 0; i < m->nparams; i++)
@@ -79,6 +77,13 @@ static size_t *carve_offsets(cf_node *const *list, int n, size_t *total)
     return off;
 }
 
+size_t cf_leaf_floats(cf_node *const *list, int n)
+{
+    size_t t = 0;
+    for (int i = 0; i < n; i++) t += (cf_shape_count(list[i]->shape) + PALIGN - 1) / PALIGN * PALIGN;
+    return t;
+}
+
 /* A zeroed block of n floats (NULL and no error when n is 0), with `what` in messages. */
 static float *block(size_t n, const char *what, int *failed)
 {
@@ -103,7 +108,7 @@ int cf_model_init_params(cf_model *m)
     if (!soff || failed) {
         free(off);
         free(soff);
-        return failed ? blame_largest(m) : -1;
+        return failed ? cf_model_blame_largest(m) : -1;
     }
     float *sdata = block(stotal, "the state block", &failed);
     if (failed) {
@@ -129,7 +134,7 @@ int cf_model_alloc_grads(cf_model *m)
 {
     if (m->pgrad || m->nweights == 0) return 0;
     m->pgrad = cf_mem_alloc(m->nweights * sizeof *m->pgrad, "the gradient block");
-    if (!m->pgrad) return blame_largest(m);
+    if (!m->pgrad) return cf_model_blame_largest(m);
     memset(m->pgrad, 0, m->nweights * sizeof *m->pgrad);
     return 0;
 }

@@ -26,6 +26,7 @@
 
 #include "core/error.h"
 #include "core/graph.h"
+#include "core/mem.h"
 #include "core/rng.h"
 #include "train/dist.h"
 #include "train/trainer.h"
@@ -211,6 +212,23 @@ static int check_data(cf_trainer *t, const cf_dataset *d, int level)
  * that ends with softmax, mean squared error for anything else. */
 static cf_loss default_loss(const cf_model *m) { return m->outputs[0]->op == CF_OP_SOFTMAX ? CF_LOSS_XENT : CF_LOSS_MSE; }
 
+/* What a run keeps from start to end (the parameter and state blocks, the gradients,
+ * the optimizer's state), sized against the room under the memory limit before any
+ * of it is made: a model too large once had its weights made and initialised, minutes
+ * for gigabytes, before the optimizer's state was refused. 0, or -1 naming the largest
+ * parameter. */
+static int size_run(cf_model *m, const char *optim)
+{
+    size_t w = m->sealed ? 0 : cf_leaf_floats(m->params, m->nparams) + cf_leaf_floats(m->states, m->nstates);
+    size_t g = m->pgrad ? 0 : cf_leaf_floats(m->params, m->nparams), s = cf_optim_state_bytes(m, optim);
+    w *= sizeof(float), g *= sizeof(float);
+    if (w + g + s <= cf_mem_room()) return 0;
+    char a[CF_MEM_STR], b[CF_MEM_STR], c[CF_MEM_STR], d[CF_MEM_STR];
+    cf_mem_refuse(0, "training needs %s (weights %s, their gradients %s, the optimizer state %s)",
+                  cf_mem_str(w + g + s, a), cf_mem_str(w, b), cf_mem_str(g, c), cf_mem_str(s, d));
+    return cf_model_blame_largest(m);
+}
+
 cf_trainer *cf_trainer_new(cf_model *m, const cf_dataset *train, const cf_fit_opts *o)
 {
     if (!m || !train || !o) return cf_seterr("error: cf_trainer_new: no model, data or options"), NULL;
@@ -249,7 +267,8 @@ cf_trainer *cf_trainer_new(cf_model *m, const cf_dataset *train, const cf_fit_op
     t->initial_loss = NAN;
     atomic_init(&t->stop, 0);
     /* the model changes (its loss) only once the data fits */
-    if (check_data(t, train, CHECK_VALUES) || cf_model_add_loss(m, want) || cf_model_init_params(m) ||
+    if (check_data(t, train, CHECK_VALUES) || size_run(m, t->o.optim.name) || cf_model_add_loss(m, want) ||
+        cf_model_init_params(m) ||
         !(t->opt = cf_optim_new(m, &t->o.optim)) || (o->distributed && cf_dist_size() > 1 && !(t->dist = cf_dist_attach(m)))) {
         cf_trainer_free(t);
         return NULL;

@@ -102,6 +102,16 @@ static int check_opts(optim_kind k, const cf_optim_opts *o)
 
 /* ---- making one ---- */
 
+size_t cf_optim_state_bytes(const cf_model *m, const char *name)
+{
+    int k = find_kind(name);
+    size_t floats = 0;
+    for (int i = 0; m && k >= 0 && i < m->nparams; i++)
+        if (m->params[i]->req != CF_GRAD_NONE)
+            floats += (size_t)state_per_param[k] * ((cf_shape_count(m->params[i]->shape) + SALIGN - 1) / SALIGN * SALIGN);
+    return floats * sizeof(float);
+}
+
 cf_optim *cf_optim_new(cf_model *m, const cf_optim_opts *opts)
 {
     if (!m) return cf_seterr("error: cf_optim_new: no model"), NULL;
@@ -119,11 +129,10 @@ cf_optim *cf_optim_new(cf_model *m, const cf_optim_opts *opts)
     int ns = nper * ntrain;
 
     /* the handle, its tables and the state names in one allocation */
-    size_t names = 0, floats = 0;
+    size_t names = 0, floats = cf_optim_state_bytes(m, opts->name) / sizeof(float);
     for (int i = 0; i < np; i++) {
         if (m->params[i]->req == CF_GRAD_NONE) continue;
         for (int s = 0; s < nper; s++) names += strlen(state_prefix[k][s]) + strlen(m->params[i]->name) + 1;
-        floats += (size_t)nper * ((cf_shape_count(m->params[i]->shape) + SALIGN - 1) / SALIGN * SALIGN);
     }
     size_t bytes = sizeof(cf_optim) + (size_t)np * sizeof(int) + (size_t)ns * (sizeof(int) + sizeof(float *) +
                                                                                sizeof(char *));

@@ -72,6 +72,9 @@ void cf_sample_order(size_t *perm, size_t n, size_t B, int seq, uint64_t seed, i
  * characters, or an input an embedding reads), which it would turn into numbers that
  * index nothing. 0, or -1 with the error naming the option. */
 int cf_norm_check(const cf_model *m, const cf_dataset *d);
+/* The bytes of the state optimizer `name` keeps for m's trainable parameters (0 for
+ * an unknown name), before it is made. */
+size_t cf_optim_state_bytes(const cf_model *m, const char *name);
 /* Whether state tensor i of o can never be below 0: Adam's second moment v, a running
  * mean of squared gradients whose square root divides each step (a checkpoint's v below
  * 0 made the first step NaN, blamed on the learning rate). */

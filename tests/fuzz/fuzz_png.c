@@ -3,7 +3,7 @@
  *
  *   cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DCFLUX_FUZZ=ON -DCFLUX_BLAS=OFF -DCFLUX_TESTS=OFF
  *   cmake --build build-fuzz --target fuzz_png
- *   build-fuzz/fuzz_png -max_len=4096 tests/fuzz/corpus_png
+ *   build-fuzz/fuzz_png -max_len=1048576 tests/fuzz/corpus_png
  *
  * Two mode bytes come first. Byte 0: bits 6-7 plain or gzip'd (fuzz_stream.h), bit 0
  * the sample's channels (1 or 3), bits 1-2 its height and bits 3-5 its width (from the

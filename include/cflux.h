@@ -178,9 +178,10 @@ CF_API double cf_cpu_peak_gflops(void);
  * --max-memory)"; for parameters, the largest one and where the model made it).
  * The default limit is $CFLUX_MAX_MEMORY, read at first use: bytes, or a number with
  * K, M, G or T (powers of 1024, as messages print them): 512M, 4G, 1.5G. Unset or
- * empty, it is the machine's physical memory. A malformed value is not ignored: every
- * counted request fails with a message saying what is wrong with it, until a limit is
- * set here. cf_set_memory_limit(bytes) sets the limit; 0 restores the default,
+ * empty, it is the memory the process can have: the smallest of MemAvailable (else the
+ * physical memory), its cgroups' limits and RLIMIT_AS and RLIMIT_DATA when set. A
+ * malformed value is not ignored: every counted request fails with a message saying
+ * what is wrong with it, until a limit is set here. cf_set_memory_limit(bytes) sets the limit; 0 restores the default,
  * reading $CFLUX_MAX_MEMORY again (0, or -1 with the message when it is malformed).
  * A lower limit than what is in use refuses new requests only. cf_memory_limit gives
  * the limit in bytes (0, with the message, when $CFLUX_MAX_MEMORY is malformed);

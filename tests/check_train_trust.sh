@@ -143,5 +143,11 @@ for row in 1 38 100; do
   [ "$(sed -n "${row}p" "$t/pred" | sed 's/^[0-9]*: //')" = "$one" ] && ok || bad "predict row $row: $one"
 done
 
+# ---- the default memory limit is what the process can have: here its ulimit -v ----
+echo 'model = Chain(Input(4), Affine(100000000), softmax)' > "$t/wide.flux"
+(ulimit -v 2097152 && "$tool" train "$t/wide.flux" --data "$data" > "$t/out" 2>&1); rc=$?
+[ $rc -eq 1 ] && grep -q "^error: training needs .*, above the memory limit of 2.0 GB, with" "$t/out" && ok ||
+  bad "ulimit -v 2G: exit $rc: $(cat "$t/out")"
+
 echo "train trust: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -151,13 +151,15 @@ TEST(malformed_env)
     CHECK_HAS(cf_last_error(), "...', not a size");
     setenv("CFLUX_MAX_MEMORY", "1.5G", 1);
     CHECK(cf_set_memory_limit(0) == 0 && cf_memory_limit() == (size_t)3 << 29);
-    /* unset (or empty): the machine's physical memory */
+    /* unset (or empty): what the process can have (cf_mem_available), less than the
+     * machine's whole memory (MemAvailable is below MemTotal) */
+    size_t phys = (size_t)sysconf(_SC_PHYS_PAGES) * (size_t)sysconf(_SC_PAGESIZE);
     setenv("CFLUX_MAX_MEMORY", "", 1);
     CHECK(cf_set_memory_limit(0) == 0);
-    CHECK(cf_memory_limit() == (size_t)sysconf(_SC_PHYS_PAGES) * (size_t)sysconf(_SC_PAGESIZE));
+    CHECK(cf_memory_limit() < phys && cf_memory_limit() > 0);
     unsetenv("CFLUX_MAX_MEMORY");
     CHECK(cf_set_memory_limit(0) == 0);
-    CHECK(cf_memory_limit() == (size_t)sysconf(_SC_PHYS_PAGES) * (size_t)sysconf(_SC_PAGESIZE));
+    CHECK(cf_memory_limit() < phys && cf_memory_limit() > 0);
     CHECK(cf_memory_in_use() == 0);
 }
 
@@ -299,6 +301,51 @@ TEST(training_sized_first)
     cf_set_memory_limit(0);
 }
 
+/* Write text to the file at path (made with its directories under the test's tmp). */
+static void put(const char *path, const char *text)
+{
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "mkdir -p \"$(dirname '%s')\"", path);
+    CHECK(system(cmd) == 0);
+    FILE *f = fopen(path, "w");
+    CHECK(f != NULL);
+    if (f) fputs(text, f), fclose(f);
+}
+
+/* The default limit is what the process can have: MemAvailable, not MemTotal; the
+ * cgroup's limit and its parents' (v2 and v1), "max" being none. */
+TEST(available_memory)
+{
+    char mi[256], self[256], root[256], p[512];
+    snprintf(mi, sizeof mi, "%s", tmp("meminfo"));
+    snprintf(self, sizeof self, "%s", tmp("self-cgroup"));
+    snprintf(root, sizeof root, "%s", tmp("cg"));
+    put(mi, "MemTotal:       16000000 kB\nMemFree:         1000000 kB\nMemAvailable:    3000000 kB\n");
+    put(self, "0::/a/b\n");
+    snprintf(p, sizeof p, "%s/memory.max", root);
+    put(p, "max\n");
+    snprintf(p, sizeof p, "%s/a/b/memory.max", root);
+    put(p, "max\n");
+    CHECK(cf_mem_available_from(mi, self, root) == (size_t)3000000 * 1024);   /* MemAvailable, not MemTotal */
+    snprintf(p, sizeof p, "%s/a/memory.max", root);
+    put(p, "1073741824\n");                                                  /* a parent's limit binds */
+    CHECK(cf_mem_available_from(mi, self, root) == (size_t)1 << 30);
+    snprintf(p, sizeof p, "%s/a/b/memory.max", root);
+    put(p, "536870912\n");
+    CHECK(cf_mem_available_from(mi, self, root) == (size_t)1 << 29);
+    /* cgroup v1: the memory controller's hierarchy; no limit is a huge number */
+    put(self, "4:cpu,cpuacct:/x\n7:memory:/x\n");
+    snprintf(p, sizeof p, "%s/memory/x/memory.limit_in_bytes", root);
+    put(p, "9223372036854771712\n");
+    CHECK(cf_mem_available_from(mi, self, root) == (size_t)3000000 * 1024);
+    put(p, "2147483648\n");
+    CHECK(cf_mem_available_from(mi, self, root) == (size_t)2 << 20 << 10);
+    /* nothing readable: the physical memory, whatever else */
+    size_t phys = (size_t)sysconf(_SC_PHYS_PAGES) * (size_t)sysconf(_SC_PAGESIZE);
+    CHECK(cf_mem_available_from(tmp("none"), tmp("none"), tmp("none")) <= phys);
+    CHECK(cf_mem_available() <= phys && cf_mem_available() > 0);
+}
+
 TEST(data_refused)
 {
     unsigned char h[16] = {0, 0, 8, 3, 0, 1, 0x86, 0xA0, 0, 0, 0, 28, 0, 0, 0, 28};   /* 100000 of 28x28 */
@@ -366,6 +413,7 @@ int main(void)
     RUN(activations_refused);
     RUN(optimizer_refused);
     RUN(training_sized_first);
+    RUN(available_memory);
     RUN(data_refused);
     RUN(threads);
     tmpdir_remove();

@@ -9,7 +9,7 @@
 #define END {NULL, OPT_FLAG, 0, 0, 0, NULL, NULL}
 
 #define THREADS {"--threads", OPT_INT, 1, 1024, OFF(threads), "N", "threads for the kernels (default: $CFLUX_THREADS or all CPUs)"}
-#define MAXMEM {"--max-memory", OPT_SIZE, 0, 0, OFF(max_memory), "SIZE", "refuse to use more memory than SIZE, e.g. 4G (default:\n$CFLUX_MAX_MEMORY or the machine's memory)"}
+#define MAXMEM {"--max-memory", OPT_SIZE, 0, 0, OFF(max_memory), "SIZE", "refuse to use more memory than SIZE, e.g. 4G (default:\n$CFLUX_MAX_MEMORY or the memory the process can have)"}
 #define JSON {"--json", OPT_FLAG, 0, 0, OFF(json), NULL, "end with one JSON object of the results"}
 #define DATA(what) {"--data", OPT_STR, 0, 0, OFF(data), "SPEC", what}
 #define LABELCOL {"--label-col", OPT_INT, -1e6, 1e6, OFF(label_col), "N", "CSV data: the column of the labels or targets (0-based;\n-1 the last; default 0)"}

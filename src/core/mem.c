@@ -12,7 +12,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "cflux.h"
 #include "core/error.h"
@@ -89,8 +88,9 @@ char *cf_mem_str(size_t bytes, char buf[CF_MEM_STR])
 
 /* ---- the limit ---- */
 
-/* The default: $CFLUX_MAX_MEMORY, else physical memory. Under lock. 0 when the
- * variable is malformed (then `malformed` is set and bad_value holds it). */
+/* The default: $CFLUX_MAX_MEMORY, else what this process can have (not the machine's
+ * whole memory: others use some, and a cgroup or ulimit may allow less). Under lock.
+ * 0 when the variable is malformed (then `malformed` is set and bad_value holds it). */
 static size_t read_default(void)
 {
     const char *env = getenv("CFLUX_MAX_MEMORY");
@@ -102,9 +102,7 @@ static size_t read_default(void)
         atomic_store(&malformed, 1);
         return 0;
     }
-    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-    if (pages <= 0 || page <= 0 || (unsigned long)pages > SIZE_MAX / (unsigned long)page) return SIZE_MAX;
-    return (size_t)pages * (size_t)page;
+    return cf_mem_available();
 }
 
 /* The limit now, resolving the default on first use; 0 when malformed. */

@@ -5,8 +5,8 @@
  * Counted: dataset arrays, the parameter and gradient blocks, optimizer state, the
  * executor's arena. Small structures (handles, tables, names) use plain malloc.
  *
- * The limit is cf_set_memory_limit's, else $CFLUX_MAX_MEMORY, else the machine's
- * physical memory (see cflux.h). A malformed $CFLUX_MAX_MEMORY refuses every counted
+ * The limit is cf_set_memory_limit's, else $CFLUX_MAX_MEMORY, else the memory this
+ * process can have (cf_mem_available; see cflux.h). A malformed $CFLUX_MAX_MEMORY refuses every counted
  * request until it is fixed (cf_set_memory_limit(0) reads it again) or a limit is
  * set; the message says what is wrong with it. */
 #ifndef CF_CORE_MEM_H
@@ -42,6 +42,15 @@ size_t cf_mem_room(void);
  * " (CFLUX_MAX_MEMORY or --max-memory)". With a malformed limit, that problem is the
  * message instead. Returns -1. */
 int cf_mem_refuse(size_t own, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* The memory this process can have (mem_avail.c): the smallest of MemAvailable (else
+ * the physical memory), its cgroups' limits (v2 memory.max, v1 memory.limit_in_bytes,
+ * its own and those above it) and RLIMIT_AS and RLIMIT_DATA when set. */
+size_t cf_mem_available(void);
+/* The same from other files than /proc/meminfo, /proc/self/cgroup and /sys/fs/cgroup
+ * (the root of the cgroup file systems: v2 there, v1's memory controller in
+ * root/memory), for tests; a file that cannot be read sets no limit. */
+size_t cf_mem_available_from(const char *meminfo, const char *self_cgroup, const char *cgroup_root);
 
 /* bytes as "512 B", "4.0 KB", "9.1 GB" (powers of 1024), into buf; returns buf. */
 #define CF_MEM_STR 24

@@ -1,7 +1,9 @@
 #!/bin/sh
 # check_mpi.sh CFLUX MPIEXEC PYTHON - data-parallel training under Open MPI's mpirun:
 #   - 2 ranks with 32 rows each of every batch of 64 end 20 steps with the parameters
-#     of 1 rank with batches of 64 (within 1e-5);
+#     of 1 rank with batches of 64 (within 1e-5); so do 2 ranks given 35 and 36 rows of
+#     batches of 71, and then 0 and 1 of the last (the gradients weighted by rows);
+#   - BatchNorm's running statistics after 2 ranks are the mean of theirs, as 1 rank's;
 #   - a rank killed (SIGKILL) or hung (SIGSTOP) makes the others exit with an error
 #     within 30 s, and the last checkpoint stays readable;
 #   - a 2-rank checkpoint resumes on 1 rank, and a 1-rank one on 2.
@@ -34,6 +36,31 @@ grep -q '^data-parallel over 2 ranks: each takes its share of every batch of 64 
   bad "the run does not say it is data-parallel: $(head -n 3 "$t/out")"
 [ "$(grep -c '^epoch ' "$t/out")" -eq 2 ] && ok || bad "rank 0 alone should print the epochs: $(cat "$t/out")"
 same "$t/one.ckpt" "$t/two.ckpt" && ok || bad "2 ranks x 32 and 1 x 64 end with other parameters"
+
+# shares that differ: batches of 71 are 35 and 36 rows, the last (640 = 9 * 71 + 1)
+# 0 and 1: each rank's gradient counts by its rows, as in one process's mean
+"$tool" train "$t/m.flux" --data "csv:$t/eq.csv" --batch 71 --lr 0.01 --threads 1 --seed 5 --epochs 2 \
+  --save "$t/one71.ckpt" --quiet > /dev/null 2>&1 || bad "1 process did not train batches of 71"
+run 2 --batch 71 --epochs 2 --save "$t/two71.ckpt" > "$t/out" 2>&1 || bad "2 ranks did not train batches of 71: $(tail -n 5 "$t/out")"
+same "$t/one71.ckpt" "$t/two71.ckpt" && ok || bad "2 ranks x 35/36 rows and 1 x 71 end with other parameters"
+
+# BatchNorm: each rank's running statistics follow its shards; averaged after each
+# epoch, the mean is the one of whole batches (the mean is linear: within 1e-5) and the
+# variance within 1% (each shard's misses the spread between shards' means)
+echo 'model = Chain(Input(4), BatchNorm(4), Affine(16), tanh, Affine(3), softmax)' > "$t/bn.flux"
+for n in 1 2; do
+  mpi $n train "$t/bn.flux" --data "csv:$t/eq.csv" --lr 0.01 --threads 1 --seed 5 --epochs 2 --save "$t/bn$n.ckpt" \
+    > "$t/out" 2>&1 || bad "BatchNorm on $n ranks did not train: $(tail -n 5 "$t/out")"
+done
+"$py" -c '
+import sys
+from safetensors.numpy import load_file
+a, b = load_file(sys.argv[1]), load_file(sys.argv[2])
+mean, var = a["1.mean"], a["1.var"]
+dm, dv = float(abs(mean - b["1.mean"]).max()), float((abs(var - b["1.var"]) / var).max())
+print("running mean %.3g (%.3g..%.3g), variance %.3g relative" % (dm, mean.min(), mean.max(), dv))
+sys.exit(0 if dm <= 1e-5 and dv <= 0.01 and mean.min() > 0.3 else 1)' "$t/bn1.ckpt" "$t/bn2.ckpt" && ok ||
+  bad "BatchNorm: 2 ranks end with other running statistics than 1"
 
 # resume a 2-rank checkpoint on 1 rank, and a 1-rank one on 2 ranks
 "$tool" train "$t/m.flux" --data "csv:$t/eq.csv" --batch 64 --lr 0.01 --threads 1 --seed 5 --epochs 3 \

@@ -857,8 +857,14 @@ CF_API void        cf_trainer_free(cf_trainer *t);
 #define CF_STOPPED 1
 CF_API int cf_fit(cf_trainer *t, const cf_dataset *train, const cf_dataset *test);
 /* Ask cf_fit to stop after the step it is running: it returns CF_STOPPED. Safe to call
- * from a signal handler or another thread. */
+ * from a signal handler or another thread. cf_trainer_stop_with gives the reason, a
+ * number above 0 (the tool gives the signal's; cf_trainer_stop gives 1);
+ * cf_trainer_stop_reason is it once cf_fit has stopped (0 before any), in
+ * data-parallel training the largest of every rank's, so that every rank reports the
+ * reason one of them was given. */
 CF_API void cf_trainer_stop(cf_trainer *t);
+CF_API void cf_trainer_stop_with(cf_trainer *t, int reason);
+CF_API int  cf_trainer_stop_reason(const cf_trainer *t);
 CF_API int     cf_trainer_epoch(const cf_trainer *t);          /* epochs done */
 CF_API size_t  cf_trainer_epoch_samples(const cf_trainer *t);  /* samples of the next epoch done */
 CF_API cf_loss cf_trainer_loss(const cf_trainer *t);           /* the loss it trains */
@@ -988,7 +994,13 @@ CF_API int cf_model_export_onnx(cf_model *m, const char *path);
  * backward. Losses, accuracies and evaluations (sharded) are summed the same way, so
  * every rank sees the same figures and makes the same decisions; after each epoch
  * the running statistics are averaged and the parameters compared by checksum (an
- * error when a rank's differ). A rank that dies or hangs makes the others' cf_fit
+ * error when a rank's differ). Before the first step the ranks compare what they were
+ * given (the model's graph, the rows and contents of the training and test data, and
+ * every setting that decides the steps); when a rank's differ, cf_fit fails on every
+ * rank with the same message, "error: the ranks disagree: rank 1's --batch is 32,
+ * rank 0's is 64", and cf_dist_error_shared() says so: rank 0's report is enough, and
+ * cf_dist_abort does nothing, since every rank stops on its own. A rank that dies or
+ * hangs makes the others' cf_fit
  * fail with an error after $CFLUX_DIST_TIMEOUT seconds (20) instead of waiting
  * forever; the program then stops the job with cf_dist_abort. Dropout
  * draws each rank's own masks (cf_exec_set_stream). Only rank 0 should write files.
@@ -998,6 +1010,7 @@ CF_API int  cf_dist_init(void);        /* MPI_Init_thread when needed; MPI_COMM_
 CF_API int  cf_dist_rank(void);        /* this rank, from 0 (0 when not distributed) */
 CF_API int  cf_dist_size(void);        /* the ranks (1 when not distributed) */
 CF_API void cf_dist_abort(void);       /* stop every rank (MPI_Abort) after an error */
+CF_API int  cf_dist_error_shared(void);   /* 1: every rank met the last error together */
 CF_API void cf_dist_finalize(void);    /* MPI_Finalize, when cf_dist_init initialised MPI */
 /* Seconds a data-parallel trainer has spent waiting on the other ranks (the part of
  * the gradient sums that backward did not hide, and the sums of losses); 0 alone. */

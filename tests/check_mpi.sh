@@ -4,6 +4,9 @@
 #     of 1 rank with batches of 64 (within 1e-5); so do 2 ranks given 35 and 36 rows of
 #     batches of 71, and then 0 and 1 of the last (the gradients weighted by rows);
 #   - BatchNorm's running statistics after 2 ranks are the mean of theirs, as 1 rank's;
+#   - ranks given other data, test data, --batch, --seed or model stop at the start,
+#     exit 1, and rank 0 alone says what differs;
+#   - SIGTERM to one rank is reported as SIGTERM (not SIGINT) by every rank;
 #   - a rank killed (SIGKILL) or hung (SIGSTOP) makes the others exit with an error
 #     within 30 s, and the last checkpoint stays readable;
 #   - a 2-rank checkpoint resumes on 1 rank, and a 1-rank one on 2.
@@ -62,6 +65,29 @@ print("running mean %.3g (%.3g..%.3g), variance %.3g relative" % (dm, mean.min()
 sys.exit(0 if dm <= 1e-5 and dv <= 0.01 and mean.min() > 0.3 else 1)' "$t/bn1.ckpt" "$t/bn2.ckpt" && ok ||
   bad "BatchNorm: 2 ranks end with other running statistics than 1"
 
+# ranks given different things: every rank stops before the first step, rank 0 alone
+# names the first difference (rank 0 gets the first arguments, rank 1 the second)
+awk -F, 'NR == 5 { $2 = "0.9999" } 1' OFS=, "$t/train.csv" > "$t/other.csv"
+head -n 300 "$t/train.csv" > "$t/short.csv"
+head -n 101 "$t/other.csv" > "$t/other-test.csv"
+echo 'model = Chain(Input(4), Affine(16), relu, Affine(3), softmax)' > "$t/relu.flux"
+differ() {  # differ "RANK 0'S ARGUMENTS" "RANK 1'S" MESSAGE
+  # shellcheck disable=SC2086
+  CFLUX_DIST_TIMEOUT=5 "$mpiexec" --oversubscribe -np 1 "$tool" train $1 --threads 1 --epochs 2 --quiet : \
+    -np 1 "$tool" train $2 --threads 1 --epochs 2 --quiet > "$t/out" 2>&1
+  rc=$?
+  [ $rc -ne 0 ] && [ "$(grep -c 'error' "$t/out")" -eq 1 ] && grep -qxF "error: the ranks disagree: $3" "$t/out" && ok ||
+    bad "ranks given $1 and $2: exit $rc, not the one message '$3': $(grep -v '^-*$' "$t/out" | head -n 4)"
+}
+d="$t/m.flux --data csv:$t/train.csv"
+differ "$d" "$t/m.flux --data csv:$t/short.csv" "rank 1's training data has 299 rows, rank 0's has 300"
+differ "$d" "$t/m.flux --data csv:$t/other.csv" \
+  "rank 1's training data differs from rank 0's (the same 300 rows, other content)"
+differ "$d,$t/test.csv" "$d,$t/other-test.csv" "rank 1's test data differs from rank 0's (the same 100 rows, other content)"
+differ "$d --batch 64" "$d --batch 32" "rank 1's --batch is 32, rank 0's is 64"
+differ "$d --seed 1" "$d --seed 2" "rank 1's --seed is 2, rank 0's is 1"
+differ "$d" "$t/relu.flux --data csv:$t/train.csv" "rank 1's model differs from rank 0's (the same 131 weights, another graph)"
+
 # resume a 2-rank checkpoint on 1 rank, and a 1-rank one on 2 ranks
 "$tool" train "$t/m.flux" --data "csv:$t/eq.csv" --batch 64 --lr 0.01 --threads 1 --seed 5 --epochs 3 \
   --resume "$t/two.ckpt" --save "$t/two-one.ckpt" > "$t/out" 2>&1 &&
@@ -97,6 +123,22 @@ for sig in KILL STOP; do
   kill -9 $pids 2> /dev/null
   echo "mpi: SIG$sig to rank $victim: the run stopped with exit $rc after ${secs} s"
 done
+
+# SIGTERM to one rank: every rank stops after the same step and says SIGTERM (rank 0,
+# which got no signal, reported SIGINT), and the job exits with an error status
+rm -f "$t/long.ckpt"
+run 2 --epochs 100000 --save "$t/long.ckpt" > "$t/out" 2>&1 &
+job=$!
+for i in $(seq 100); do
+  pids=$(pgrep -f "$t/m.flux" | while read -r p; do [ "$(cat /proc/"$p"/comm 2> /dev/null)" = cflux ] && echo "$p"; done)
+  [ "$(echo "$pids" | wc -w)" -eq 2 ] && [ -s "$t/long.ckpt" ] && break
+  sleep 0.1
+done
+kill -TERM "$(echo "$pids" | tail -n 1)"
+wait "$job"
+rc=$?
+[ $rc -ne 0 ] && [ "$(grep -o 'interrupted (SIGTERM)' "$t/out" | wc -l)" -eq 2 ] && ! grep -q 'interrupted (SIGINT)' "$t/out" && ok ||
+  bad "SIGTERM to one rank: exit $rc: $(grep interrupted "$t/out")"
 
 echo "mpi: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -14,6 +14,7 @@
 
 int fail(void)
 {
+    if (cf_dist_rank() > 0 && cf_dist_error_shared()) return 1;   /* every rank has it: rank 0 says it */
     fprintf(stderr, "%s\n", cf_last_error());
     return 1;
 }

@@ -88,7 +88,7 @@ static void on_signal(int sig)
         _exit(128 + sig);
     }
     stop_signal = sig;
-    if (stop_target) cf_trainer_stop(stop_target);
+    if (stop_target) cf_trainer_stop_with(stop_target, sig);
 }
 
 static void catch_signals(void)
@@ -470,7 +470,7 @@ static int train_run(const args *a, int ranks)
     }
     double start = now();
     stop_target = r.trainer;
-    if (stop_signal) cf_trainer_stop(r.trainer);   /* a signal while the data loaded */
+    if (stop_signal) cf_trainer_stop_with(r.trainer, stop_signal);   /* a signal while the data loaded */
     int fit = cf_fit(r.trainer, train, test);
     stop_target = NULL;
     end_progress(&r);
@@ -483,7 +483,8 @@ static int train_run(const args *a, int ranks)
     const cf_epoch_stats *h;
     int nh = cf_trainer_history(r.trainer, &h);
     if (fit == CF_STOPPED) {
-        int sig = stop_signal ? stop_signal : SIGINT;
+        int sig = cf_trainer_stop_reason(r.trainer);   /* data-parallel: the signal any rank was given */
+        if (sig != SIGINT && sig != SIGTERM) sig = stop_signal ? stop_signal : SIGINT;
         int epoch = cf_trainer_epoch(r.trainer);
         size_t part = cf_trainer_epoch_samples(r.trainer);
         fprintf(stderr, "cflux train: interrupted (%s) ", sig == SIGTERM ? "SIGTERM" : "SIGINT");

@@ -28,6 +28,7 @@
 
 static MPI_Comm comm = MPI_COMM_NULL;
 static int rank, size = 1, we_init;
+static int shared_error;   /* the last error was met by every rank together */
 
 typedef struct bucket {
     int first, last;          /* parameters [first, last] */
@@ -101,6 +102,7 @@ int cf_dist_init_comm(MPI_Comm c)
     if (MPI_Comm_dup(c, &comm) != MPI_SUCCESS) return cf_seterr("error: cf_dist_init_comm: MPI_Comm_dup failed");
     MPI_Comm_rank(comm, &rank);
     MPI_Comm_size(comm, &size);
+    shared_error = 0;
     return 0;
 }
 
@@ -134,8 +136,11 @@ int cf_dist_size(void) { return comm == MPI_COMM_NULL ? 1 : size; }
 
 void cf_dist_abort(void)
 {
-    if (comm != MPI_COMM_NULL && size > 1) MPI_Abort(comm, 1);
+    if (comm != MPI_COMM_NULL && size > 1 && !shared_error) MPI_Abort(comm, 1);
 }
+
+void cf_dist_error_is_shared(void) { shared_error = 1; }
+int cf_dist_error_shared(void) { return shared_error; }
 
 void cf_dist_shard(size_t b, size_t *lo, size_t *hi)
 {
@@ -247,6 +252,20 @@ int cf_dist_sum(cf_dist *d, double *v, int n)
     return wait_all(d, &req, 1, "summing the losses");
 }
 
+int cf_dist_allgather(cf_dist *d, const void *mine, void *all, size_t n)
+{
+    MPI_Request req;
+    MPI_Iallgather(mine, (int)n, MPI_BYTE, all, (int)n, MPI_BYTE, comm, &req);
+    return wait_all(d, &req, 1, "comparing the ranks' models, data and settings");
+}
+
+int cf_dist_max(cf_dist *d, int *v)
+{
+    MPI_Request req;
+    MPI_Iallreduce(MPI_IN_PLACE, v, 1, MPI_INT, MPI_MAX, comm, &req);
+    return wait_all(d, &req, 1, "agreeing to stop");
+}
+
 static uint64_t fnv(const void *p, size_t n, uint64_t h)
 {
     const unsigned char *s = p;
@@ -285,6 +304,8 @@ void cf_dist_finalize(void) {}
 int cf_dist_rank(void) { return 0; }
 int cf_dist_size(void) { return 1; }
 void cf_dist_abort(void) {}
+void cf_dist_error_is_shared(void) {}
+int cf_dist_error_shared(void) { return 0; }
 void cf_dist_shard(size_t b, size_t *lo, size_t *hi)
 {
     *lo = 0;
@@ -306,6 +327,17 @@ int cf_dist_end_step(cf_dist *d) { return d ? 0 : -1; }
 int cf_dist_sum(cf_dist *d, double *v, int n)
 {
     (void)d, (void)v, (void)n;
+    return 0;
+}
+int cf_dist_allgather(cf_dist *d, const void *mine, void *all, size_t n)
+{
+    (void)d;
+    memcpy(all, mine, n);
+    return 0;
+}
+int cf_dist_max(cf_dist *d, int *v)
+{
+    (void)d, (void)v;
     return 0;
 }
 int cf_dist_epoch_end(cf_dist *d, int epoch)

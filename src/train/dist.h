@@ -37,6 +37,17 @@ int cf_dist_end_step(cf_dist *d);
 /* Sum n numbers over the ranks, in place. 0 or -1. */
 int cf_dist_sum(cf_dist *d, double *v, int n);
 
+/* Every rank's n bytes (the same n on every rank): rank r's at all + r * n. 0 or -1. */
+int cf_dist_allgather(cf_dist *d, const void *mine, void *all, size_t n);
+
+/* The largest of every rank's *v, in *v. 0 or -1. */
+int cf_dist_max(cf_dist *d, int *v);
+
+/* The error just set was found by every rank at the same point, from what they
+ * exchanged (the ranks disagree at the start): each stops on its own, so
+ * cf_dist_abort leaves the others be, and cf_dist_error_shared says so. */
+void cf_dist_error_is_shared(void);
+
 /* The running statistics (states) averaged over the ranks, and the parameters
  * checked to be the same on every rank (a checksum; an error when not). 0 or -1. */
 int cf_dist_epoch_end(cf_dist *d, int epoch);

@@ -29,6 +29,7 @@
 #include "core/mem.h"
 #include "core/rng.h"
 #include "train/dist.h"
+#include "train/fingerprint.h"
 #include "train/trainer.h"
 
 #define CF_DIVERGED 1e4
@@ -313,9 +314,43 @@ int cf_trainer_history(const cf_trainer *t, const cf_epoch_stats **h)
 int cf_trainer_epoch(const cf_trainer *t) { return t ? t->epoch : 0; }
 size_t cf_trainer_epoch_samples(const cf_trainer *t) { return t ? t->epoch_samples : 0; }
 cf_loss cf_trainer_loss(const cf_trainer *t) { return t ? t->o.loss : 0; }
-void cf_trainer_stop(cf_trainer *t)
+void cf_trainer_stop(cf_trainer *t) { cf_trainer_stop_with(t, 1); }
+
+void cf_trainer_stop_with(cf_trainer *t, int reason)
 {
-    if (t) atomic_store(&t->stop, 1);
+    if (t) atomic_store(&t->stop, reason > 0 ? reason : 1);
+}
+
+int cf_trainer_stop_reason(const cf_trainer *t) { return t ? atomic_load(&t->stop) : 0; }
+
+/* Data-parallel: whether to stop is every rank's decision, the largest reason of any
+ * rank (in *reason, and each rank's own from then on), so that all stop at the same
+ * place and give one reason. A signal that lands during the exchange counts at the
+ * next: the decision is *reason, never the flag read again. 0 or -1. */
+static int agree_stop(cf_trainer *t, int *reason)
+{
+    *reason = atomic_load(&t->stop);
+    if (cf_dist_max(t->dist, reason)) return -1;
+    if (*reason) atomic_store(&t->stop, *reason);
+    return 0;
+}
+
+/* Data-parallel: the ranks compare their fingerprints (fingerprint.h) before the
+ * first step; a difference is an error on every rank, the same words on each. 0 or -1. */
+static int agree_start(cf_trainer *t, const cf_dataset *train, const cf_dataset *test)
+{
+    int n = cf_dist_size();
+    cf_fingerprint mine, *all = malloc((size_t)n * sizeof *all);
+    if (!all) return cf_oom((size_t)n * sizeof *all);
+    cf_fingerprint_make(t, train, test, &mine);
+    char msg[512];
+    int rc = cf_dist_allgather(t->dist, &mine, all, sizeof mine);
+    if (!rc && cf_fingerprint_compare(all, n, msg, sizeof msg)) {
+        rc = cf_seterr("error: the ranks disagree: %s", msg);
+        cf_dist_error_is_shared();
+    }
+    free(all);
+    return rc;
 }
 
 /* Rows at[0 .. b) of d into e's input and target: sample at[i], or, for windows, the
@@ -516,7 +551,7 @@ static int train_epoch(cf_trainer *t, const cf_dataset *train, size_t n, int seq
                 (e && cf_backward(e)) || cf_dist_end_step(t->dist))
                 return -1;
             double v[3] = {e ? (double)cf_exec_loss(e) * (double)(hi - lo) : 0, e && t->classes ? (double)correct(t, e) : 0,
-                           atomic_load(&t->stop)};
+                           atomic_load(&t->stop) > 0};
             if (e) cf_exec_on_grad_ready(e, NULL, NULL);
             if (cf_dist_sum(t->dist, v, 3)) return -1;
             step_loss = v[0] / (double)b;
@@ -540,6 +575,8 @@ static int train_epoch(cf_trainer *t, const cf_dataset *train, size_t n, int seq
                           secs > 0 ? (double)(done - timed) / secs : 0, t->o.user);
         }
         if (at + b < n && (t->dist ? stop_now : atomic_load(&t->stop))) {   /* distributed: the ranks' sum */
+            int reason;
+            if (t->dist && agree_stop(t, &reason)) return -1;   /* and their reason */
             *stopped = 1;
             break;
         }
@@ -583,6 +620,7 @@ int cf_fit(cf_trainer *t, const cf_dataset *train_all, const cf_dataset *test)
         (test && check_data(t, test, CHECK_VALUES)))
         goto out;
     if (t->o.normalize && !t->m->norm_count && cf_norm_fit(t->m, train)) goto out;
+    if (t->dist && agree_start(t, train_all, test)) goto out;   /* before the first exchange that could mismatch */
     if (bind_shards(t, &t->train, (int)B, n, CF_TRAIN)) goto out;
     if (t->dist && cf_dist_broadcast(t->dist)) goto out;   /* every rank from rank 0's weights */
     give_carries(t, t->train.full);
@@ -641,7 +679,12 @@ int cf_fit(cf_trainer *t, const cf_dataset *train_all, const cf_dataset *test)
         }
         if (t->o.on_epoch && t->o.on_epoch(&st, t->o.user)) break;
         if (stop) break;
-        if (atomic_load(&t->stop) && epoch < t->o.epochs) {
+        int reason = atomic_load(&t->stop);
+        if (t->dist && epoch < t->o.epochs && agree_stop(t, &reason)) {   /* a signal since the last step's sum */
+            rc = -1;
+            break;
+        }
+        if (reason && epoch < t->o.epochs) {
             rc = CF_STOPPED;
             break;
         }

@@ -3,13 +3,13 @@
 #   make demo      build, then train models/mlp.flux on Fashion-MNIST and print its
 #                  test accuracy (the main job)
 #   make test      build and run every test: a release build (OpenBLAS, and Open MPI
-#                  when it is installed: the data-parallel tests), then a build with
+#                  for the data-parallel tests), then a build with
 #                  AddressSanitizer and UndefinedBehaviorSanitizer that uses the
 #                  built-in matrix product and no MPI, then a short run of every
 #                  fuzzer (the notation's compiler for 30 s, the others 10 s each).
 #                  It installs what the tests need first (Fashion-MNIST, clang's
-#                  libFuzzer, a Python environment with safetensors): nothing is
-#                  skipped.
+#                  libFuzzer, a Python environment with safetensors, Open MPI):
+#                  nothing is skipped.
 #   make interop-deps   PyTorch, onnx and onnxruntime from PyPI in build-venv-interop
 #                  (about 3 minutes and 5.5 GB), for the interoperability tests, which
 #                  make test otherwise reports as skipped; .ci/run makes it first.
@@ -59,7 +59,7 @@ test-deps:
 interop-deps: test-deps
 	@sh tools/pyenv.sh build-venv-interop interop
 
-test-release: build test-deps
+test-release: test-deps build
 	@cd build && ctest --output-on-failure -j $(JOBS)
 
 test-asan: test-deps

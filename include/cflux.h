@@ -193,12 +193,22 @@ CF_API size_t cf_memory_in_use(void);
 /* ---- Files ------------------------------------------------------------------------
  *
  * Every file cflux writes (checkpoints, parameters, the tool's logs and plots) goes
- * through one crash-safe writer: a temporary file beside the target, created so that
- * a file or a symbolic link planted there is never followed, is written, flushed,
- * fsync'd and renamed over the target. A crash leaves the old file or the new one,
- * never a mix, and a failure leaves no temporary file behind. Between create and
- * commit (or abort) the calling thread holds back SIGINT, SIGTERM, SIGHUP and
- * SIGQUIT, so that a signal cannot leave a temporary file: it arrives right after. */
+ * through one writer, which looks first at what the path names:
+ *   - a regular file, or nothing yet: written crash-safely. A temporary file beside
+ *     the target, created so that a file or a symbolic link planted there is never
+ *     followed, is written, flushed, fsync'd and renamed over the target. A crash
+ *     leaves the old file or the new one, never a mix, and a failure leaves no
+ *     temporary file behind. The new file keeps the old one's mode. A file the user
+ *     may not write is refused, and so is one with no write permission at all (0444)
+ *     even for root. A symbolic link to a regular file is written at that file.
+ *   - /dev/stdout, /dev/stderr, /dev/fd/N: written through the process's descriptor.
+ *   - a character device (/dev/null, a terminal) or a FIFO: written through, in
+ *     place; nothing is renamed over it.
+ *   - a directory, a block device, a socket, a link to nothing: refused.
+ * Between create and commit (or abort) the calling thread holds back SIGINT, SIGTERM,
+ * SIGHUP and SIGQUIT, so that a signal cannot leave a temporary file: it arrives
+ * right after. Temporary files that a killed process left beside the target are
+ * removed when it is next written. */
 
 typedef struct cf_file cf_file;
 
@@ -206,9 +216,21 @@ CF_API cf_file *cf_file_create(const char *path);  /* NULL and the error (which 
 CF_API FILE    *cf_file_stream(cf_file *f);        /* write here */
 CF_API int      cf_file_commit(cf_file *f);        /* replace path with what was written; frees f; 0 or -1 */
 CF_API void     cf_file_abort(cf_file *f);         /* keep the old file; frees f */
-/* Whether path could be written now (a temporary is made beside it and removed):
- * 0, or -1 with the reason ("the directory /x does not exist", "it is a directory"). */
+/* Whether path could be written now (for a regular file, a temporary is made beside
+ * it and removed): 0, or -1 with the reason ("the directory /x does not exist", "it
+ * is a directory", "it is read-only (mode 0444)"). */
 CF_API int      cf_file_check(const char *path);
+
+/* One writer per file: hold path against every other process that takes the same
+ * lock (two training runs saving to one checkpoint). The lock is a file "PATH.lock"
+ * beside the target, removed on release; one left by a killed process holds nothing
+ * and is taken over. A device, a FIFO or a stream needs no lock (a lock is returned
+ * all the same). NULL and the error when another process holds it ("another cflux
+ * (process 1234) is writing it"). */
+typedef struct cf_file_lock cf_file_lock;
+
+CF_API cf_file_lock *cf_file_lock_take(const char *path);
+CF_API void          cf_file_lock_release(cf_file_lock *l);   /* NULL is fine */
 
 /* ---- Models ------------------------------------------------------------------------ */
 

@@ -197,7 +197,12 @@ TEST(stdout_is_written_through_its_descriptor)
         int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
         if (fd < 0 || dup2(fd, 1) != 1) _exit(2);
         printf("before\n");
-        int rc = write_text("/dev/stdout", "middle\n") | write_text("/proc/self/fd/1", "again\n");
+        /* /dev/stdout is a link to /proc/self/fd/1: one made here stands for it, so that
+         * a wrong writer replaces this link, not the system's */
+        char link[300];
+        snprintf(link, sizeof link, "%s/stdout", dir);
+        if (symlink("/proc/self/fd/1", link) != 0) _exit(3);
+        int rc = write_text(link, "middle\n") | write_text("/proc/self/fd/1", "again\n");
         printf("after\n");
         fflush(stdout);
         _exit(rc ? 1 : 0);
@@ -210,6 +215,7 @@ TEST(stdout_is_written_through_its_descriptor)
     CHECK(text && !strcmp(text, "before\nmiddle\nagain\nafter\n"));
     if (text && strcmp(text, "before\nmiddle\nagain\nafter\n")) fprintf(stderr, "got: %s\n", text);
     CHECK(stat(out, &after) == 0 && after.st_ino == before.st_ino && count_tmp() == 0);
+    CHECK(lstat(tmp("stdout"), &after) == 0 && S_ISLNK(after.st_mode));
 }
 
 /* A replaced file keeps its mode; one with no write permission is refused, even for
@@ -276,8 +282,8 @@ TEST(locks_keep_a_second_writer_out)
     again = cf_file_lock_take(p);
     CHECK(again != NULL);
     cf_file_lock_release(again);
-    /* a device needs none */
-    cf_file_lock *dev = cf_file_lock_take("/dev/null"), *dev2 = cf_file_lock_take("/dev/null");
+    /* a stream needs none */
+    cf_file_lock *dev = cf_file_lock_take("/proc/self/fd/2"), *dev2 = cf_file_lock_take("/proc/self/fd/2");
     CHECK(dev && dev2);
     cf_file_lock_release(dev);
     cf_file_lock_release(dev2);

@@ -30,6 +30,7 @@ set(CFLUX_PYTHON "${PROJECT_SOURCE_DIR}/build-venv/bin/python3" CACHE FILEPATH "
 set_tests_properties(test_checkpoint_py PROPERTIES ENVIRONMENT "CFLUX_PYTHON=${CFLUX_PYTHON}")
 add_test(NAME train_trust COMMAND sh ${PROJECT_SOURCE_DIR}/tests/check_train_trust.sh $<TARGET_FILE:cflux>)
 add_test(NAME signals COMMAND sh ${PROJECT_SOURCE_DIR}/tests/check_signals.sh $<TARGET_FILE:cflux>)
+add_test(NAME outputs COMMAND sh ${PROJECT_SOURCE_DIR}/tests/check_outputs.sh $<TARGET_FILE:cflux>)
 
 # Static thread-local storage is in every thread's stack: keep it under 64 KiB.
 find_program(CFLUX_READELF NAMES readelf ${CMAKE_READELF})

@@ -11,6 +11,7 @@
 
 #include "cflux.h"
 #include "commands.h"
+#include "files.h"
 
 int fail(void)
 {
@@ -176,5 +177,6 @@ int main(int argc, char **argv)
     int rc = args_parse(c, argc - 2, argv + 2, &a);
     if (rc) return rc == 1 ? 0 : rc;
     if (!strcmp(c->name, "train") && (rc = model_defaults(c, argc - 2, argv + 2, &a))) return rc;
+    if (files_check(c, &a)) return 1;
     return c->run(&a);
 }

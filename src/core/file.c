@@ -8,8 +8,8 @@
  *    flushed, fsync'd and renamed over the target, and the directory fsync'd: a crash
  *    leaves the old file or the new one, never a mix. The new file keeps the old one's
  *    mode (and owner, where the process may set it). A file the user may not write is
- *    refused, and so, for root, is one without any write permission (0444): root can
- *    write anything, but such a file was marked to be kept. A symbolic link to a
+ *    refused, and so is one without any write permission (0444), even for root: root
+ *    can write anything, but such a file was marked to be kept. A symbolic link to a
  *    regular file is written at the file it points to, and stays a link.
  *  - the process's own streams (/dev/stdout, /dev/stderr, /dev/fd/N, /proc/self/fd/N):
  *    written through the open descriptor, in order with what else goes there.
@@ -173,9 +173,15 @@ static int classify(const char *path, target *t)
         return 0;
     }
     if (!S_ISREG(st.st_mode)) return cf_seterr("error: %s: cannot write: it is not a regular file", path);
-    if (faccessat(AT_FDCWD, path, W_OK, AT_EACCESS) != 0 || (geteuid() == 0 && !(st.st_mode & 0222)))
+    unsigned mode = (unsigned)(st.st_mode & 07777);
+    if (!(st.st_mode & 0222))
         return cf_seterr("error: %s: cannot write: it is read-only (mode %04o); make it writable or remove it "
-                         "first to replace it", path, (unsigned)(st.st_mode & 07777));
+                         "first to replace it", path, mode);
+    if (faccessat(AT_FDCWD, path, W_OK, AT_EACCESS) != 0) {
+        if (errno != EACCES) return explain(path, errno);
+        return cf_seterr("error: %s: cannot write: this user (uid %ld) may not write it (mode %04o, owner uid %ld)",
+                         path, (long)geteuid(), mode, (long)st.st_uid);
+    }
     t->how = NEW;
     t->st = st;
     t->has_old = 1;
@@ -376,9 +382,8 @@ cf_file_lock *cf_file_lock_take(const char *path)
     free(t.real);
     for (int tries = 0; tries < 100; tries++) {
         int fd = open(l->lockpath, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0666);
-        if (fd < 0) {
-            int e = errno;
-            cf_seterr("error: %s: cannot take the lock %s: %s", path, l->lockpath, strerror(e));
+        if (fd < 0) {   /* the target's folder is missing or not writable: say so as writing would */
+            explain(path, errno);
             break;
         }
         if (flock(fd, LOCK_EX | LOCK_NB) != 0) {

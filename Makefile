@@ -8,11 +8,12 @@
 #                  built-in matrix product and no MPI, then a short run of every
 #                  fuzzer (the notation's compiler for 30 s, the others 10 s each).
 #                  It installs what the tests need first (Fashion-MNIST, clang's
-#                  libFuzzer, a Python environment with safetensors, Open MPI):
-#                  nothing is skipped.
-#   make interop-deps   PyTorch, onnx and onnxruntime from PyPI in build-venv-interop
-#                  (about 3 minutes and 5.5 GB), for the interoperability tests, which
-#                  make test otherwise reports as skipped; .ci/run makes it first.
+#                  libFuzzer, a Python environment with safetensors, Open MPI, and
+#                  the interoperability tests' PyTorch, onnx and onnxruntime from
+#                  PyPI in build-venv-interop: about 3 minutes and 5.5 GB the first
+#                  time): nothing is skipped; a test whose tool is missing fails
+#                  saying what is missing.
+#   make interop-deps   only build-venv-interop (PyTorch, onnx, onnxruntime).
 #   make fuzz FUZZ_SECONDS=600   a longer fuzzing run (each fuzzer that long)
 #   make bench     build, then cflux side by side with PyTorch 2 and MXNet 1.9.1 on the
 #                  MLP of models/mlp.flux (training and inference samples/s, batch-1
@@ -49,7 +50,7 @@ demo: build
 	@sh tools/bootstrap.sh demo
 	@./build/cflux train models/mlp.flux
 
-test: test-deps test-release test-asan test-fuzz
+test: test-deps interop-deps test-release test-asan test-fuzz
 
 # everything the tests use: the data set, clang's libFuzzer, Python with safetensors
 test-deps:

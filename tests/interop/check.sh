@@ -3,14 +3,16 @@
 # onnxruntime themselves: every model of tests/interop from PyTorch into cflux and
 # back (torch_check.py), then out to ONNX, checked and run by onnxruntime at two
 # batch sizes (onnx_check.py). Needs a Python with torch, onnx, onnxruntime,
-# safetensors and numpy (`make interop-deps` makes build-venv-interop; .ci/run does);
-# without one it says so and exits 77, which ctest reports as skipped.
+# safetensors and numpy (`make test` makes build-venv-interop first, through `make
+# interop-deps`); without one it fails, saying so.
 set -u
 build=$1 src=$2 py=$3
 if ! [ -x "$py" ] || ! "$py" -c 'import torch, onnx, onnxruntime, safetensors, numpy' 2> /dev/null; then
-  echo "interop: SKIPPED: $py cannot import torch, onnx, onnxruntime, safetensors and numpy;"
-  echo "  'make interop-deps' installs them from PyPI into build-venv-interop (about 3 minutes and 5.5 GB)"
-  exit 77
+  echo "interop: FAILED: $py cannot import torch, onnx, onnxruntime, safetensors and numpy;"
+  echo "  'make interop-deps' (which make test runs first) installs them from PyPI into build-venv-interop"
+  echo "  (about 3 minutes and 5.5 GB)"
+  echo "interop: 0 passed, 1 failed"
+  exit 1
 fi
 work=$(mktemp -d /tmp/cflux-interop-XXXXXX)
 trap 'rm -rf "$work"' EXIT

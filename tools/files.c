@@ -4,6 +4,7 @@
  * another), and every output is locked against a second cflux writing it at once. */
 #define _GNU_SOURCE
 #include <limits.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -86,6 +87,21 @@ static void release_all(void)
     while (nheld > 0) cf_file_lock_release(held[--nheld]);
 }
 
+/* The options that name files, and which way each goes. */
+static const struct {
+    size_t off;        /* the field in struct args */
+    const char *name;
+    int written;
+} file_opts[] = {
+    {offsetof(args, resume), "--resume", 0},        {offsetof(args, params), "--params", 0},
+    {offsetof(args, from_torch), "--from-torch", 0}, {offsetof(args, map), "--map", 0},
+    {offsetof(args, classes), "--classes", 0},      {offsetof(args, save), "--save", 1},
+    {offsetof(args, keep_best), "--keep-best", 1},  {offsetof(args, log), "--log", 1},
+    {offsetof(args, plot), "--plot", 1},            {offsetof(args, report), "--report", 1},
+    {offsetof(args, to_torch), "--to-torch", 1},    {offsetof(args, onnx), "--onnx", 1},
+    {offsetof(args, out), "-o", 1},
+};
+
 int files_check(const command *c, const args *a)
 {
     static roles r;
@@ -94,20 +110,12 @@ int files_check(const command *c, const args *a)
     if (c->npos > 0 && a->npos > 0) add(r.in, &r.nin, a->pos[0], "the model file");
     for (int i = 1; i < a->npos; i++) add(r.in, &r.nin, a->pos[i], "an input");
     add_data(&r, a->data, data, sizeof data);
-    add(r.in, &r.nin, a->resume, "--resume");
-    add(r.in, &r.nin, a->init, given(a, "--init", "--params"));
-    add(r.in, &r.nin, a->params, "--params");
-    add(r.in, &r.nin, a->from_torch, "--from-torch");
-    add(r.in, &r.nin, a->map, "--map");
-    add(r.in, &r.nin, a->classes, "--classes");
-    add(r.out, &r.nout, a->save, "--save");
-    add(r.out, &r.nout, a->keep_best, "--keep-best");
-    add(r.out, &r.nout, a->log, "--log");
-    add(r.out, &r.nout, a->plot, "--plot");
-    add(r.out, &r.nout, a->report, "--report");
-    add(r.out, &r.nout, a->to_torch, "--to-torch");
-    add(r.out, &r.nout, a->onnx, "--onnx");
-    add(r.out, &r.nout, a->out, "-o");
+    add(r.in, &r.nin, a->init, given(a, "--init", "--params"));   /* train's --params is its --init */
+    for (size_t k = 0; k < sizeof file_opts / sizeof *file_opts; k++) {
+        const char *path = *(const char *const *)((const char *)a + file_opts[k].off);
+        if (file_opts[k].written) add(r.out, &r.nout, path, file_opts[k].name);
+        else add(r.in, &r.nin, path, file_opts[k].name);
+    }
     for (int o = 0; o < r.nout; o++) {
         for (int i = 0; i < r.nin; i++) {
             /* a run that goes on from its checkpoint saves over it: that is what resuming is */

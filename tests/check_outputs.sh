@@ -49,6 +49,8 @@ refused --from-torch --save m.st import m.flux --from-torch m.st --save m.st
 refused "the model file" --save m.flux import m.flux --from-torch m.st --save m.flux
 refused --map --save map.txt import m.flux --from-torch m.st --map map.txt --save map.txt
 refused "the model file" -o m.flux graph m.flux -o m.flux
+"$tool" graph m.flux -o - > g.dot 2> err && grep -q '^digraph' g.dot && [ ! -e ./-.lock ] && [ ! -e ./- ] && ok ||
+  bad "graph -o - (the standard output): $(cat err)"
 refused "the model file" --plot m.flux lr-find m.flux --data csv:train.csv --plot m.flux
 refused --data --plot train.csv lr-find m.flux --data csv:train.csv --plot train.csv
 # through another name: a link, a path with ./ and ../

@@ -26,7 +26,7 @@ typedef struct roles {
 
 static void add(role *r, int *n, const char *path, const char *name)
 {
-    if (path && *path && *n < MAX_FILES) r[(*n)++] = (role){path, name};
+    if (path && *path && strcmp(path, "-") && *n < MAX_FILES) r[(*n)++] = (role){path, name};   /* "-": stdout */
 }
 
 /* The name the user gave an option that has two (train's --init and --params). */

@@ -48,6 +48,16 @@ static const char *test_current __attribute__((unused)) = "";
         }                                                                      \
     } while (0)
 
+/* How long a test gives an input that must cost little (a deflate bomb, a file of
+ * 40,000 tensors; before their fixes, seconds to minutes): 2 s, and five times that
+ * under the sanitizers, whose checks slow every access (a loaded machine ran such an
+ * import in 2.08 s with them). */
+#ifdef CFLUX_TEST_SANITIZED
+#define TEST_CHEAP_SECONDS 10.0
+#else
+#define TEST_CHEAP_SECONDS 2.0
+#endif
+
 #define RUN(name)                                                              \
     do {                                                                       \
         int before_ = test_failed_checks;                                      \

@@ -8,6 +8,9 @@ foreach(src ${CFLUX_TESTS_SRC})
                              ${PNG_INCLUDE_DIRS})
   target_link_libraries(${name} PRIVATE cflux_static)
   add_test(NAME ${name} COMMAND ${name} WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+  if(CFLUX_SANITIZE)   # test.h's TEST_CHEAP_SECONDS: the sanitizers slow every access
+    target_compile_definitions(${name} PRIVATE CFLUX_TEST_SANITIZED)
+  endif()
 endforeach()
 # the AVX-512 tile's source, built for AVX2 so that every x86-64 machine with AVX2 tests it
 if(CFLUX_BLAS)
@@ -29,6 +32,9 @@ add_test(NAME train_tool COMMAND sh ${PROJECT_SOURCE_DIR}/tests/check_train_tool
 set(CFLUX_PYTHON "${PROJECT_SOURCE_DIR}/build-venv/bin/python3" CACHE FILEPATH "Python with safetensors, for tests")
 set_tests_properties(test_checkpoint_py PROPERTIES ENVIRONMENT "CFLUX_PYTHON=${CFLUX_PYTHON}")
 add_test(NAME train_trust COMMAND sh ${PROJECT_SOURCE_DIR}/tests/check_train_trust.sh $<TARGET_FILE:cflux>)
+if(CFLUX_SANITIZE)   # AddressSanitizer reserves terabytes of address space: no ulimit -v case there
+  set_tests_properties(train_trust PROPERTIES ENVIRONMENT "CFLUX_SANITIZED=1")
+endif()
 add_test(NAME signals COMMAND sh ${PROJECT_SOURCE_DIR}/tests/check_signals.sh $<TARGET_FILE:cflux>)
 add_test(NAME outputs COMMAND sh ${PROJECT_SOURCE_DIR}/tests/check_outputs.sh $<TARGET_FILE:cflux>)
 

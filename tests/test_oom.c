@@ -334,6 +334,31 @@ TEST(summary) { every_failure("summary", summary_tree); }
 TEST(graph) { every_failure("graph", graph_in_c); }
 TEST(params) { every_failure("params", params_files); }
 TEST(interop) { every_failure("interop", interop_files); }
+/* Every allocation that fails while PyTorch weights are imported gives a message that
+ * names the file (the grouping of tensors into modules once said only "out of memory"). */
+TEST(import_names_its_file)
+{
+#ifndef OOM_OFF
+    const char *src = "model = unroll(Chain(Input(), Embedding(5, 3), LSTM(4), Affine(5), softmax), 3)\n";
+    cf_model *b = cf_model_parse(src, "m.flux");
+    CHECK(b && cf_model_init_params(b) == 0);   /* the model's own memory is not the file's */
+    int unnamed = 0, runs = 0;
+    for (long k = 0; b && k < 100000; k++, runs++) {
+        cf_clearerr();
+        failed = 0;
+        countdown = k;
+        int rc = cf_model_import_torch(b, tmp("t.safetensors"), NULL, NULL);
+        countdown = -1;
+        if (!failed) break;
+        if (rc != 0 && !strstr(cf_last_error(), "t.safetensors") && unnamed++ < 3)
+            fprintf(stderr, "  import: allocation %ld failed: %s\n", k, cf_last_error());
+    }
+    printf("note: import: %d runs, each with one allocation failing\n", runs);
+    CHECK(runs > 3 && unnamed == 0);
+    cf_model_free(b);
+#endif
+}
+
 TEST(png) { every_failure("png", png_images); }
 TEST(csv) { every_failure("csv", csv_files); }
 TEST(idx) { every_failure("idx", idx_files); }
@@ -355,6 +380,7 @@ int main(void)
     RUN(graph);
     RUN(params);
     RUN(interop);
+    RUN(import_names_its_file);
     RUN(png);
     RUN(csv);
     RUN(idx);

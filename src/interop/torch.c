@@ -715,15 +715,28 @@ done:
     return rc;
 }
 
+/* A failure while reading or matching path says so: a message that names neither it
+ * nor the map (running out of memory deep inside) gets its name in front. -1. */
+static int naming(const char *path, const char *map_path)
+{
+    const char *msg = cf_last_error();
+    if (strstr(msg, path) || (map_path && strstr(msg, map_path))) return -1;
+    char *copy = strdup(strncmp(msg, "error: ", 7) ? msg : msg + 7);
+    if (!copy) return cf_seterr("error: %s: out of memory", path);
+    cf_seterr("error: %s: %s", path, copy);
+    free(copy);
+    return -1;
+}
+
 int cf_model_import_torch(cf_model *m, const char *path, const char *map_path, FILE *notes)
 {
     if (!m || !path) return cf_seterr("error: cf_model_import_torch: no model or no path");
-    if (cf_model_init_params(m)) return -1;
+    if (cf_model_init_params(m)) return -1;   /* the model's own memory: its message names the parameter */
     cf_st_file *f = cf_st_read_ex(path, CF_ST_OTHER_DTYPES);
-    if (!f) return -1;
+    if (!f) return naming(path, NULL);
     int rc = cf_torch_import(m, f, path, map_path, notes);
     cf_st_free(f);
-    return rc;
+    return rc ? naming(path, map_path) : 0;
 }
 
 /* ---- export ---- */

@@ -216,6 +216,9 @@ CF_API cf_file *cf_file_create(const char *path);  /* NULL and the error (which 
 CF_API FILE    *cf_file_stream(cf_file *f);        /* write here */
 CF_API int      cf_file_commit(cf_file *f);        /* replace path with what was written; frees f; 0 or -1 */
 CF_API void     cf_file_abort(cf_file *f);         /* keep the old file; frees f */
+/* 1 when f writes through to a device, a FIFO or a stream of the process (each commit
+ * adds to what it was sent before), 0 when it replaces a file. */
+CF_API int      cf_file_through(const cf_file *f);
 /* Whether path could be written now (for a regular file, a temporary is made beside
  * it and removed): 0, or -1 with the reason ("the directory /x does not exist", "it
  * is a directory", "it is read-only (mode 0444)"). */

@@ -136,15 +136,26 @@ static void on_batch(int epoch, long step, long steps, double loss, double acc, 
     r->drawn = 1;
 }
 
-/* The whole history as CSV, written crash-safe: a resumed run's log holds every epoch. */
+/* The whole history as CSV, written crash-safe: a resumed run's log holds every epoch.
+ * A stream (--log /dev/stdout, a FIFO, a terminal) is opened once and kept: the header
+ * goes once, then each epoch as it ends (a FIFO closed after epoch 1 would end its
+ * reader there, and the next epoch's open would wait for another). */
 static int write_log(const char *path, const cf_epoch_stats *h, int n)
 {
-    cf_file *f = cf_file_create(path);
+    static cf_file *stream;   /* the kept stream, until the process exits */
+    static int sent;          /* the epochs it has had */
+    cf_file *f = stream ? stream : cf_file_create(path);
     if (!f) return -1;
     FILE *fp = cf_file_stream(f);
-    fprintf(fp, "epoch,train_loss,train_accuracy,val_loss,val_accuracy,test_loss,test_accuracy,lr,seconds,"
-                "samples_per_sec\n");
-    for (int i = 0; i < n; i++) {
+    int from = stream ? sent : 0;
+    if (!stream)
+        fprintf(fp, "epoch,train_loss,train_accuracy,val_loss,val_accuracy,test_loss,test_accuracy,lr,seconds,"
+                    "samples_per_sec\n");
+    if (cf_file_through(f)) {
+        stream = f;
+        sent = n;
+    }
+    for (int i = from; i < n; i++) {
         double v[9] = {h[i].train_loss, h[i].train_accuracy, h[i].val_loss, h[i].val_accuracy, h[i].test_loss,
                        h[i].test_accuracy, h[i].lr, h[i].seconds, h[i].samples_per_sec};
         fprintf(fp, "%d", h[i].epoch);
@@ -153,6 +164,8 @@ static int write_log(const char *path, const cf_epoch_stats *h, int n)
             else fprintf(fp, k == 7 ? ",%.3f" : k == 8 ? ",%.0f" : ",%.6g", v[k]);
         fprintf(fp, "\n");
     }
+    if (stream && fflush(fp) == 0 && !ferror(fp)) return 0;
+    stream = NULL;   /* a failed stream: its commit says why, and training stops */
     return cf_file_commit(f);
 }
 

@@ -296,6 +296,8 @@ cf_file *cf_file_create(const char *path)
 
 FILE *cf_file_stream(cf_file *f) { return f ? f->fp : NULL; }
 
+int cf_file_through(const cf_file *f) { return f && !f->tmp; }
+
 void cf_file_abort(cf_file *f)
 {
     if (!f) return;

@@ -313,22 +313,40 @@ static const char *const meta_keys[] = {
     "initial_loss", "graph_hash", "history", "model_file", "model_source"};
 #define NKEYS ((int)(sizeof meta_keys / sizeof *meta_keys))
 
-static int rewrite(const char *from, const char *to, const char *key, const char *value)
+/* Rewrite a checkpoint with metadata `key` set to value (NULL: removed) and element k
+ * of tensor `name` set to v (key or name NULL: nothing of that kind changes); -1 when
+ * the tensor named has no element k. */
+static int rewrite_ex(const char *from, const char *to, const char *key, const char *value, const char *name,
+                      size_t k, float v)
 {
     cf_st_file *f = cf_st_read(from);
     if (!f) return -1;
-    int n = cf_st_count(f), nm = 0;
+    int n = cf_st_count(f), nm = 0, rc = -1;
     cf_st_tensor *t = malloc((size_t)n * sizeof *t);
-    for (int i = 0; i < n; i++) t[i] = *cf_st_get(f, i);
-    const char *k[NKEYS], *v[NKEYS];
-    for (int i = 0; i < NKEYS; i++) {
-        const char *x = strcmp(meta_keys[i], key) ? cf_st_meta(f, meta_keys[i]) : value;
-        if (x) k[nm] = meta_keys[i], v[nm++] = x;
+    float *data = NULL;
+    for (int i = 0; i < n; i++) {
+        t[i] = *cf_st_get(f, i);
+        if (!name || strcmp(t[i].name, name) || k >= t[i].count) continue;
+        data = malloc(t[i].count * sizeof *data);
+        memcpy(data, t[i].data, t[i].count * sizeof *data);
+        data[k] = v;
+        t[i].data = data;
     }
-    int rc = cf_st_write(to, n, t, nm, k, v);
+    const char *keys[NKEYS], *vals[NKEYS];
+    for (int i = 0; i < NKEYS; i++) {
+        const char *x = key && !strcmp(meta_keys[i], key) ? value : cf_st_meta(f, meta_keys[i]);
+        if (x) keys[nm] = meta_keys[i], vals[nm++] = x;
+    }
+    if (!name || data) rc = cf_st_write(to, n, t, nm, keys, vals);
+    free(data);
     free(t);
     cf_st_free(f);
     return rc;
+}
+
+static int rewrite(const char *from, const char *to, const char *key, const char *value)
+{
+    return rewrite_ex(from, to, key, value, NULL, 0, 0);
 }
 
 /* Metadata that overflows, is negative, is not a number, or disagrees with itself is
@@ -384,27 +402,7 @@ TEST(hostile_metadata_is_refused)
 /* Rewrite a checkpoint with element k of tensor `name` set to v (its metadata kept). */
 static int rewrite_element(const char *from, const char *to, const char *name, size_t k, float v)
 {
-    cf_st_file *f = cf_st_read(from);
-    if (!f) return -1;
-    int n = cf_st_count(f), nm = 0, rc = -1;
-    cf_st_tensor *t = malloc((size_t)n * sizeof *t);
-    float *data = NULL;
-    for (int i = 0; i < n; i++) {
-        t[i] = *cf_st_get(f, i);
-        if (strcmp(t[i].name, name) || k >= t[i].count) continue;
-        data = malloc(t[i].count * sizeof *data);
-        memcpy(data, t[i].data, t[i].count * sizeof *data);
-        data[k] = v;
-        t[i].data = data;
-    }
-    const char *keys[NKEYS], *vals[NKEYS];
-    for (int i = 0; i < NKEYS; i++)
-        if (cf_st_meta(f, meta_keys[i])) keys[nm] = meta_keys[i], vals[nm++] = cf_st_meta(f, meta_keys[i]);
-    if (data) rc = cf_st_write(to, n, t, nm, keys, vals);
-    free(data);
-    free(t);
-    cf_st_free(f);
-    return rc;
+    return rewrite_ex(from, to, NULL, NULL, name, k, v);
 }
 
 /* Adam's second moment below 0 (or not finite) is refused at load, naming the file and

@@ -62,6 +62,9 @@ int cf_model_blame_largest(const cf_model *m)
     return -1;
 }
 
+/* The floats a leaf takes in its block: its count rounded up to PALIGN. */
+static size_t leaf_span(const cf_node *p) { return (cf_shape_count(p->shape) + PALIGN - 1) / PALIGN * PALIGN; }
+
 /* Offsets of a list of leaves, each rounded up to PALIGN floats, into a new array
  * (n + 1 entries); the total in *total. NULL on OOM, with the message. */
 static size_t *carve_offsets(cf_node *const *list, int n, size_t *total)
@@ -71,7 +74,7 @@ static size_t *carve_offsets(cf_node *const *list, int n, size_t *total)
     size_t t = 0;
     for (int i = 0; i < n; i++) {
         off[i] = t;
-        t += (cf_shape_count(list[i]->shape) + PALIGN - 1) / PALIGN * PALIGN;
+        t += leaf_span(list[i]);
     }
     *total = t;
     return off;
@@ -80,7 +83,7 @@ static size_t *carve_offsets(cf_node *const *list, int n, size_t *total)
 size_t cf_leaf_floats(cf_node *const *list, int n)
 {
     size_t t = 0;
-    for (int i = 0; i < n; i++) t += (cf_shape_count(list[i]->shape) + PALIGN - 1) / PALIGN * PALIGN;
+    for (int i = 0; i < n; i++) t += leaf_span(list[i]);
     return t;
 }
 

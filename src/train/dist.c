@@ -18,6 +18,7 @@
 #include "core/error.h"
 #include "core/graph.h"
 #include "train/dist.h"
+#include "train/fingerprint.h"
 
 #ifdef CFLUX_HAVE_MPI
 #include <mpi.h>
@@ -266,13 +267,6 @@ int cf_dist_max(cf_dist *d, int *v)
     return wait_all(d, &req, 1, "agreeing to stop");
 }
 
-static uint64_t fnv(const void *p, size_t n, uint64_t h)
-{
-    const unsigned char *s = p;
-    for (size_t i = 0; i < n; i++) h = (h ^ s[i]) * 0x100000001b3ull;
-    return h;
-}
-
 int cf_dist_epoch_end(cf_dist *d, int epoch)
 {
     cf_model *m = d->m;
@@ -282,8 +276,7 @@ int cf_dist_epoch_end(cf_dist *d, int epoch)
         if (wait_all(d, &req, 1, "averaging the running statistics")) return -1;
         for (size_t i = 0; i < m->nstatefloats; i++) m->sdata[i] /= (float)size;
     }
-    uint64_t h = fnv(m->pdata, m->nweights * sizeof(float), 0xcbf29ce484222325ull);
-    h = fnv(m->sdata, m->nstatefloats * sizeof(float), h);
+    uint64_t h = cf_hash_floats(m->sdata, m->nstatefloats, cf_hash_floats(m->pdata, m->nweights, 0));
     uint64_t lo[2] = {h, ~h};   /* the min of h and of ~h: both equal on every rank when all are the same */
     MPI_Iallreduce(MPI_IN_PLACE, lo, 2, MPI_UINT64_T, MPI_MIN, comm, &req);
     if (wait_all(d, &req, 1, "comparing the parameters")) return -1;

@@ -668,6 +668,19 @@ CF_API int cf_dataset_load_text(const char *path, int seq_len, double held_out, 
 CF_API int cf_data_open(const char *spec, int csv_label_col, cf_dataset **train, cf_dataset **test);
 CF_API int cf_data_open_ex(const char *spec, int csv_label_col, int seq_len, cf_dataset **train,
                            cf_dataset **test);
+/* How to read a data spec (cf_data_open_opts): what cf_data_open's arguments say, and
+ * more. cf_data_defaults() gives label_col 0 and everything else off. */
+typedef struct cf_data_opts {
+    int label_col;          /* CSV: the label column, 0-based, negative from the end (when label is NULL) */
+    const char *label;      /* CSV: the label column by header name or number ("price", "3", "-1"); NULL: label_col */
+    const char *features;   /* CSV: the feature columns, names or numbers separated by commas; NULL: all but the label */
+    int seq_len;            /* text: the sequence length T (the model's input (T)); 0: text is refused */
+    cf_shape image;         /* images: the per-sample shape to decode to (a model's input shape; CF_BATCH dropped) */
+    int exact_size;         /* images: an image of another size is an error naming it (else it is resized) */
+    int skip_bad;           /* images: a file that cannot be read is skipped and counted, not an error */
+} cf_data_opts;
+CF_API cf_data_opts cf_data_defaults(void);
+CF_API int cf_data_open_opts(const char *spec, const cf_data_opts *o, cf_dataset **train, cf_dataset **test);
 CF_API void cf_dataset_free(cf_dataset *d);
 
 CF_API size_t       cf_dataset_count(const cf_dataset *d);
@@ -700,6 +713,10 @@ CF_API int          cf_dataset_sequential(const cf_dataset *d);
 /* A text dataset's vocabulary: *n distinct bytes, ascending; class index i is byte
  * vocab[i]. NULL and *n = 0 for other data. Valid as long as d. */
 CF_API const unsigned char *cf_dataset_vocab(const cf_dataset *d, int *n);
+/* The names of the classes when the data names them (a CSV label column of words, an
+ * image folder's subfolders): class index i is names[i], sorted as strcmp sorts
+ * them. The count, 0 when the data has none. Valid as long as d; splits keep them. */
+CF_API int cf_dataset_class_names(const cf_dataset *d, const char *const **names);
 
 /* A summary of the targets, for checks before training (a label column that holds one
  * class, or that looks like a feature). Over all n * target_size targets: distinct

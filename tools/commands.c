@@ -12,7 +12,11 @@
 #define MAXMEM {"--max-memory", OPT_SIZE, 0, 0, OFF(max_memory), "SIZE", "refuse to use more memory than SIZE, e.g. 4G (default:\n$CFLUX_MAX_MEMORY or the memory the process can have)"}
 #define JSON {"--json", OPT_FLAG, 0, 0, OFF(json), NULL, "end with one JSON object of the results"}
 #define DATA(what) {"--data", OPT_STR, 0, 0, OFF(data), "SPEC", what}
-#define LABELCOL {"--label-col", OPT_INT, -1e6, 1e6, OFF(label_col), "N", "CSV data: the column of the labels or targets (0-based;\n-1 the last; default 0)"}
+#define LABELCOL {"--label-col", OPT_STR, 0, 0, OFF(label_col), "COL", "CSV data: the column of the labels or targets, by its header\nname or number (0-based; -1 the last; default 0)"}, \
+    {"--features", OPT_STR, 0, 0, OFF(features), "COLS", "CSV data: the feature columns, names or numbers separated by\ncommas (default: every column but the label)"}
+#define LIMIT {"--limit-batches", OPT_INT, 1, 1e9, OFF(limit_batches), "N", "stop each epoch's training and each evaluation after N batches\n(a quick try of a model)"}
+#define IMAGES {"--skip-bad", OPT_FLAG, 0, 0, OFF(skip_bad), NULL, "image folders: skip files that cannot be read (counted) instead\nof stopping"}, \
+    {"--exact-size", OPT_FLAG, 0, 0, OFF(exact_size), NULL, "image folders: refuse an image of another size than the model's\ninput instead of resizing it"}
 #define LOSS {"--loss", OPT_STR, 0, 0, OFF(loss), "xent|mse", "cross-entropy on class labels or mean squared error on targets\n(default: xent for a model that ends with softmax, else mse)"}
 
 static const opt check_opts[] = {MAXMEM, END};
@@ -30,10 +34,12 @@ static const opt graph_opts[] = {
 static const opt train_opts[] = {
     DATA("fashion-mnist (default), idx:TRAIN_IMAGES,TRAIN_LABELS[,TEST_IMAGES,\nTEST_LABELS], csv:TRAIN[,TEST] or text:FILE (its last 10% the test set;\nsequences of the model's input length)"),
     LABELCOL,
+    IMAGES,
     LOSS,
     {"--normalize", OPT_FLAG, 0, 0, OFF(normalize), NULL, "standardise each input feature with the training split's mean and\nstd (kept in the checkpoint; eval and predict apply it)"},
     {"--epochs", OPT_INT, 1, 1e6, OFF(epochs), "N", "epochs to train (10)"},
     {"--batch", OPT_INT, 1, 1 << 20, OFF(batch), "N", "samples per step (64)"},
+    LIMIT,
     {"--stop-after", OPT_INT, 1, 1e6, OFF(stop_after), "N", "stop after epoch N of the --epochs planned (resume later)"},
     {"--optim", OPT_STR, 0, 0, OFF(optim), "NAME", "sgd, momentum, nesterov, adam, adamw (default adam)"},
     {"--lr", OPT_NUM, 1e-12, 1e6, OFF(lr), "X", "learning rate (sgd family 0.1, adam family 0.001)"},
@@ -64,6 +70,8 @@ static const opt eval_opts[] = {
     {"--params", OPT_STR, 0, 0, OFF(params), "CKPT", "the trained weights (a checkpoint or a parameter file; required)"},
     DATA("the data to evaluate on: its test set when it has one, else\nall of it (default fashion-mnist)"),
     LABELCOL,
+    IMAGES,
+    LIMIT,
     LOSS,
     {"--batch", OPT_INT, 1, 1 << 20, OFF(batch), "N", "samples per step (256; text: the checkpoint's training\nbatch, so that its streams are the run's)"},
     {"--top", OPT_INT, 1, 1000, OFF(top), "K", "also the top-K accuracy (a class among the K most probable)"},
@@ -134,6 +142,7 @@ static const opt summary_opts[] = {
 static const opt lrfind_opts[] = {
     DATA("as for train (default fashion-mnist)"),
     LABELCOL,
+    IMAGES,
     LOSS,
     {"--batch", OPT_INT, 1, 1 << 20, OFF(batch), "N", "samples per step (64)"},
     {"--optim", OPT_STR, 0, 0, OFF(optim), "NAME", "sgd, momentum, nesterov, adam, adamw (default adam)"},

@@ -34,6 +34,11 @@ double now(void);
  * or Fashion-MNIST's for its data (data NULL or "fashion-mnist"). 0, or 1 with the
  * message printed. */
 int class_names_set(cf_model *m, const char *path, const char *data);
+
+/* The datasets of --data (default fashion-mnist) for model m, read as the options
+ * say (--label-col, --features, image folders' --skip-bad and --exact-size; text in
+ * sequences of the model's input length). 0, or -1 with the error. */
+int open_data(const args *a, const cf_model *m, cf_dataset **train, cf_dataset **test);
 /* Class c's name, or its number in buf. */
 const char *class_name(const cf_model *m, int c, char *buf, size_t size);
 /* Evaluation's metrics as a table, and as JSON members (no braces). */

@@ -133,15 +133,6 @@ static void json_array(const char *key, const double *v, int n)
     printf("], ");
 }
 
-/* The sequence length T of a model whose input 0 is one sequence, (T): what text data
- * is cut into. 0 for any other input. */
-static int model_seq_len(const cf_model *m)
-{
-    cf_shape s = cf_model_input_shape(m, 0);
-    int k = s.rank > 0 && s.d[0] == CF_BATCH;
-    return s.rank - k == 1 ? s.d[k] : 0;
-}
-
 static void print_table(const cf_lrfind_result *r, int text)
 {
     int every = (r->n + ROWS - 1) / ROWS;
@@ -208,9 +199,9 @@ int cmd_lrfind(const args *a)
     cf_model *m = cf_model_load(a->pos[0]);
     if (!m) return fail();
     cf_model_set_seed(m, a->seed);   /* fresh weights from the seed */
-    int rc = 1, col = isnan(a->label_col) ? 0 : (int)a->label_col;
+    int rc = 1;
     const char *data = a->data ? a->data : "fashion-mnist";
-    if (cf_data_open_ex(data, col, model_seq_len(m), &train, &test)) goto out;
+    if (open_data(a, m, &train, &test)) goto out;
     int text = cf_dataset_vocab(train, NULL) ? cf_dataset_sample_shape(train).d[0] : 0;
     if (!a->json) {
         int nt = cf_threads();

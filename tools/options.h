@@ -17,11 +17,11 @@ typedef struct args {
     int npos;
     const char *data, *optim, *schedule, *save, *resume, *log, *plot, *init, *params, *loss, *out, *max_memory;
     const char *prime, *from_torch, *to_torch, *onnx, *map;
-    const char *classes, *keep_best, *report;
+    const char *classes, *keep_best, *report, *label_col, *features;
     double top, patience, lr_start, lr_end, steps, depth;
-    double epochs, batch, stop_after, lr, wd, clip, val, momentum, threads, label_col, seconds, length, temperature;
+    double epochs, batch, stop_after, lr, wd, clip, val, momentum, threads, seconds, length, temperature, limit_batches;
     uint64_t seed;
-    int has_seed, json, quiet, normalize;
+    int has_seed, json, quiet, normalize, skip_bad, exact_size;
     int argc;             /* the command's own arguments, for messages */
     char **argv;
 } args;

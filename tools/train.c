@@ -280,11 +280,16 @@ static int model_seq_len(const cf_model *m)
     return s.rank - k == 1 ? s.d[k] : 0;
 }
 
-/* The data spec's datasets for model m; the label column defaults to 0. */
-static int open_data(const args *a, const cf_model *m, cf_dataset **train, cf_dataset **test)
+int open_data(const args *a, const cf_model *m, cf_dataset **train, cf_dataset **test)
 {
-    int col = isnan(a->label_col) ? 0 : (int)a->label_col;
-    return cf_data_open_ex(a->data ? a->data : "fashion-mnist", col, model_seq_len(m), train, test);
+    cf_data_opts o = cf_data_defaults();
+    o.label = a->label_col;
+    o.features = a->features;
+    o.seq_len = model_seq_len(m);
+    o.image = cf_model_input_shape(m, 0);
+    o.exact_size = a->exact_size;
+    o.skip_bad = a->skip_bad;
+    return cf_data_open_opts(a->data ? a->data : "fashion-mnist", &o, train, test);
 }
 
 /* The sequence length of text data (its losses are per character); 0 for other data. */

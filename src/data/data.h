@@ -36,7 +36,12 @@ struct cf_dataset {
     int sequential;   /* 1: sample j + 1 goes on where sample j ends (text): cf_fit keeps the order */
     int nvocab;       /* text: distinct bytes of the file, 1 .. 256; else 0 */
     unsigned char vocab[256];   /* text: those bytes, ascending; class index = position */
+    int nclass_names; /* the data's own class names (word labels, image folders); else 0 */
+    char **class_names;   /* nclass_names strings, malloc'd, as the array */
 };
+
+/* Give d copies of n class names (n 0: none). 0 or -1 (out of memory). */
+int cf_dataset_set_class_names(cf_dataset *d, const char *const *names, int n);
 
 /* A dataset that takes ownership of x and y (counted blocks, sized n * count(shape)
  * and n * ysize) and copies name. The caller has checked the sizes. It has no columns

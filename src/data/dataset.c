@@ -104,9 +104,37 @@ cf_dataset *cf_dataset_from_arrays(const float *x, cf_shape xs, const float *y, 
     return cf_dataset_adopt(cx, xs, cy, ysize, n, "arrays");
 }
 
+static void free_class_names(cf_dataset *d)
+{
+    for (int i = 0; i < d->nclass_names; i++) free(d->class_names[i]);
+    free(d->class_names);
+    d->class_names = NULL;
+    d->nclass_names = 0;
+}
+
+int cf_dataset_set_class_names(cf_dataset *d, const char *const *names, int n)
+{
+    free_class_names(d);
+    if (n <= 0) return 0;
+    if (!(d->class_names = calloc((size_t)n, sizeof *d->class_names))) return cf_oom((size_t)n * sizeof(char *));
+    for (int i = 0; i < n; i++, d->nclass_names++)
+        if (!(d->class_names[i] = strdup(names[i]))) {
+            free_class_names(d);
+            return cf_oom(strlen(names[i]) + 1);
+        }
+    return 0;
+}
+
+int cf_dataset_class_names(const cf_dataset *d, const char *const **names)
+{
+    if (names) *names = d ? (const char *const *)d->class_names : NULL;
+    return d ? d->nclass_names : 0;
+}
+
 void cf_dataset_free(cf_dataset *d)
 {
     if (!d) return;
+    free_class_names(d);
     cf_mem_free(d->x);
     cf_mem_free(d->y);
     cf_mem_free(d->colnames);
@@ -146,6 +174,7 @@ static int copy_columns(cf_dataset *to, const cf_dataset *from)
     memcpy(to->vocab, from->vocab, sizeof to->vocab);
     to->ncols = from->ncols;
     to->label_col = from->label_col;
+    if (cf_dataset_set_class_names(to, (const char *const *)from->class_names, from->nclass_names)) return -1;
     if (from->target_name && !(to->target_name = strdup(from->target_name)))
         return cf_oom(strlen(from->target_name) + 1);
     if (!from->colnames) return 0;

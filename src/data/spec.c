@@ -145,6 +145,8 @@ cf_dataset *cf_dataset_load_inputs(const char *path)
     return d;
 }
 
+cf_data_opts cf_data_defaults(void) { return (cf_data_opts){0}; }
+
 int cf_data_open(const char *spec, int csv_label_col, cf_dataset **train, cf_dataset **test)
 {
     return cf_data_open_ex(spec, csv_label_col, 0, train, test);
@@ -152,6 +154,25 @@ int cf_data_open(const char *spec, int csv_label_col, cf_dataset **train, cf_dat
 
 int cf_data_open_ex(const char *spec, int csv_label_col, int seq_len, cf_dataset **train, cf_dataset **test)
 {
+    cf_data_opts o = cf_data_defaults();
+    o.label_col = csv_label_col;
+    o.seq_len = seq_len;
+    return cf_data_open_opts(spec, &o, train, test);
+}
+
+int cf_data_open_opts(const char *spec, const cf_data_opts *o, cf_dataset **train, cf_dataset **test)
+{
+    if (train) *train = NULL;
+    if (test) *test = NULL;
+    if (!o) return cf_seterr("error: cf_data_open_opts: no options");
+    int csv_label_col = o->label_col, seq_len = o->seq_len;
+    if (o->label) {   /* numbers only, until the CSV reader takes names */
+        char *end;
+        long v = strtol(o->label, &end, 10);
+        if (!*o->label || *end || v < -1000000 || v > 1000000)
+            return cf_seterr("error: --label-col '%s' is not a column number", o->label);
+        csv_label_col = (int)v;
+    }
     if (train) *train = NULL;
     if (test) *test = NULL;
     if (!spec || !train || !test) return cf_seterr("error: cf_data_open: no spec or no place for the datasets");

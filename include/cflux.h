@@ -678,6 +678,8 @@ typedef struct cf_data_opts {
     cf_shape image;         /* images: the per-sample shape to decode to (a model's input shape; CF_BATCH dropped) */
     int exact_size;         /* images: an image of another size is an error naming it (else it is resized) */
     int skip_bad;           /* images: a file that cannot be read is skipped and counted, not an error */
+    const char *const *class_names;   /* the classes known already (a trained model's): word labels and */
+    int nclass_names;                 /* image folders map to these indices, and a class not among them is an error */
 } cf_data_opts;
 CF_API cf_data_opts cf_data_defaults(void);
 CF_API int cf_data_open_opts(const char *spec, const cf_data_opts *o, cf_dataset **train, cf_dataset **test);

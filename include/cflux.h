@@ -311,6 +311,13 @@ CF_API void cf_model_zero_grad(cf_model *m);
 CF_API int cf_model_save_params(cf_model *m, const char *path);
 CF_API int cf_model_load_params(cf_model *m, const char *path);
 CF_API int cf_model_load_params_ex(cf_model *m, const char *path, unsigned flags);
+/* A model and its weights from one file: a checkpoint (cf_trainer_save) or a parameter
+ * file (cf_model_save_params) of a model compiled from the notation keeps the model's
+ * source (metadata "model_source", and its file name "model_file"), which is compiled
+ * again (errors point into the file name it had), and the weights, standardisation,
+ * class names and notes are loaded into it. NULL with the error: not such a file, or
+ * one without the source (a model built in C, a PyTorch file). */
+CF_API cf_model *cf_model_load_trained(const char *path);
 
 /* Write the graph in Graphviz DOT to path ("-" for stdout). 0 or -1. */
 CF_API int cf_model_dump_dot(cf_model *m, const char *path);
@@ -842,7 +849,8 @@ typedef struct cf_fit_opts {
     double val_fraction;      /* 0: no validation split */
     uint64_t seed;            /* shuffling (and, with cf_model_set_seed, everything) */
     cf_loss loss;             /* 0: from the model (see cf_trainer_new) */
-    int normalize;            /* standardise the inputs (see cf_model_set_input_norm) */
+    int normalize;            /* standardise the inputs, and a regression's targets (cf_model_set_input_norm,
+                                 cf_model_set_target_norm) */
     /* Called after each epoch; return non-zero to stop. May be NULL. */
     int (*on_epoch)(const cf_epoch_stats *s, void *user);
     /* Called after each batch: step of steps in this epoch, running loss/accuracy. */
@@ -946,6 +954,28 @@ CF_API int cf_checkpoint_batch(const char *path);
  * checkpoints carry it ("input.mean", "input.std"). mean NULL removes it. 0 or -1. */
 CF_API int    cf_model_set_input_norm(cf_model *m, const float *mean, const float *std, size_t count);
 CF_API size_t cf_model_input_norm(const cf_model *m, const float **mean, const float **std);  /* count; 0: none */
+/* Target standardisation, for regression: y' = (y - mean) / std for each of the count
+ * numbers of output 0's sample. cf_fit and cf_evaluate standardise the targets as they
+ * copy them in (so their losses are in standardised units), and cf_predict undoes it on
+ * output 0 (y = out * std + mean), so predictions and cf_evaluate_metrics are in the
+ * targets' own units. cf_fit with o.normalize fits it on the training split for a
+ * model trained with mean squared error, when the model has none; parameter files and
+ * checkpoints carry it ("target.mean", "target.std"). A model whose output ends with
+ * softmax refuses it. mean NULL removes it. 0 or -1. */
+CF_API int    cf_model_set_target_norm(cf_model *m, const float *mean, const float *std, size_t count);
+CF_API size_t cf_model_target_norm(const cf_model *m, const float **mean, const float **std);  /* count; 0: none */
+
+/* Notes a model keeps with its weights, as a PyTorch user keeps a dict beside a
+ * state_dict: short strings by key (1 to 64 of a-z, 0-9, '_', '.', '-'; a value up to
+ * 64 KiB; at most 64 notes), saved by cf_model_save_params and cf_trainer_save as the
+ * metadata "info.KEY" and read back by loading (a file's notes replace the model's).
+ * The tool keeps there how a model's data was read (the data spec, the label column,
+ * the features), so that eval and predict read new data the same way. value NULL
+ * removes a note. 0 or -1. */
+CF_API int         cf_model_set_info(cf_model *m, const char *key, const char *value);
+CF_API const char *cf_model_info(const cf_model *m, const char *key);   /* NULL: none */
+CF_API int         cf_model_info_count(const cf_model *m);
+CF_API const char *cf_model_info_key(const cf_model *m, int i);          /* in key order */
 
 /* The names of the classes of output 0 (as many as its last dimension), part of the
  * model like its input standardisation: parameter files and checkpoints keep them

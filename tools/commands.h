@@ -39,6 +39,22 @@ int class_names_set(cf_model *m, const char *path, const char *data);
  * say (--label-col, --features, image folders' --skip-bad and --exact-size; text in
  * sequences of the model's input length). 0, or -1 with the error. */
 int open_data(const args *a, const cf_model *m, cf_dataset **train, cf_dataset **test);
+/* What a checkpoint remembers of its data (remember.c). data_remember notes, in the
+ * model, how train read it (--data, the label column, --features, the CSV's column
+ * count): 0, or 1 with the message. data_recall fills out from a, taking what a leaves
+ * out from the model's notes (and says so on said, when not NULL). data_contradicts:
+ * 1 (said) when a's --label-col or --features read d otherwise than the checkpoint
+ * ckpt was trained; else 0. remembered_columns: the training CSV's column count, or 0. */
+int data_remember(cf_model *m, const args *a, const cf_dataset *train);
+void data_recall(const cf_model *m, const args *a, args *out, FILE *said);
+int data_contradicts(const cf_model *m, const args *a, const cf_dataset *d, const char *ckpt);
+int remembered_columns(const cf_model *m);
+/* Is path a safetensors file (a checkpoint, a parameter file) rather than a model? */
+int is_weights_file(const char *path);
+/* MODEL and its weights for eval and predict: MODEL a .flux file with --params CKPT,
+ * or a checkpoint alone (its model's source within). *params is the weights' path.
+ * NULL with the message printed: *params NULL for a usage error (exit 2), else set. */
+cf_model *load_model_and_weights(const args *a, const char *cmd, const char **params);
 /* Class c's name, or its number in buf. */
 const char *class_name(const cf_model *m, int c, char *buf, size_t size);
 /* Evaluation's metrics as a table, and as JSON members (no braces). */

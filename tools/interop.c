@@ -47,6 +47,10 @@ int cmd_export(const args *a)
             fprintf(stderr, "note: %s standardises its inputs (input.mean, input.std in %s), which a state_dict "
                             "cannot hold: standardise them before PyTorch's model (the ONNX export does it)\n",
                     a->pos[0], a->params);
+        if (!rc && cf_model_target_norm(m, &mean, &std))
+            fprintf(stderr, "note: %s standardises its targets (target.mean, target.std in %s), which a state_dict "
+                            "cannot hold: PyTorch's outputs are y' = (y - mean) / std; undo it on them (the ONNX "
+                            "export does it)\n", a->pos[0], a->params);
     }
     if (a->onnx && !rc) {
         rc = cf_model_export_onnx(m, a->onnx) ? fail() : 0;

@@ -213,7 +213,7 @@ static int train_run(const args *a, int ranks);
 
 /* What was inferred from the data and the model, in one line: the task, the loss,
  * and for CSV data which column holds the labels and which the features. */
-static void describe_task(const cf_dataset *d, cf_trainer *t, const cf_model *m)
+static void describe_task(const cf_dataset *d, cf_trainer *t, const cf_model *m, int normalize)
 {
     int xent = cf_trainer_loss(t) == CF_LOSS_XENT, nvocab;
     cf_shape out = cf_model_output_shape(m, 0);
@@ -232,6 +232,10 @@ static void describe_task(const cf_dataset *d, cf_trainer *t, const cf_model *m)
                name ? " '" : "", name ? name : "", name ? "'" : "", ncols, ncols - 1);
     }
     printf("\n");
+    if (normalize && !xent)
+        printf("--normalize: inputs and targets standardised with the training split's statistics (kept in the "
+               "checkpoint): the losses below are on standardised targets; eval's metrics and predict are in the "
+               "targets' own units\n");
     cf_target_stats ts;
     if (!xent && cf_dataset_target_stats(d, &ts) == 0 && ts.whole && !ts.more && ts.distinct <= 20 && ts.distinct > 1)
         fprintf(stderr, "note: the targets are whole numbers of only %zu values: if they are classes, end the model "
@@ -391,7 +395,7 @@ static int train_run(const args *a, int ranks)
     fo.keep_best = a->keep_best;
     fo.distributed = ranks > 1;
     r.tty = isatty(fileno(stderr));
-    if (class_names_set(m, a->classes, a->data)) goto done;
+    if (class_names_set(m, a->classes, a->data) || data_remember(m, a, train)) goto done;
     if (!(r.trainer = cf_trainer_new(m, train, &fo))) goto out;
     if (a->init) {
         if (cf_model_load_params(m, a->init)) goto out;
@@ -422,7 +426,7 @@ static int train_run(const args *a, int ranks)
         if (ranks > 1)
             printf("data-parallel over %d ranks: each takes its share of every batch of %d (%d to %d rows)\n", ranks,
                    r.batch, r.batch / ranks, (r.batch + ranks - 1) / ranks);
-        describe_task(train, r.trainer, m);
+        describe_task(train, r.trainer, m, a->normalize);
         if (cf_model_summary(m, 0, 0, stdout)) goto out;
         if (a->init) printf("starting from the weights in %s\n", a->init);
         if (cf_trainer_epoch_samples(r.trainer))
@@ -606,10 +610,6 @@ static int check_params_vocab(const char *params, const cf_dataset *d)
 
 int cmd_eval(const args *a)
 {
-    if (!a->params) {
-        fprintf(stderr, "cflux eval: needs --params CHECKPOINT (the trained weights)\n");
-        return 2;
-    }
     cf_loss loss = loss_arg(a->loss);
     if ((int)loss < 0) {
         fprintf(stderr, "cflux eval: --loss is xent or mse, not '%s'\n", a->loss);
@@ -617,31 +617,35 @@ int cmd_eval(const args *a)
     }
     if (apply_common(a)) return 1;
     cf_dataset *train = NULL, *test = NULL;
-    cf_model *m = cf_model_load(a->pos[0]);
+    const char *params;
+    cf_model *m = load_model_and_weights(a, "eval", &params);
     int rc = 1;
-    if (!m) return fail();
-    if (open_data(a, m, &train, &test)) goto out;
-    int vocab = check_params_vocab(a->params, train);
+    if (!m) return params ? 1 : 2;
+    args eff;   /* the options, with what the checkpoint remembers of its data */
+    if (!is_weights_file(a->pos[0]) && cf_model_load_params(m, params)) goto out;
+    data_recall(m, a, &eff, a->json ? NULL : stdout);
+    if (open_data(&eff, m, &train, &test)) goto out;
+    if (data_contradicts(m, a, train, params)) goto done;
+    int vocab = check_params_vocab(params, train);
     if (vocab < 0) goto out;
     if (vocab > 0) goto done;
     const cf_dataset *d = test ? test : train;
     int text = text_seq_len(d);
     if (loss && cf_model_add_loss(m, loss)) goto out;
-    if (cf_model_load_params(m, a->params)) goto out;
     double l, acc;
     /* text: in the run's batches by default, so that its streams and carried state are
        those the run's test figures came from */
     int batch = isnan(a->batch) ? 256 : (int)a->batch;
-    int trained = text && isnan(a->batch) ? cf_checkpoint_batch(a->params) : 0;
+    int trained = text && isnan(a->batch) ? cf_checkpoint_batch(params) : 0;
     if (trained < 0) goto out;
     if (trained > 0) batch = trained;
     if (cf_evaluate(m, d, batch, &l, &acc)) goto out;
     if (!isfinite(l)) {
-        fprintf(stderr, "error: %s: the loss on %s is %s: the weights overflow on this data\n", a->params,
+        fprintf(stderr, "error: %s: the loss on %s is %s: the weights overflow on this data\n", params,
                 cf_dataset_name(d), isnan(l) ? "not a number" : "infinite");
         goto done;
     }
-    if (class_names_set(m, a->classes, a->data)) goto done;
+    if (class_names_set(m, a->classes, eff.data)) goto done;
     /* text: the loss and accuracy of the run's streams; per-class figures of 76
        characters would say little */
     cf_metrics mt = {0};
@@ -655,7 +659,8 @@ int cmd_eval(const args *a)
         printf("}\n");
     } else {
         printf("%s on %s (%zu %s): loss %.4f%s", a->pos[0], test ? "the test set" : "the data", cf_dataset_count(d),
-               text ? "sequences" : "samples", l, text ? " nats/char" : "");
+               text ? "sequences" : "samples", l,
+               text ? " nats/char" : cf_model_target_norm(m, NULL, NULL) ? " (on standardised targets)" : "");
         if (!isnan(acc)) printf(", accuracy %.4f", acc);
         if (have && mt.top_k) printf(", top-%d accuracy %.4f", mt.top_k, mt.top_k_accuracy);
         printf("\n");
@@ -732,20 +737,43 @@ static int is_png(const char *path)
     return n == 8 && !memcmp(sig, "\x89PNG\r\n\x1a\n", 8);
 }
 
+/* A CSV file laid out as the training file was (its label column too, and the
+ * columns the features were picked from), when the checkpoint remembers that layout and
+ * *d, read as features alone, does not fit the model: *d read again as training read
+ * its file, the label column left out of the inputs. 0 (*d perhaps replaced), or 1
+ * with the message. */
+static int csv_as_trained(const cf_model *m, const args *a, cf_dataset **d)
+{
+    cf_shape in = cf_model_input_shape(m, 0);
+    size_t want = 1;
+    for (int i = in.rank > 0 && in.d[0] == CF_BATCH; i < in.rank; i++) want *= (size_t)in.d[i];
+    size_t have = cf_shape_count(cf_dataset_sample_shape(*d));
+    int cols = remembered_columns(m);
+    if (have == want || cols <= 0 || (size_t)cols != have || cf_dataset_column_count(*d) != cols) return 0;
+    char spec[4200];
+    if ((size_t)snprintf(spec, sizeof spec, "csv:%s", a->pos[1]) >= sizeof spec) return 0;
+    args eff;
+    data_recall(m, a, &eff, NULL);
+    eff.data = spec;
+    cf_dataset *again = NULL, *none = NULL;
+    if (open_data(&eff, m, &again, &none)) return fail();
+    cf_dataset_free(none);
+    cf_dataset_free(*d);
+    *d = again;
+    return 0;
+}
+
 /* Each sample on a line, "i: ..." (or "FILE: ..." for images) with a model's outputs
  * side by side (" | " between them); --json: an array of samples, each its one
  * output's value, or with several outputs an array of their values. */
 int cmd_predict(const args *a)
 {
-    if (!a->params) {
-        fprintf(stderr, "cflux predict: needs --params CHECKPOINT (the trained weights)\n");
-        return 2;
-    }
     if (apply_common(a)) return 1;
-    cf_model *m = cf_model_load(a->pos[0]);
-    if (!m) return fail();
+    const char *params;
+    cf_model *m = load_model_and_weights(a, "predict", &params);
+    if (!m) return params ? 1 : 2;
     /* the small files first: a bad checkpoint is said before a large input is read */
-    if (cf_model_load_params(m, a->params)) {
+    if (!is_weights_file(a->pos[0]) && cf_model_load_params(m, params)) {
         cf_model_free(m);
         return fail();
     }
@@ -763,6 +791,10 @@ int cmd_predict(const args *a)
         }
     cf_dataset *d = images ? cf_dataset_load_images(a->pos + 1, a->npos - 1, cf_model_input_shape(m, 0))
                            : cf_dataset_load_inputs(a->pos[1]);
+    if (d && !images && csv_as_trained(m, a, &d)) {
+        cf_model_free(m);
+        return 1;
+    }
     int rc = 1, no = cf_model_output_count(m), top = isnan(a->top) ? 1 : (int)a->top;
     if (top > 16) top = 16;
     float **outs = calloc(no > 0 ? (size_t)no : 1, sizeof *outs);

@@ -90,6 +90,10 @@ void cf_model_free(cf_model *m)
     free(m->soff);
     free(m->norm_mean);
     free(m->norm_std);
+    free(m->tnorm_mean);
+    free(m->tnorm_std);
+    for (int i = 0; i < 2 * m->ninfo; i++) free(m->info[i]);
+    free(m->info);
     cf_arena_free(&m->arena);
     free(m);
 }

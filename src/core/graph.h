@@ -123,6 +123,20 @@ int cf_model_set_torch_names(cf_model *m, const char *s);
 /* The class names as one metadata string, one a line (malloc'd; NULL with the error
  * when out of memory), and back (NULL: leave them). 0 or -1. */
 #define CF_CLASSES_META "class_names"
+
+/* The metadata a parameter file or checkpoint keeps beside the run's own: the model's
+ * file name and source text (when it was compiled from the notation), the PyTorch
+ * module names, the class names and the notes (cf_model_set_info, as "info.KEY"),
+ * appended to keys/vals from *n on (at most cap in all). The strings it makes are in
+ * *owned, to free with cf_model_extra_meta_free. 0 or -1. */
+int cf_model_extra_meta(const cf_model *m, const char **keys, const char **vals, int *n, int cap, char ***owned);
+void cf_model_extra_meta_free(char **owned);
+/* The notes of a file's metadata ("info.KEY"), which replace the model's. 0 or -1. */
+struct cf_st_file;
+int cf_model_set_info_from(cf_model *m, const struct cf_st_file *f);
+#define CF_INFO_META "info."
+#define CF_MODEL_FILE_META "model_file"
+#define CF_MODEL_SOURCE_META "model_source"
 char *cf_model_class_meta(const cf_model *m);
 int cf_model_set_class_meta(cf_model *m, const char *s);
 
@@ -184,6 +198,18 @@ struct cf_model {
      * they copy samples in; NULL when there is none. Saved with the parameters. */
     float *norm_mean, *norm_std;
     size_t norm_count;
+
+    /* Target standardisation (cf_model_set_target_norm): y' = (y - mean) / std per
+     * target number of a regression model's output 0, applied to the targets by cf_fit
+     * and cf_evaluate as they copy samples in, undone on output 0 by cf_predict; NULL
+     * when there is none. Saved with the parameters. */
+    float *tnorm_mean, *tnorm_std;
+    size_t tnorm_count;
+
+    /* Notes kept with the weights (cf_model_set_info): ninfo pairs, info[2i] the key
+     * and info[2i + 1] the value, each malloc'd; saved as metadata "info.KEY". */
+    char **info;
+    int ninfo;
 
     cf_layer *layers;        /* the nets with parameters, in model order (cf_layer) */
     int nlayers, cap_layers;

@@ -4,9 +4,10 @@
  * Files without that metadata (from PyTorch, say) load too, as long as names and
  * shapes fit; a file of a newer format version is refused with both versions named.
  * Beside the parameters, a model's input standardisation (if it has one) is stored as
- * "input.mean" and "input.std", and the PyTorch module names an import gave its
+ * "input.mean" and "input.std" (a regression model's target standardisation as
+ * "target.mean" and "target.std"), and the PyTorch module names an import gave its
  * layers as the metadata "torch_modules" (cf_model_torch_names), and the classes'
- * names as "class_names". Every value loaded must be finite: a file holding
+ * names as "class_names", and the model's notes as "info.KEY". Every value loaded must be finite: a file holding
  * NaN or infinity is refused, naming the tensor. */
 #include <math.h>
 #include <stdio.h>
@@ -24,10 +25,12 @@
 
 #define NORM_MEAN "input.mean"
 #define NORM_STD "input.std"
+#define TNORM_MEAN "target.mean"
+#define TNORM_STD "target.std"
 
 int cf_model_params_tensor_count(const cf_model *m)
 {
-    return m->nparams + m->nstates + (m->norm_count ? 2 : 0);
+    return m->nparams + m->nstates + (m->norm_count ? 2 : 0) + (m->tnorm_count ? 2 : 0);
 }
 
 /* Parameter i, then state i - nparams: its node and its values. */
@@ -62,13 +65,22 @@ void cf_model_params_as_tensors(const cf_model *m, cf_st_tensor *t)
         t[i].count = cf_shape_count(p->shape);
         t[i].data = data;
     }
-    if (!m->norm_count) return;
     t += nheld;
-    t[0] = (cf_st_tensor){.name = NORM_MEAN, .rank = 1, .shape = {(long long)m->norm_count}, .count = m->norm_count,
-                          .data = m->norm_mean};
-    t[1] = t[0];
-    t[1].name = NORM_STD;
-    t[1].data = m->norm_std;
+    if (m->norm_count) {
+        t[0] = (cf_st_tensor){.name = NORM_MEAN, .rank = 1, .shape = {(long long)m->norm_count},
+                              .count = m->norm_count, .data = m->norm_mean};
+        t[1] = t[0];
+        t[1].name = NORM_STD;
+        t[1].data = m->norm_std;
+        t += 2;
+    }
+    if (m->tnorm_count) {
+        t[0] = (cf_st_tensor){.name = TNORM_MEAN, .rank = 1, .shape = {(long long)m->tnorm_count},
+                              .count = m->tnorm_count, .data = m->tnorm_mean};
+        t[1] = t[0];
+        t[1].name = TNORM_STD;
+        t[1].data = m->tnorm_std;
+    }
 }
 
 int cf_model_save_params(cf_model *m, const char *path)
@@ -81,25 +93,13 @@ int cf_model_save_params(cf_model *m, const char *path)
     cf_model_params_as_tensors(m, t);
     char version[16];
     snprintf(version, sizeof version, "%d", PARAMS_VERSION);
-    char *torch = NULL;
-    if (cf_model_torch_names(m, &torch)) {
-        free(t);
-        return -1;
-    }
-    char *classes = m->nclasses ? cf_model_class_meta(m) : NULL;
-    if (m->nclasses && !classes) {
-        free(torch);
-        free(t);
-        return -1;
-    }
-    const char *keys[5] = {"format", "format_version", "cflux_version"};
-    const char *vals[5] = {PARAMS_FORMAT, version, cf_version()};
+    const char *keys[80] = {"format", "format_version", "cflux_version"};
+    const char *vals[80] = {PARAMS_FORMAT, version, cf_version()};
     int nmeta = 3;
-    if (torch) keys[nmeta] = CF_TORCH_META, vals[nmeta++] = torch;
-    if (classes) keys[nmeta] = CF_CLASSES_META, vals[nmeta++] = classes;
-    int rc = cf_st_write(path, n, t, nmeta, keys, vals);
-    free(torch);
-    free(classes);
+    char **owned;
+    int rc = cf_model_extra_meta(m, keys, vals, &nmeta, 80, &owned);
+    if (rc == 0) rc = cf_st_write(path, n, t, nmeta, keys, vals);
+    cf_model_extra_meta_free(owned);
     free(t);
     return rc;
 }
@@ -142,23 +142,23 @@ static int check_finite(const cf_st_tensor *t, const char *path)
     return 0;
 }
 
-/* Input standardisation in a file: both tensors or neither, sized for the model's
- * input, finite, std above 0. */
-static int check_norm(const cf_model *m, const cf_st_tensor *mean, const cf_st_tensor *std, const char *path)
+/* Standardisation in a file (the input's, or the target's): both tensors or neither,
+ * sized for what the model has (want numbers), finite, std above 0. */
+static int check_norm(const cf_st_tensor *mean, const cf_st_tensor *std, size_t want, const char *what,
+                      const char *path)
 {
     if (!mean && !std) return 0;
+    const char *mname = what[0] == 'i' ? NORM_MEAN : TNORM_MEAN, *sname = what[0] == 'i' ? NORM_STD : TNORM_STD;
     if (!mean || !std)
-        return cf_seterr("error: %s: the file has '%s' without '%s'", path, mean ? NORM_MEAN : NORM_STD,
-                         mean ? NORM_STD : NORM_MEAN);
-    size_t want = m->ninputs ? cf_shape_count(m->inputs[0]->shape) : 0;
+        return cf_seterr("error: %s: the file has '%s' without '%s'", path, mean ? mname : sname, mean ? sname : mname);
     if (mean->count != want || std->count != want)
-        return cf_seterr("error: %s: the input standardisation is for %zu numbers, but the model's input takes %zu",
-                         path, mean->count, want);
+        return cf_seterr("error: %s: the %s standardisation is for %zu numbers, but the model's %s %zu", path, what,
+                         mean->count, what[0] == 'i' ? "input takes" : "output has", want);
     if (check_finite(mean, path) || check_finite(std, path)) return -1;
     for (size_t i = 0; i < std->count; i++)
         if (!(std->data[i] > 0))
-            return cf_seterr("error: %s: '%s' holds %g (element %zu); a standard deviation is above 0", path,
-                             NORM_STD, (double)std->data[i], i);
+            return cf_seterr("error: %s: '%s' holds %g (element %zu); a standard deviation is above 0", path, sname,
+                             (double)std->data[i], i);
     return 0;
 }
 
@@ -186,7 +186,10 @@ int cf_model_params_from(cf_model *m, const cf_st_file *f, const char *path, uns
                              PARAMS_VERSION);
     }
     const cf_st_tensor *mean = cf_st_find(f, NORM_MEAN), *std = cf_st_find(f, NORM_STD);
-    if (check_norm(m, mean, std, path)) return -1;
+    const cf_st_tensor *tmean = cf_st_find(f, TNORM_MEAN), *tstd = cf_st_find(f, TNORM_STD);
+    if (check_norm(mean, std, m->ninputs ? cf_shape_count(m->inputs[0]->shape) : 0, "input", path) ||
+        check_norm(tmean, tstd, m->noutputs ? cf_shape_count(m->outputs[0]->shape) : 0, "target", path))
+        return -1;
     /* a training checkpoint also holds the optimizer's state and the carried state of
        its run: not parameters */
     int ckpt = format && strcmp(format, "cflux-checkpoint") == 0;
@@ -213,7 +216,7 @@ int cf_model_params_from(cf_model *m, const cf_st_file *f, const char *path, uns
     for (int i = 0; i < cf_st_count(f); i++) {
         const cf_st_tensor *t = cf_st_get(f, i);
         if (ckpt && (strncmp(t->name, "optim.", 6) == 0 || strncmp(t->name, "carry.", 6) == 0)) continue;
-        if (t == mean || t == std) continue;
+        if (t == mean || t == std || t == tmean || t == tstd) continue;
         if (held_index(m, t->name) < 0) {
             nunexpected++;
             list_add(unexpected, sizeof unexpected, t->name);
@@ -228,7 +231,10 @@ int cf_model_params_from(cf_model *m, const cf_st_file *f, const char *path, uns
     if (flags & CF_LOAD_CHECK) return 0;
     if (cf_model_set_input_norm(m, mean ? mean->data : NULL, std ? std->data : NULL, mean ? mean->count : 0)) return -1;
     if (cf_model_set_torch_names(m, cf_st_meta(f, CF_TORCH_META))) return -1;
+    if (cf_model_set_target_norm(m, tmean ? tmean->data : NULL, tstd ? tstd->data : NULL, tmean ? tmean->count : 0))
+        return -1;
     if (cf_model_set_class_meta(m, cf_st_meta(f, CF_CLASSES_META))) return -1;
+    if (cf_model_set_info_from(m, f)) return -1;
     for (int i = 0; i < nheld; i++) {
         float *data;
         const cf_st_tensor *t = cf_st_find(f, held(m, i, &data)->name);
@@ -245,3 +251,23 @@ int cf_model_params_from(cf_model *m, const cf_st_file *f, const char *path, uns
 }
 
 int cf_model_load_params(cf_model *m, const char *path) { return cf_model_load_params_ex(m, path, 0); }
+
+cf_model *cf_model_load_trained(const char *path)
+{
+    if (!path) return cf_seterr("error: cf_model_load_trained: no path"), NULL;
+    cf_st_file *f = cf_st_read(path);
+    if (!f) return NULL;
+    const char *src = cf_st_meta(f, CF_MODEL_SOURCE_META), *file = cf_st_meta(f, CF_MODEL_FILE_META);
+    cf_model *m = NULL;
+    if (!src || !*src) {
+        cf_seterr("error: %s: the file holds weights but not the model's source (it was written by a model built in "
+                  "C, or by PyTorch): load the model from its .flux file and the weights with it",
+                  path);
+    } else if ((m = cf_model_parse(src, file && *file ? file : path)) &&
+               (cf_model_init_params(m) || cf_model_params_from(m, f, path, 0))) {
+        cf_model_free(m);
+        m = NULL;
+    }
+    cf_st_free(f);
+    return m;
+}

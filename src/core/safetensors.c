@@ -684,6 +684,15 @@ const char *cf_st_meta(const cf_st_file *f, const char *key)
     return NULL;
 }
 
+int cf_st_meta_count(const cf_st_file *f) { return f ? f->nmeta : 0; }
+
+const char *cf_st_meta_at(const cf_st_file *f, int i, const char **value)
+{
+    int ok = f && i >= 0 && i < f->nmeta;
+    if (value) *value = ok ? f->meta[i].value : NULL;
+    return ok ? f->meta[i].key : NULL;
+}
+
 void cf_st_free(cf_st_file *f)
 {
     if (!f) return;

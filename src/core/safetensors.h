@@ -94,6 +94,10 @@ const cf_st_tensor *cf_st_find(const cf_st_file *f, const char *name);
 
 /* The "__metadata__" value for key, or NULL if absent. */
 const char *cf_st_meta(const cf_st_file *f, const char *key);
+/* The metadata in key order: how many entries, and entry i's key and value (NULL when
+ * i is out of range). */
+int cf_st_meta_count(const cf_st_file *f);
+const char *cf_st_meta_at(const cf_st_file *f, int i, const char **value);
 
 /* Free everything the file owns, tensors' names and data included. NULL is fine. */
 void cf_st_free(cf_st_file *f);

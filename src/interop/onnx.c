@@ -332,7 +332,7 @@ static const char *batch_size(ox *o)
 /* Reshape x to shape s, keeping the batch dimension (0 in the target) if batched. */
 static const char *reshape_to(ox *o, const char *x, cf_shape s, int batched, const cf_node *src, const char *out)
 {
-    int64_t t[CF_MAX_DIMS];
+    int64_t t[CF_MAX_DIMS] = {0};
     for (int i = 0; i < s.rank; i++) t[i] = batched && i == 0 ? 0 : s.d[i];
     return op2(o, "Reshape", src, out ? out : fresh(o, "Reshape"), x, i64s(o, t, s.rank, 0));
 }
@@ -706,7 +706,8 @@ static int build(ox *o, cf_pb *io)
         int leaf = n->op == CF_OP_INPUT || n->op == CF_OP_PARAM || n->op == CF_OP_CONST ||
                    (n->op == CF_OP_STATE && !n->batched);
         outs[i] = output_name(o, i);
-        if (!leaf && !o->claim[n->id]) {
+        int undo = i == 0 && m->tnorm_count;   /* target standardisation undone after it: its own nodes */
+        if (!leaf && !undo && !o->claim[n->id]) {
             o->claim[n->id] = outs[i];
             outs[i] = NULL;
         }
@@ -734,7 +735,18 @@ static int build(ox *o, cf_pb *io)
     }
     for (int i = 0; i < m->noutputs && rc == 0; i++) {
         const cf_node *n = m->outputs[i];
-        if (outs[i]) op1(o, "Identity", n, outs[i], V(o, n));
+        if (outs[i] && i == 0 && m->tnorm_count) {   /* y = out * std + mean, per number of a sample */
+            cf_shape ps = n->shape;
+            if (n->batched) {
+                for (int d = 1; d < ps.rank; d++) ps.d[d - 1] = ps.d[d];
+                ps.rank--;
+            }
+            const char *mean = f32s(o, m->tnorm_mean, m->tnorm_count, &ps);
+            const char *std = f32s(o, m->tnorm_std, m->tnorm_count, &ps);
+            op2(o, "Add", n, outs[i], op2(o, "Mul", n, NULL, V(o, n), std), mean);
+        } else if (outs[i]) {
+            op1(o, "Identity", n, outs[i], V(o, n));
+        }
         value_info(io, GRAPH_OUTPUT, outs[i] ? outs[i] : o->claim[n->id], n->shape, n->batched);
     }
     free(outs);

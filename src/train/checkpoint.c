@@ -284,7 +284,7 @@ int cf_trainer_save(cf_trainer *t, const char *path)
              "{\"lr\": %.9g, \"momentum\": %.9g, \"beta1\": %.9g, \"beta2\": %.9g, \"eps\": %.9g, "
              "\"weight_decay\": %.9g, \"clip_norm\": %.9g}",
              op->lr, op->momentum, op->beta1, op->beta2, op->eps, op->weight_decay, op->clip_norm);
-    const char *keys[32], *vals[32];
+    const char *keys[100], *vals[100];
     int nmeta = 0;
 #define META(k, v) (keys[nmeta] = (k), vals[nmeta++] = (v))
     META("format", CKPT_FORMAT);
@@ -313,23 +313,16 @@ int cf_trainer_save(cf_trainer *t, const char *path)
     char vocab[VOCAB_TEXT];
     vocab_encode(t->vocab, t->nvocab, vocab);
     if (t->nvocab) META("text_vocab", vocab);
-    META("model_file", m->source_name ? m->source_name : "");
-    META("model_source", m->source ? m->source : "");
-    char *torch = NULL;
-    if (cf_model_torch_names(m, &torch)) rc = -1;
-    if (torch) META(CF_TORCH_META, torch);
-    char *classes = m->nclasses ? cf_model_class_meta(m) : NULL;
-    if (m->nclasses && !classes) rc = -1;
-    if (classes) META(CF_CLASSES_META, classes);
 #undef META
+    char **owned;
+    if (cf_model_extra_meta(m, keys, vals, &nmeta, (int)(sizeof keys / sizeof *keys), &owned)) rc = -1;
     if (rc == 0) rc = cf_st_write(path, n, ts, nmeta, keys, vals);
     for (int i = 0; i < nc; i++) free((float *)ts[np + ns + i].data);
     for (int i = 0; i < ns + nc; i++) free(names[i]);
     free(names);
     free(ts);
     free(hist);
-    free(torch);
-    free(classes);
+    cf_model_extra_meta_free(owned);
     return rc;
 }
 

@@ -135,6 +135,8 @@ void cf_fingerprint_make(const cf_trainer *t, const cf_dataset *train, const cf_
     set_s(&f[FP_NORMALIZE], o->normalize ? "on" : "off");
     f[FP_NORM_STATS].v = cf_hash_floats(m->norm_mean, m->norm_count, m->norm_count);
     f[FP_NORM_STATS].v = cf_hash_floats(m->norm_std, m->norm_count, f[FP_NORM_STATS].v);
+    f[FP_NORM_STATS].v = cf_hash_floats(m->tnorm_mean, m->tnorm_count, f[FP_NORM_STATS].v ^ m->tnorm_count);
+    f[FP_NORM_STATS].v = cf_hash_floats(m->tnorm_std, m->tnorm_count, f[FP_NORM_STATS].v);
     set_u(&f[FP_PATIENCE], (uint64_t)o->patience);
     cf_fp_field *s = &f[FP_START];
     s->v = cf_rng_mix((uint64_t)t->epoch) ^ t->epoch_samples;

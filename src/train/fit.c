@@ -34,6 +34,11 @@
 
 #define CF_DIVERGED 1e4
 #define CF_FIRST_STEPS 16
+/* A run whose loss after CF_STALL_STEPS steps is within CF_STALL_SHARE of where it
+ * began, on regression targets of RMS CF_STALL_RMS or more, is told why (stalled). */
+#define CF_STALL_STEPS 50
+#define CF_STALL_SHARE 0.01
+#define CF_STALL_RMS 100.0
 
 cf_fit_opts cf_fit_defaults(void)
 {
@@ -365,6 +370,7 @@ static void load_rows(const cf_trainer *t, cf_exec *e, const cf_dataset *d, cons
         memcpy(y + i * t->ycount, dy + (windows ? at[i] : at[i] * t->ycount), t->ycount * sizeof *y);
     }
     cf_norm_apply(t->m, x, b);
+    cf_norm_apply_targets(t->m, y, b);
 }
 
 void cf_trainer_load_batch(const cf_trainer *t, cf_exec *e, const cf_dataset *d, const size_t *idx, size_t b)
@@ -518,6 +524,27 @@ static int check_loss(cf_trainer *t, double loss, int epoch, long step, float lr
     return 0;
 }
 
+/* The note for a run that does not move: regression targets far from the outputs' scale
+ * (a model starts with outputs near 0, and each step moves them a little). After
+ * CF_STALL_STEPS steps, a loss still within CF_STALL_SHARE of the mean squared target
+ * of its batch (the loss of outputs of 0, where the run started) has not moved, batch
+ * to batch noise aside. Said once, by a run that began here (not a resumed one). */
+static void stalled(cf_trainer *t, cf_exec *e, double loss)
+{
+    long step = cf_optim_get_steps(t->opt);
+    if (!(t->target_rms >= CF_STALL_RMS) || step != CF_STALL_STEPS || !e || t->m->loss_kind != CF_LOSS_MSE) return;
+    size_t n;
+    const float *y = cf_exec_input(e, t->m->target->index, &n);
+    double sq = 0;
+    for (size_t i = 0; i < n; i++) sq += (double)y[i] * y[i];
+    if (!(n && loss >= (1 - CF_STALL_SHARE) * sq / (double)n)) return;
+    cf_trainer_warn(t, "note: after %d steps the loss (%.4g) is still that of outputs of 0 (%.4g): the targets are "
+                    "large (root mean square %.4g), the model's outputs start near 0 and each step moves them a "
+                    "little; standardise the targets (--normalize, or cf_fit_opts.normalize, does it and undoes it "
+                    "for eval and predict) or scale them yourself", CF_STALL_STEPS, loss, sq / (double)n,
+                    t->target_rms);
+}
+
 /* Train samples [start, n) of the epoch's order; on_batch reports. Sets *stopped when
  * cf_trainer_stop asked to stop before the epoch's end. 0 or -1. */
 static int train_epoch(cf_trainer *t, const cf_dataset *train, size_t n, int seq, int epoch, size_t start,
@@ -562,6 +589,7 @@ static int train_epoch(cf_trainer *t, const cf_dataset *train, size_t n, int seq
         if (cf_optim_step(t->opt, lr))
             return cf_seterr("error: epoch %d, step %ld: a gradient is not finite (the loss was %g); "
                              "try a smaller learning rate or clipping the gradients", epoch, s + 1, step_loss);
+        stalled(t, e, step_loss);
         loss += step_loss * (double)b;
         hits += (size_t)step_hits;
         done += b;
@@ -620,6 +648,17 @@ int cf_fit(cf_trainer *t, const cf_dataset *train_all, const cf_dataset *test)
         (test && check_data(t, test, CHECK_VALUES)))
         goto out;
     if (t->o.normalize && !t->m->norm_count && cf_norm_fit(t->m, train)) goto out;
+    if (t->o.normalize && !t->classes && !t->m->tnorm_count && t->m->outputs[0]->op != CF_OP_SOFTMAX &&
+        cf_norm_fit_targets(t->m, train))
+        goto out;
+    t->target_rms = 0;
+    if (!t->classes && !t->m->tnorm_count) {   /* the scale of the targets, for stalled() */
+        const float *y = cf_dataset_y(train);
+        size_t ny = n * t->ycount;
+        double sq = 0;
+        for (size_t i = 0; i < ny; i++) sq += (double)y[i] * y[i];
+        t->target_rms = ny ? sqrt(sq / (double)ny) : 0;
+    }
     if (t->dist && agree_start(t, train_all, test)) goto out;   /* before the first exchange that could mismatch */
     if (bind_shards(t, &t->train, (int)B, n, CF_TRAIN)) goto out;
     if (t->dist && cf_dist_broadcast(t->dist)) goto out;   /* every rank from rank 0's weights */
@@ -752,6 +791,7 @@ int cf_predict_outputs(cf_model *m, const cf_dataset *d, int batch, float *const
             size_t ocount = cf_shape_count(m->outputs[o]->shape);
             if (outs[o]) memcpy(outs[o] + at * ocount, cf_exec_output(e, o, NULL), k * ocount * sizeof(float));
         }
+        if (outs[0]) cf_norm_undo_targets(m, outs[0] + at * cf_shape_count(m->outputs[0]->shape), k);
     }
     unbind(&b);
     return 0;

@@ -157,6 +157,9 @@ int cf_lrfind(cf_model *m, const cf_dataset *train, const cf_lrfind_opts *o, cf_
     if (n < B) B = n;
     if (seq) n = n / B * B;
     if (o->normalize && !m->norm_count && cf_norm_fit(m, train)) goto out;
+    if (o->normalize && cf_trainer_loss(t) == CF_LOSS_MSE && !m->tnorm_count && m->outputs[0]->op != CF_OP_SOFTMAX &&
+        cf_norm_fit_targets(m, train))
+        goto out;
     if (!(e = cf_bind(m, (int)B, CF_TRAIN))) goto out;
     size_t s = (size_t)o->steps;
     if (!(perm = malloc(n * sizeof *perm)) || !(r->lr = malloc(s * sizeof *r->lr)) ||

@@ -1,8 +1,9 @@
-/* normalize.c - input standardisation: per element of a sample, x' = (x - mean) / std
+/* normalize.c - standardisation: per element of a sample, x' = (x - mean) / std
  * with mean and std fitted on the training split (population std, as scikit-learn's
- * StandardScaler; a constant element gets std 1). The statistics belong to the
- * model: they are saved with its parameters and applied by cf_fit, cf_evaluate and
- * cf_predict as samples are copied in, so a checkpoint carries its own scaling. */
+ * StandardScaler; a constant element gets std 1), for the inputs and, for regression,
+ * the targets. The statistics belong to the model: they are saved with its parameters
+ * and applied by cf_fit, cf_evaluate and cf_predict as samples are copied in (and
+ * undone on the predictions), so a checkpoint carries its own scaling. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,25 +12,23 @@
 #include "core/graph.h"
 #include "train/trainer.h"
 
-int cf_model_set_input_norm(cf_model *m, const float *mean, const float *std, size_t count)
+/* Set or remove (mean NULL) one pair of statistics: count numbers, want of them. */
+static int set_stats(float **pm, float **ps, size_t *pc, const float *mean, const float *std, size_t count,
+                     size_t want, const char *what, const char *whose)
 {
-    if (!m) return cf_seterr("error: cf_model_set_input_norm: no model");
     if (!mean || !std) {
-        free(m->norm_mean);
-        free(m->norm_std);
-        m->norm_mean = m->norm_std = NULL;
-        m->norm_count = 0;
+        free(*pm);
+        free(*ps);
+        *pm = *ps = NULL;
+        *pc = 0;
         return 0;
     }
-    if (cf_model_infer_shapes(m)) return -1;
-    size_t want = m->ninputs ? cf_shape_count(m->inputs[0]->shape) : 0;
     if (count != want)
-        return cf_seterr("error: input standardisation for %zu numbers, but the model's input takes %zu", count,
-                         want);
+        return cf_seterr("error: %s standardisation for %zu numbers, but the model's %s %zu", what, count, whose, want);
     for (size_t i = 0; i < count; i++)
         if (!isfinite(mean[i]) || !(std[i] > 0) || !isfinite(std[i]))
-            return cf_seterr("error: input standardisation: element %zu has mean %g and std %g; the mean must be "
-                             "finite and the std finite and above 0", i, (double)mean[i], (double)std[i]);
+            return cf_seterr("error: %s standardisation: element %zu has mean %g and std %g; the mean must be "
+                             "finite and the std finite and above 0", what, i, (double)mean[i], (double)std[i]);
     float *a = malloc(count * sizeof *a), *b = malloc(count * sizeof *b);
     if (!a || !b) {
         free(a);
@@ -38,12 +37,57 @@ int cf_model_set_input_norm(cf_model *m, const float *mean, const float *std, si
     }
     memcpy(a, mean, count * sizeof *a);
     memcpy(b, std, count * sizeof *b);
-    free(m->norm_mean);
-    free(m->norm_std);
-    m->norm_mean = a;
-    m->norm_std = b;
-    m->norm_count = count;
+    free(*pm);
+    free(*ps);
+    *pm = a;
+    *ps = b;
+    *pc = count;
     return 0;
+}
+
+int cf_model_set_input_norm(cf_model *m, const float *mean, const float *std, size_t count)
+{
+    if (!m) return cf_seterr("error: cf_model_set_input_norm: no model");
+    if (mean && std && cf_model_infer_shapes(m)) return -1;
+    size_t want = mean && std && m->ninputs ? cf_shape_count(m->inputs[0]->shape) : 0;
+    return set_stats(&m->norm_mean, &m->norm_std, &m->norm_count, mean, std, count, want, "input", "input takes");
+}
+
+int cf_model_set_target_norm(cf_model *m, const float *mean, const float *std, size_t count)
+{
+    if (!m) return cf_seterr("error: cf_model_set_target_norm: no model");
+    if (mean && std && cf_model_infer_shapes(m)) return -1;
+    size_t want = mean && std && m->noutputs ? cf_shape_count(m->outputs[0]->shape) : 0;
+    if (mean && std && m->noutputs && m->outputs[0]->op == CF_OP_SOFTMAX)
+        return cf_seterr("error: target standardisation is for regression, but the model's output ends with softmax "
+                         "(a classifier's targets are class indices)");
+    return set_stats(&m->tnorm_mean, &m->tnorm_std, &m->tnorm_count, mean, std, count, want, "target",
+                     "output 0 has");
+}
+
+size_t cf_model_target_norm(const cf_model *m, const float **mean, const float **std)
+{
+    if (mean) *mean = m ? m->tnorm_mean : NULL;
+    if (std) *std = m ? m->tnorm_std : NULL;
+    return m ? m->tnorm_count : 0;
+}
+
+void cf_norm_apply_targets(const cf_model *m, float *y, size_t nsamples)
+{
+    size_t k = m->tnorm_count;
+    if (!k) return;
+    const float *mu = m->tnorm_mean, *sd = m->tnorm_std;
+    for (size_t s = 0; s < nsamples; s++, y += k)
+        for (size_t i = 0; i < k; i++) y[i] = (y[i] - mu[i]) / sd[i];
+}
+
+void cf_norm_undo_targets(const cf_model *m, float *out, size_t nsamples)
+{
+    size_t k = m->tnorm_count;
+    if (!k) return;
+    const float *mu = m->tnorm_mean, *sd = m->tnorm_std;
+    for (size_t s = 0; s < nsamples; s++, out += k)
+        for (size_t i = 0; i < k; i++) out[i] = out[i] * sd[i] + mu[i];
 }
 
 size_t cf_model_input_norm(const cf_model *m, const float **mean, const float **std)
@@ -75,9 +119,10 @@ int cf_norm_check(const cf_model *m, const cf_dataset *d)
     return 0;
 }
 
-int cf_norm_fit(cf_model *m, const cf_dataset *d)
+/* Mean and population std of each of the k numbers of n rows of v (two passes, in
+ * double: no cancellation); a constant number gets std 1. 0 or -1 (out of memory). */
+static int fit_stats(const float *v, size_t n, size_t k, float **mean_out, float **std_out)
 {
-    size_t k = cf_shape_count(cf_dataset_sample_shape(d)), n = cf_dataset_count(d);
     double *sum = calloc(2 * k, sizeof *sum);
     float *mean = malloc(k * sizeof *mean), *std = malloc(k * sizeof *std);
     if (!sum || !mean || !std) {
@@ -87,20 +132,41 @@ int cf_norm_fit(cf_model *m, const cf_dataset *d)
         return cf_oom(k * (2 * sizeof *sum + 2 * sizeof *mean));
     }
     double *sq = sum + k;
-    const float *x = cf_dataset_x(d);
+    const float *x = v;
     for (size_t s = 0; s < n; s++, x += k)
         for (size_t i = 0; i < k; i++) sum[i] += x[i];
     for (size_t i = 0; i < k; i++) sum[i] /= (double)n;
-    x = cf_dataset_x(d);
-    for (size_t s = 0; s < n; s++, x += k)   /* two passes: no cancellation */
+    x = v;
+    for (size_t s = 0; s < n; s++, x += k)
         for (size_t i = 0; i < k; i++) sq[i] += ((double)x[i] - sum[i]) * ((double)x[i] - sum[i]);
     for (size_t i = 0; i < k; i++) {
         double sdv = sqrt(sq[i] / (double)n);
         mean[i] = (float)sum[i];
         std[i] = sdv > 1e-12 * (1 + fabs(sum[i])) && (float)sdv > 0 ? (float)sdv : 1.0f;
     }
-    int rc = cf_model_set_input_norm(m, mean, std, k);
     free(sum);
+    *mean_out = mean;
+    *std_out = std;
+    return 0;
+}
+
+int cf_norm_fit(cf_model *m, const cf_dataset *d)
+{
+    size_t k = cf_shape_count(cf_dataset_sample_shape(d));
+    float *mean, *std;
+    if (fit_stats(cf_dataset_x(d), cf_dataset_count(d), k, &mean, &std)) return -1;
+    int rc = cf_model_set_input_norm(m, mean, std, k);
+    free(mean);
+    free(std);
+    return rc;
+}
+
+int cf_norm_fit_targets(cf_model *m, const cf_dataset *d)
+{
+    size_t k = (size_t)cf_dataset_target_size(d);
+    float *mean, *std;
+    if (fit_stats(cf_dataset_y(d), cf_dataset_count(d), k, &mean, &std)) return -1;
+    int rc = cf_model_set_target_norm(m, mean, std, k);
     free(mean);
     free(std);
     return rc;

@@ -26,6 +26,7 @@ struct cf_trainer {
     int classes;                 /* of the model's output; 0 for regression */
     size_t xcount, ycount;       /* floats per sample: input, target (labels: one per row) */
     size_t ntrain;               /* samples of the data given to cf_trainer_new, before any validation split */
+    double target_rms;           /* regression without target standardisation: the targets' RMS; else 0 */
     double initial_loss;         /* the largest loss of the run's first steps, what divergence is measured
                                     against; NAN before the first */
     atomic_int stop;             /* cf_trainer_stop was called */
@@ -81,5 +82,11 @@ size_t cf_optim_state_bytes(const cf_model *m, const char *name);
 int cf_optim_state_nonneg(const cf_optim *o, int i);
 /* Fit the model's input statistics on d's samples. 0 or -1. */
 int cf_norm_fit(cf_model *m, const cf_dataset *d);
+/* Fit the model's target statistics on d's targets (regression). 0 or -1. */
+int cf_norm_fit_targets(cf_model *m, const cf_dataset *d);
+/* Standardise nsamples rows of targets in place; undo it on rows of output 0. With no
+ * target statistics, nothing happens. */
+void cf_norm_apply_targets(const cf_model *m, float *y, size_t nsamples);
+void cf_norm_undo_targets(const cf_model *m, float *out, size_t nsamples);
 
 #endif

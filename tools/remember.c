@@ -1,0 +1,132 @@
+/* remember.c - a checkpoint remembers how its data was read: the data spec, the label
+ * column, the features (the model's notes, cf_model_set_info), beside what the library
+ * keeps itself (standardisation, class names, a text's vocabulary). eval and predict
+ * read new data the same way unless told otherwise, and an option that contradicts
+ * what the checkpoint says is an error naming both; and MODEL may be the checkpoint
+ * itself, which holds the model's source. */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "commands.h"
+
+#define NOTE_DATA "data"
+#define NOTE_LABEL "label"
+#define NOTE_FEATURES "features"
+#define NOTE_COLUMNS "columns"
+
+/* The label column of d as given back to --label-col: its number (0-based); "" for
+ * data without one. */
+static const char *label_of(const cf_dataset *d, char *buf, size_t size)
+{
+    int col = cf_dataset_label_column(d);
+    if (col < 0) snprintf(buf, size, "%s", "");
+    else snprintf(buf, size, "%d", col);
+    return buf;
+}
+
+int data_remember(cf_model *m, const args *a, const cf_dataset *train)
+{
+    char label[256], cols[32];
+    const char *spec = a->data ? a->data : "fashion-mnist";
+    int rc = cf_model_set_info(m, NOTE_DATA, spec);
+    label_of(train, label, sizeof label);
+    snprintf(cols, sizeof cols, "%d", cf_dataset_column_count(train));
+    if (!rc) rc = cf_model_set_info(m, NOTE_LABEL, *label ? label : NULL);
+    if (!rc) rc = cf_model_set_info(m, NOTE_COLUMNS, cf_dataset_column_count(train) ? cols : NULL);
+    if (!rc) rc = cf_model_set_info(m, NOTE_FEATURES, a->features);
+    return rc ? fail() : 0;
+}
+
+void data_recall(const cf_model *m, const args *a, args *out, FILE *said)
+{
+    *out = *a;
+    const char *data = cf_model_info(m, NOTE_DATA), *label = cf_model_info(m, NOTE_LABEL);
+    const char *features = cf_model_info(m, NOTE_FEATURES);
+    int told = 0;
+    if (!a->data && data) {
+        out->data = data;
+        if (said) fprintf(said, "data: %s", data);
+        told = 1;
+    }
+    /* the checkpoint's reading goes with its own data, or with data the user names */
+    if (!a->label_col && label) {
+        out->label_col = label;
+        if (said) fprintf(said, "%slabel column %s", told ? ", " : "", label);
+        told = 1;
+    }
+    if (!a->features && features) {
+        out->features = features;
+        if (said) fprintf(said, "%sfeatures %s", told ? ", " : "", features);
+        told = 1;
+    }
+    if (said && told) fprintf(said, " (as the checkpoint remembers)\n");
+}
+
+int data_contradicts(const cf_model *m, const args *a, const cf_dataset *d, const char *ckpt)
+{
+    char have[256];
+    const char *label = cf_model_info(m, NOTE_LABEL), *features = cf_model_info(m, NOTE_FEATURES);
+    if (a->label_col && label && strcmp(label_of(d, have, sizeof have), label)) {
+        fprintf(stderr, "error: --label-col %s (column %s of %s) contradicts %s, which was trained with the label in "
+                        "column %s; leave --label-col out to use the checkpoint's\n",
+                a->label_col, *have ? have : "none", cf_dataset_name(d), ckpt, label);
+        return 1;
+    }
+    if (a->features && features && strcmp(a->features, features)) {
+        fprintf(stderr, "error: --features %s contradicts %s, which was trained on the features %s; leave --features "
+                        "out to use the checkpoint's\n", a->features, ckpt, features);
+        return 1;
+    }
+    if (a->features && !features && cf_model_info(m, NOTE_DATA)) {
+        fprintf(stderr, "error: --features %s contradicts %s, which was trained on every column but the label; leave "
+                        "--features out\n", a->features, ckpt);
+        return 1;
+    }
+    return 0;
+}
+
+int remembered_columns(const cf_model *m)
+{
+    const char *c = cf_model_info(m, NOTE_COLUMNS);
+    return c ? atoi(c) : 0;
+}
+
+int is_weights_file(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    unsigned char b[9];
+    size_t n = f ? fread(b, 1, sizeof b, f) : 0;
+    if (f) fclose(f);
+    if (n != sizeof b || b[8] != '{') return 0;
+    uint64_t len = 0;
+    for (int i = 7; i >= 0; i--) len = len << 8 | b[i];
+    return len >= 2 && len < ((uint64_t)1 << 32);   /* a safetensors header's length, then its JSON */
+}
+
+cf_model *load_model_and_weights(const args *a, const char *cmd, const char **params)
+{
+    const char *path = a->pos[0];
+    *params = NULL;
+    if (is_weights_file(path)) {
+        if (a->params) {
+            fprintf(stderr, "cflux %s: %s is a checkpoint (or parameter file) and holds the model: give it once, "
+                            "without --params %s\n", cmd, path, a->params);
+            return NULL;
+        }
+        cf_model *m = cf_model_load_trained(path);
+        *params = path;
+        if (!m) fail();
+        return m;
+    }
+    if (!a->params) {
+        fprintf(stderr, "cflux %s: needs --params CHECKPOINT (the trained weights), or the checkpoint alone in place "
+                        "of MODEL\n", cmd);
+        return NULL;
+    }
+    cf_model *m = cf_model_load(path);
+    *params = a->params;
+    if (!m) fail();
+    return m;
+}

@@ -202,7 +202,7 @@ static void read_image(reader *r)
                   r->name, (unsigned)c->image_width, (unsigned)c->image_height, CF_IMAGE_MAX_SIDE, CF_IMAGE_MAX_PIXELS);
         leave(r, WHY_SET);
     }
-    int layout, invert = 0;
+    int layout = 0, invert = 0;
     switch (c->jpeg_color_space) {
     case JCS_GRAYSCALE: layout = CF_PIX_GREY, c->out_color_space = JCS_GRAYSCALE; break;
     case JCS_YCbCr:

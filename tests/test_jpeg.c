@@ -354,6 +354,12 @@ TEST(resize_and_exact)
     CHECK(strstr(cf_last_error(), "--") == NULL);
     CHECK(read_image(tmp("flat.jpg"), 1, 50, 30, 1, out) == -1);   /* w and h swapped */
     CHECK_HAS(cf_last_error(), "the image is 50x30 pixels, not the 30x50 asked for");
+    /* a PNG alike: the rule is pixels.c's */
+    CHECK(cf_png_write(tmp("flat.png"), px, 50, 30, 1) == 0);
+    CHECK(read_image(tmp("flat.png"), 3, 30, 50, 1, out) == 0);
+    CHECK(out[0] == 200.0f / 255.0f);
+    CHECK(read_image(tmp("flat.png"), 3, 28, 28, 1, out) == -1);
+    CHECK_HAS(cf_last_error(), "flat.png: the image is 50x30 pixels, not the 28x28 asked for");
     CHECK(cf_memory_in_use() == 0);
 }
 

@@ -289,6 +289,7 @@ static int decode(reader *r)
 {
     struct jpeg_decompress_struct *c = &r->cinfo;
     c->err = jpeg_std_error(&r->err);
+    c->client_data = r;   /* before jpeg_create_decompress, which keeps it, and may fail */
     r->err.error_exit = on_error;
     r->err.emit_message = on_message;
     if (setjmp(r->jmp)) {
@@ -298,7 +299,6 @@ static int decode(reader *r)
         return 0;
     }
     jpeg_create_decompress(c);
-    c->client_data = r;
     r->src.init_source = init_source;
     r->src.fill_input_buffer = fill_input;
     r->src.skip_input_data = skip_input;
@@ -399,6 +399,7 @@ int cf_jpeg_encode(const unsigned char *pixels, int w, int h, int channels, int 
     if (!wr) return cf_seterr("error: cf_jpeg_encode: out of memory");
     struct jpeg_compress_struct *c = &wr->cinfo;
     c->err = jpeg_std_error(&wr->err);
+    c->client_data = wr;
     wr->err.error_exit = on_write_error;
     wr->err.emit_message = on_write_message;
     if (setjmp(wr->jmp)) {
@@ -409,7 +410,6 @@ int cf_jpeg_encode(const unsigned char *pixels, int w, int h, int channels, int 
         return rc;
     }
     jpeg_create_compress(c);
-    c->client_data = wr;
     jpeg_mem_dest(c, &wr->buf, &wr->size);
     c->image_width = (JDIMENSION)w;
     c->image_height = (JDIMENSION)h;

@@ -1141,23 +1141,27 @@ CF_API int cf_model_flops(cf_model *m, double *forward, double *backward);
 
 /* ---- Images ------------------------------------------------------------------------
  *
- * PNG files as inputs, for prediction: n files become a dataset of n samples (targets
- * 0, no classes), named after the first file, each converted to what the sample shape
- * asks for. sample is a per-sample shape; a leading CF_BATCH is dropped, so
+ * PNG or JPEG files as inputs, for prediction: n files become a dataset of n samples
+ * (targets 0, no classes), named after the first file, each converted to what the
+ * sample shape asks for. sample is a per-sample shape; a leading CF_BATCH is dropped, so
  * cf_model_input_shape(m, 0) may be passed as it is:
  *   (C, H, W)  C = 1 grey or 3 colour (planes R, G, B), H x W pixels
  *   (H, W)     grey, H x W
  *   (N)        grey S x S when N = S*S (784: 28 x 28); colour, planes R, G, B, when
  *              N = 3*S*S; any other shape is an error ("does not say an image size")
- * Every PNG is read: grey, grey + alpha, RGB, RGBA, palette, 1 to 16 bits, interlaced.
+ * Every PNG is read: grey, grey + alpha, RGB, RGBA, palette, 1 to 16 bits, interlaced;
+ * every 8-bit JPEG: grey, YCbCr, RGB, CMYK, YCCK (Adobe's inverted CMYK: R = C K,
+ * G = M K, B = Y K of the stored values over 255), baseline or progressive (at most
+ * 100 scans), Huffman or arithmetic coded. The format is told by the first bytes, not the name.
  * Values scale as the IDX reader's: 8-bit b is (float)b / 255 (the same floats as an
  * IDX file of those bytes), 16-bit v is v / 65535; no gamma correction. Transparency
  * is composited over black; colour becomes grey by BT.601 luma (0.299 R + 0.587 G +
  * 0.114 B), grey becomes colour by repetition. An image of another size is shrunk by
  * area averaging or enlarged bilinearly (pixel centres, edges clamped), each axis on
  * its own, deterministically. Images may have at most 16384 pixels a side and 2^26
- * in all. NULL and the error ("error: FILE: ...": not a PNG, truncated, corrupt, too
- * large, out of memory), which names the file, and nothing is kept. */
+ * in all. NULL and the error ("error: FILE: ...": not a PNG or JPEG image, truncated,
+ * corrupt, unsupported, too large, out of memory), which names the file, and nothing
+ * is kept. */
 CF_API cf_dataset *cf_dataset_load_images(const char *const *paths, int n, cf_shape sample);
 
 /* ---- Learning-rate range test ----------------------------------------------------

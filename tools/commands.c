@@ -175,8 +175,8 @@ const command cf_commands[] = {
     {"eval", "MODEL", 1, "Loss and accuracy of trained weights on data.", NULL, eval_opts, cmd_eval},
     {"predict", "MODEL INPUT...", 2, "Classes and probabilities (or the outputs) for each sample of INPUT.",
      "INPUT is an IDX file of images, a CSV file of numbers (every column a feature),\n"
-     "or PNG images (grey or colour; several may be given), each resized to the\n"
-     "model's input and scaled as training data is (0..255 to 0..1).\n",
+     "or PNG or JPEG images (grey or colour; several may be given), each resized to\n"
+     "the model's input and scaled as training data is (0..255 to 0..1).\n",
      predict_opts, cmd_predict},
     {"bench", "MODEL", 1, "Time training steps, batch inference and batch-1 latency on random data.",
      "After a warm-up: training steps (forward, loss, backward, SGD update) at --batch,\n"

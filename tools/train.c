@@ -722,19 +722,24 @@ static void print_output(const cf_model *m, int o, const float *p, size_t k, int
     if (json) printf("]");
 }
 
-/* Is the file a PNG image: named .png, or a regular file that begins as a PNG does
- * (a pipe is not read here: its bytes would be gone)? */
-static int is_png(const char *path)
+/* Is the file an image (PNG or JPEG): named .png, .jpg or .jpeg, or a regular file
+ * that begins as a PNG or a JPEG does (a pipe is not read here: its bytes would be
+ * gone)? */
+static int is_image(const char *path)
 {
+    static const char *const ext[] = {".png", ".jpg", ".jpeg"};
     size_t len = strlen(path);
-    if (len > 4 && !strcasecmp(path + len - 4, ".png")) return 1;
+    for (size_t i = 0; i < sizeof ext / sizeof *ext; i++) {
+        size_t n = strlen(ext[i]);
+        if (len > n && !strcasecmp(path + len - n, ext[i])) return 1;
+    }
     struct stat st;
     if (stat(path, &st) || !S_ISREG(st.st_mode)) return 0;
     unsigned char sig[8];
     FILE *f = fopen(path, "rb");
     size_t n = f ? fread(sig, 1, 8, f) : 0;
     if (f) fclose(f);
-    return n == 8 && !memcmp(sig, "\x89PNG\r\n\x1a\n", 8);
+    return (n == 8 && !memcmp(sig, "\x89PNG\r\n\x1a\n", 8)) || (n >= 3 && !memcmp(sig, "\xff\xd8\xff", 3));
 }
 
 /* A CSV file laid out as the training file was (its label column too, and the
@@ -781,11 +786,11 @@ int cmd_predict(const args *a)
         cf_model_free(m);
         return 1;
     }
-    int images = a->npos > 2 || is_png(a->pos[1]);
+    int images = a->npos > 2 || is_image(a->pos[1]);
     for (int i = 1; images && i < a->npos; i++)
-        if (!is_png(a->pos[i])) {
-            fprintf(stderr, "error: %s: not a PNG image; several inputs must all be PNG images (an IDX or CSV file "
-                            "goes alone)\n", a->pos[i]);
+        if (!is_image(a->pos[i])) {
+            fprintf(stderr, "error: %s: not a PNG or JPEG image; several inputs must all be images (an IDX or CSV "
+                            "file goes alone)\n", a->pos[i]);
             cf_model_free(m);
             return 1;
         }

@@ -7,10 +7,11 @@ fuzzer=$1 corpus=$2 seconds=$3
 work=$(mktemp -d /tmp/cflux-fuzz-XXXXXX)
 trap 'rm -rf "$work"' EXIT
 name=$(basename "$fuzzer")
-# inputs as long as the cases that cost (a deflate bomb after a PNG's rows, a file of
-# thousands of tensors) for the readers of files; short ones for the rest
+# inputs as long as the cases that cost (a deflate bomb after a PNG's rows, a JPEG of
+# many scans, a file of thousands of tensors) for the readers of files; short ones for
+# the rest
 case $name in
-  fuzz_png | fuzz_safetensors | fuzz_torch) max_len=1048576 ;;
+  fuzz_png | fuzz_jpeg | fuzz_safetensors | fuzz_torch) max_len=1048576 ;;
   *) max_len=4096 ;;
 esac
 if "$fuzzer" -max_len=$max_len -timeout=10 -rss_limit_mb=2048 -max_total_time="$seconds" \

@@ -861,6 +861,14 @@ typedef struct cf_fit_opts {
     /* Train data-parallel across the ranks of cf_dist_init (see "Data-parallel
      * training"); one rank, or 0: alone. */
     int distributed;
+    /* A quick try of a model: each epoch trains its first limit_batches batches (of
+     * its order: another share of shuffled data each epoch; for text, the first
+     * limit_batches steps of each stream), and each evaluation (validation, test)
+     * reads its first limit_batches batches; the schedule counts the steps so
+     * limited. Checkpoints record it; a resumed run with another limit is told (on
+     * on_warning), and a place past the new epoch's end resumes at its last batch.
+     * 0: no limit. */
+    long limit_batches;
 } cf_fit_opts;
 
 CF_API cf_fit_opts cf_fit_defaults(void);
@@ -957,6 +965,11 @@ CF_API int cf_model_class_names(const cf_model *m, const char *const **names);  
 /* Mean loss and accuracy (NAN for regression) of a model over a dataset (the loss the
  * model has, or as cf_trainer_new chooses). */
 CF_API int cf_evaluate(cf_model *m, const cf_dataset *d, int batch, double *loss, double *accuracy);
+/* The same over the first limit_batches batches of d alone, as cf_fit evaluates with
+ * o.limit_batches (text read as streams: the first limit_batches steps of each); 0:
+ * all of d. */
+CF_API int cf_evaluate_ex(cf_model *m, const cf_dataset *d, int batch, long limit_batches, double *loss,
+                          double *accuracy);
 /* Output 0 for every sample of d, into out (count * output size floats). */
 CF_API int cf_predict(cf_model *m, const cf_dataset *d, int batch, float *out);
 /* Every output: outs[i] (count * output i's size floats, or NULL: not wanted) for each
@@ -987,6 +1000,10 @@ typedef struct cf_metrics {
 
 /* The metrics of the model's output 0 on d (predicted in batches of batch). */
 CF_API int  cf_evaluate_metrics(cf_model *m, const cf_dataset *d, int batch, int top_k, cf_metrics *r);
+/* The same over the first limit_batches * batch samples of d (0: all of them), the
+ * samples that cf_evaluate_ex scores for data that is not sequential. */
+CF_API int  cf_evaluate_metrics_ex(cf_model *m, const cf_dataset *d, int batch, long limit_batches, int top_k,
+                                   cf_metrics *r);
 /* The same from outputs already computed: n samples of out_size outputs and
  * target_size targets each (class indices when classify). */
 CF_API int  cf_metrics_compute(const float *outputs, size_t out_size, const float *targets, int target_size, size_t n,

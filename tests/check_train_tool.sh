@@ -12,7 +12,7 @@ train --epochs 6 --lr 0.01 --log "$t/log.csv" --plot "$t/plot.svg" --json --save
 rc=$?
 [ $rc -eq 0 ] && ok || bad "train exit $rc: $(cat "$t/err")"
 tail -n 1 "$t/out" | grep -q '^{"epochs": 6, .*"test_accuracy": 0\.[0-9]*, .*"samples_per_sec": .*"params": 131}$' && ok || bad "json: $(tail -n 1 "$t/out")"
-grep -q '^epoch  6/6  train loss' "$t/out" && ok || bad "no per-epoch line"
+grep -q '^epoch  6/6  train loss' "$t/err" && ok || bad "no per-epoch line on stderr (--json)"
 [ "$(wc -l < "$t/log.csv")" -eq 7 ] && head -n 1 "$t/log.csv" | grep -q '^epoch,train_loss,train_accuracy,val_loss' && ok || bad "log.csv"
 grep -q '<svg' "$t/plot.svg" && grep -q 'polyline' "$t/plot.svg" && grep -q 'test accuracy' "$t/plot.svg" && ok || bad "plot.svg"
 
@@ -79,12 +79,12 @@ one_line "classifier models must end with softmax, but this one ends with relu a
 echo 'model = Chain(Input(8), x -> reshape(x, 8, 1), Affine(30), softmax)' > "$t/char.flux"
 for i in $(seq 40); do echo 'the quick brown fox jumps over the lazy dog'; done > "$t/words.txt"
 "$tool" train "$t/char.flux" --data "text:$t/words.txt" --epochs 2 --batch 16 --json --save "$t/char.ckpt" > "$t/out" 2> "$t/err"
-grep -q '^training .*: 197 train, 21 test sequences of 8 characters' "$t/out" && ok || bad "text: header: $(cat "$t/out" "$t/err")"
-grep -q '^epoch  2/2  train loss [0-9.]* nats/char acc 0\.[0-9]* | val loss - acc - | test loss [0-9.]* nats/char .* chars/s$' "$t/out" \
-  && ok || bad "text: epoch line: $(cat "$t/out")"
-grep -q '^test loss [0-9.]* nats/char, accuracy 0\.' "$t/out" && grep -q '"chars_per_sec": ' "$t/out" && ok || bad "text: summary"
+grep -q '^training .*: 197 train, 21 test sequences of 8 characters' "$t/err" && ok || bad "text: header: $(cat "$t/out" "$t/err")"
+grep -q '^epoch  2/2  train loss [0-9.]* nats/char acc 0\.[0-9]* | val loss - acc - | test loss [0-9.]* nats/char .* chars/s$' "$t/err" \
+  && ok || bad "text: epoch line: $(cat "$t/err")"
+grep -q '^test loss [0-9.]* nats/char, accuracy 0\.' "$t/err" && grep -q '"chars_per_sec": ' "$t/out" && ok || bad "text: summary"
 # eval reads the text in the run's batches: the run's own test loss, to the digit
-want=$(sed -n 's/^test loss \([0-9.]*\) nats.char.*/\1/p' "$t/out")
+want=$(sed -n 's/^test loss \([0-9.]*\) nats.char.*/\1/p' "$t/err")
 "$tool" eval "$t/char.flux" --params "$t/char.ckpt" --data "text:$t/words.txt" | grep -q "loss $want nats/char" \
   && ok || bad "text: eval's loss is not the run's $want: $("$tool" eval "$t/char.flux" --params "$t/char.ckpt" --data "text:$t/words.txt")"
 "$tool" eval "$t/char.flux" --params "$t/char.ckpt" --data "text:$t/words.txt" | grep -q 'on the test set (21 sequences): loss [0-9.]* nats/char, accuracy 0\.' \
@@ -154,8 +154,8 @@ lrfind --start 1 --end 0.1 > /dev/null 2> "$t/err"; rc=$?
 printf 'a wins\nb wins\nc wins\n' > "$t/names.txt"
 train --epochs 12 --lr 1e-12 --schedule const --val 0.2 --patience 2 --keep-best "$t/best.ckpt" --classes "$t/names.txt" \
   --report "$t/r.html" --save "$t/last.ckpt" --json > "$t/es" 2> "$t/err"
-best=$(sed -n 's/^best epoch \([0-9]*\): validation loss .*, kept in .*best.ckpt$/\1/p' "$t/es")
-last=$(sed -n 's/^stopped early after epoch \([0-9]*\): the validation loss has not improved for 2 epochs$/\1/p' "$t/es")
+best=$(sed -n 's/^best epoch \([0-9]*\): validation loss .*, kept in .*best.ckpt$/\1/p' "$t/err")
+last=$(sed -n 's/^stopped early after epoch \([0-9]*\): the validation loss has not improved for 2 epochs$/\1/p' "$t/err")
 [ -n "$best" ] && [ -n "$last" ] && [ "$last" -eq $((best + 2)) ] && [ "$last" -lt 12 ] &&
   grep -q "\"best_epoch\": $best, \"stopped_early\": true" "$t/es" && ok || bad "early stopping: $(cat "$t/es" "$t/err")"
 "$tool" eval "$t/m.flux" --params "$t/best.ckpt" --data "csv:$t/train.csv,$t/test.csv" --json > "$t/ev" 2>&1 &&

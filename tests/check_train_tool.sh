@@ -17,7 +17,7 @@ grep -q '^epoch  6/6  train loss' "$t/err" && ok || bad "no per-epoch line on st
 grep -q '<svg' "$t/plot.svg" && grep -q 'polyline' "$t/plot.svg" && grep -q 'test accuracy' "$t/plot.svg" && ok || bad "plot.svg"
 
 # same seed, same bits; resume from epoch 3 of 6 ends where the uninterrupted run ends
-train --epochs 6 --lr 0.01 --quiet --save "$t/b.ckpt" && cmp -s "$t/a.ckpt" "$t/b.ckpt" && ok || bad "two runs differ"
+train --epochs 6 --lr 0.01 --quiet --save "$t/b.ckpt" > /dev/null && cmp -s "$t/a.ckpt" "$t/b.ckpt" && ok || bad "two runs differ"
 train --epochs 6 --lr 0.01 --quiet --stop-after 3 --save "$t/half.ckpt" >/dev/null
 cmp -s "$t/a.ckpt" "$t/half.ckpt" && bad "stopped run equals the whole run" || ok
 train --epochs 6 --lr 0.01 --quiet --resume "$t/half.ckpt" --save "$t/d.ckpt" >/dev/null
@@ -74,6 +74,23 @@ one_line "classifier models must end with softmax, but this one ends with relu a
   "$tool" train "$t/nosoft.flux" --data "csv:$t/train.csv" --loss xent
 "$tool" train "$t/m.flux" --epochs 0 > /dev/null 2>&1; [ $? -eq 2 ] && ok || bad "--epochs 0 is bad usage"
 "$tool" train "$t/m.flux" --optim rmsprop > /dev/null 2>&1; [ $? -eq 2 ] && ok || bad "unknown optimizer is bad usage"
+
+# --limit-batches: 3 batches of 16 an epoch and an evaluation; eval with the same limit
+# gives the run's test loss; a run stopped after epoch 1 resumes to the same bits
+train --epochs 2 --batch 16 --limit-batches 3 --log "$t/lim.csv" --save "$t/lim.ckpt" > "$t/out" 2> "$t/err"
+grep -q '^training .*batch 16, limited to 3 batches per epoch and per evaluation, ' "$t/out" && ok ||
+  bad "--limit-batches: header: $(head -n 1 "$t/out") $(cat "$t/err")"
+want=$(sed -n 's/^2,[^,]*,[^,]*,,,\([^,]*\),.*/\1/p' "$t/lim.csv")
+"$tool" eval "$t/m.flux" --params "$t/lim.ckpt" --data "csv:$t/train.csv,$t/test.csv" --batch 16 --limit-batches 3 --json > "$t/ev"
+grep -q "^{\"samples\": 48, \"limit_batches\": 3, \"batch\": 16, \"loss\": $want, " "$t/ev" && ok ||
+  bad "--limit-batches: eval: $(cat "$t/ev"), the run's test loss $want"
+"$tool" eval "$t/m.flux" --params "$t/lim.ckpt" --data "csv:$t/train.csv,$t/test.csv" --batch 16 --limit-batches 3 |
+  grep -q 'on the test set (48 samples of 100, the first 3 batches of 16): loss ' && ok || bad "--limit-batches: eval's line"
+train --epochs 2 --batch 16 --limit-batches 3 --stop-after 1 --save "$t/lim1.ckpt" --quiet > /dev/null
+train --epochs 2 --batch 16 --limit-batches 3 --resume "$t/lim1.ckpt" --save "$t/lim2.ckpt" --quiet > /dev/null 2> "$t/err"
+cmp -s "$t/lim.ckpt" "$t/lim2.ckpt" && [ ! -s "$t/err" ] && ok || bad "--limit-batches: the resumed run differs: $(cat "$t/err")"
+train --epochs 2 --batch 16 --resume "$t/lim1.ckpt" --quiet > /dev/null 2> "$t/err"
+grep -q 'the limit of batches an epoch changes from 3 to none' "$t/err" && ok || bad "--limit-batches: resumed without: $(cat "$t/err")"
 
 # text data: losses per character, chars/s, the vocabulary kept for eval
 echo 'model = Chain(Input(8), x -> reshape(x, 8, 1), Affine(30), softmax)' > "$t/char.flux"

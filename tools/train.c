@@ -409,6 +409,7 @@ static int train_run(const args *a, int ranks)
     fo.patience = isnan(a->patience) ? 0 : (int)a->patience;
     fo.keep_best = a->keep_best;
     fo.distributed = ranks > 1;
+    fo.limit_batches = isnan(a->limit_batches) ? 0 : (long)a->limit_batches;
     r.tty = isatty(fileno(stderr));
     if (class_names_set(m, a->classes, a->data)) goto done;
     if (!(r.trainer = cf_trainer_new(m, train, &fo))) goto out;
@@ -434,10 +435,14 @@ static int train_run(const args *a, int ranks)
         int nt = cf_threads();
         char what[64] = "samples";
         if (r.text) snprintf(what, sizeof what, "sequences of %d characters", r.text);
-        fprintf(say, "training %s on %s: %zu train%s%zu test %s, %zu weights, %s lr %g, batch %d, %d thread%s\n",
+        char limit[96] = "";
+        if (fo.limit_batches)
+            snprintf(limit, sizeof limit, ", limited to %ld batch%s per epoch and per evaluation", fo.limit_batches,
+                     fo.limit_batches == 1 ? "" : "es");
+        fprintf(say, "training %s on %s: %zu train%s%zu test %s, %zu weights, %s lr %g, batch %d%s, %d thread%s\n",
                a->pos[0], a->data ? a->data : "fashion-mnist", cf_dataset_count(train),
                fo.val_fraction > 0 ? " (less a validation split), " : ", ", test ? cf_dataset_count(test) : 0, what,
-               cf_model_weight_count(m), oo.name, (double)oo.lr, r.batch, nt, nt == 1 ? "" : "s");
+               cf_model_weight_count(m), oo.name, (double)oo.lr, r.batch, limit, nt, nt == 1 ? "" : "s");
         if (ranks > 1)
             fprintf(say, "data-parallel over %d ranks: each takes its share of every batch of %d (%d to %d rows)\n", ranks,
                    r.batch, r.batch / ranks, (r.batch + ranks - 1) / ranks);
@@ -651,7 +656,11 @@ int cmd_eval(const args *a)
     int trained = text && isnan(a->batch) ? cf_checkpoint_batch(a->params) : 0;
     if (trained < 0) goto out;
     if (trained > 0) batch = trained;
-    if (cf_evaluate(m, d, batch, &l, &acc)) goto out;
+    long limit = isnan(a->limit_batches) ? 0 : (long)a->limit_batches;
+    if (cf_evaluate_ex(m, d, batch, limit, &l, &acc)) goto out;
+    /* what was scored: --limit-batches takes the first batches (of text, the first steps
+       of each stream: as many sequences) */
+    size_t n = cf_dataset_count(d), scored = limit && n / (size_t)batch >= (size_t)limit ? (size_t)limit * (size_t)batch : n;
     if (!isfinite(l)) {
         fprintf(stderr, "error: %s: the loss on %s is %s: the weights overflow on this data\n", a->params,
                 cf_dataset_name(d), isnan(l) ? "not a number" : "infinite");
@@ -662,16 +671,20 @@ int cmd_eval(const args *a)
        characters would say little */
     cf_metrics mt = {0};
     int top = isnan(a->top) ? 0 : (int)a->top, have = !text;
-    if (have && cf_evaluate_metrics(m, d, batch, top, &mt)) goto out;
+    if (have && cf_evaluate_metrics_ex(m, d, batch, limit, top, &mt)) goto out;
     if (a->json) {
-        printf("{\"samples\": %zu, ", cf_dataset_count(d));
+        printf("{\"samples\": %zu, ", scored);
+        if (scored < n) printf("\"limit_batches\": %ld, \"batch\": %d, ", limit, batch);
         json_num("loss", l, 0);
         json_num("accuracy", acc, !have);
         if (have) metrics_json(m, &mt, stdout);
         printf("}\n");
     } else {
-        printf("%s on %s (%zu %s): loss %.4f%s", a->pos[0], test ? "the test set" : "the data", cf_dataset_count(d),
-               text ? "sequences" : "samples", l, text ? " nats/char" : "");
+        char part[96] = "";
+        if (scored < n)
+            snprintf(part, sizeof part, " of %zu, the first %ld batch%s of %d", n, limit, limit == 1 ? "" : "es", batch);
+        printf("%s on %s (%zu %s%s): loss %.4f%s", a->pos[0], test ? "the test set" : "the data", scored,
+               text ? "sequences" : "samples", part, l, text ? " nats/char" : "");
         if (!isnan(acc)) printf(", accuracy %.4f", acc);
         if (have && mt.top_k) printf(", top-%d accuracy %.4f", mt.top_k, mt.top_k_accuracy);
         printf("\n");

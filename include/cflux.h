@@ -643,6 +643,9 @@ CF_API cf_dataset *cf_dataset_load_csv(const char *path, int label_col, int head
 /* Inputs alone, for prediction: an IDX file of bytes (images, scaled to [0, 1]) or a
  * CSV file of numbers (every column a feature; header detected). Targets are 0. */
 CF_API cf_dataset *cf_dataset_load_inputs(const char *path);
+/* The byte that ends each file's text in a corpus of several files (text:FOLDER,
+ * text:A,B): ASCII's record separator, a class of the vocabulary like any other. */
+#define CF_TEXT_FILE_END 0x1e
 /* Text for character-level models: the file's bytes (plain or gzip'd). The
  * vocabulary is its distinct bytes, ascending; a byte's class index is its position
  * there. Samples are consecutive, non-overlapping pieces of seq_len (T) characters as
@@ -652,7 +655,14 @@ CF_API cf_dataset *cf_dataset_load_inputs(const char *path);
  * the file (0 <= held_out < 1; floor of it, in bytes) becomes *test, unless it is
  * shorter than T + 1 characters (then *test is NULL and all of it trains). Both
  * datasets are sequential and share the vocabulary. 0, or -1 with the error (a
- * missing or empty file, a text shorter than T + 1 characters). */
+ * missing or empty file, a text shorter than T + 1 characters).
+ * A corpus of several files is read as one text, each file's bytes followed by
+ * CF_TEXT_FILE_END: path a folder (its regular files under it, at any depth, through
+ * symbolic links, sorted by path byte by byte; names that start with '.' passed
+ * over; a loop of links, an empty folder or one with no file are errors), or, when
+ * no file or folder of the whole name exists, files and folders separated by commas
+ * (in the order given; a folder's files sorted). Any file that cannot be read is an
+ * error naming it. A path that names a file reads it alone, with no end marked. */
 CF_API int cf_dataset_load_text(const char *path, int seq_len, double held_out, cf_dataset **train,
                                 cf_dataset **test);
 /* A data spec, as the tool takes it:
@@ -660,8 +670,9 @@ CF_API int cf_dataset_load_text(const char *path, int seq_len, double held_out, 
  *                        or the directory $CFLUX_DATA)
  *   idx:TRAIN_IMAGES,TRAIN_LABELS[,TEST_IMAGES,TEST_LABELS]
  *   csv:TRAIN[,TEST]     (label in column csv_label_col, header detected)
- *   text:FILE            (all after "text:" is the path) cf_dataset_load_text with
- *                        sequences of seq_len, the last 10% of the file the test set
+ *   text:PATH            (all after "text:": a file, a folder, or files and folders
+ *                        separated by commas, as cf_dataset_load_text reads them) with
+ *                        sequences of seq_len, the last 10% of the text the test set
  * *test is set to NULL when the spec has none. 0 or -1. cf_data_open is
  * cf_data_open_ex with seq_len 0, which text: refuses: a sequence length comes from
  * the model (its input 0 of shape (T)). */
@@ -709,6 +720,11 @@ CF_API int          cf_dataset_column_count(const cf_dataset *d);
 CF_API int          cf_dataset_label_column(const cf_dataset *d);
 CF_API const char  *cf_dataset_column_name(const cf_dataset *d, int col);
 
+/* What part of what a dataset is, in a phrase for people, or NULL: text's held-out
+ * end says how much of the text it is ("the last 10% of the corpus, 5012 characters:
+ * DIR/b.txt from its character 120 and the 2 files after it"), a corpus's training
+ * part how many files it read. Valid as long as d. */
+CF_API const char  *cf_dataset_about(const cf_dataset *d);
 /* Sequential data (text): sample j + 1 continues where sample j ends, so cf_fit keeps
  * the order, as streams (see cf_fit). 1 or 0. Splits keep it. */
 CF_API int          cf_dataset_sequential(const cf_dataset *d);

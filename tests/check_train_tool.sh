@@ -132,6 +132,24 @@ one_line "the prime text has 'Q', which the training text did not have" \
 one_line "csv.ckpt: no text vocabulary: sample needs a checkpoint of a run on text" \
   "$tool" sample "$t/rnn.flux" --params "$t/csv.ckpt"
 one_line "sample needs a character model" "$tool" sample "$t/m.flux" --params "$t/rnn.ckpt"
+# a corpus of a folder: its files sorted, each end marked; the header says what the test
+# set is; sample prints the end marker as a line of its own and starts as a file does
+mkdir -p "$t/corpus/sub" "$t/corpus/.git"
+i=0
+while read -r line; do i=$((i + 1)); printf '%s\n' "$line" > "$t/corpus/$(printf %02d $((i % 7)))-$i.txt"; done < "$t/words.txt"
+mv "$t/corpus/00-7.txt" "$t/corpus/sub/"
+echo 'not text' > "$t/corpus/.git/HEAD"
+"$tool" train "$t/rnn.flux" --data "text:$t/corpus" --epochs 3 --batch 8 --lr 0.01 --save "$t/corpus.ckpt" > "$t/out" 2> "$t/err"
+grep -q "^text: 40 files, 1800 characters, each file's end marked by the byte 0x1e$" "$t/out" &&
+  grep -q "^test: the last 10% of the corpus, 180 characters: [^ ]*/corpus/06-27.txt and then [^ ]*/corpus/06-34.txt, [^ ]*/corpus/06-6.txt and [^ ]*/corpus/sub/00-7.txt$" "$t/out" &&
+  grep -q '^task: the next character, of 29 distinct in the text' "$t/out" && ok || bad "corpus: the header: $(cat "$t/out" "$t/err")"
+"$tool" sample "$t/rnn.flux" --params "$t/corpus.ckpt" --length 200 > "$t/s1" 2> "$t/err" &&
+  ! LC_ALL=C grep -q "$(printf '\036')" "$t/s1" && ok || bad "corpus: sample: $(cat "$t/s1" "$t/err")"
+"$tool" sample "$t/rnn.flux" --params "$t/corpus.ckpt" --length 1 --prime "$(printf 'the\036')" > "$t/s2" 2> "$t/err"
+[ "$(head -n 2 "$t/s2")" = "$(printf 'the\n--- end of a file ---')" ] && ok || bad "corpus: sample's end marker: $(cat "$t/s2" "$t/err")"
+mkdir "$t/nothing"
+one_line "nothing: the folder is empty" "$tool" train "$t/rnn.flux" --data "text:$t/nothing"
+
 # sample: a GPT, which carries no state, by recomputing its window
 echo 'model = Chain(Input(8), GPT(30, 16, layers = 1, heads = 2, context = 8))' > "$t/gpt.flux"
 sample_checks "sample gpt" gpt

@@ -32,7 +32,7 @@ static const opt graph_opts[] = {
 };
 
 static const opt train_opts[] = {
-    DATA("fashion-mnist (default), idx:TRAIN_IMAGES,TRAIN_LABELS[,TEST_IMAGES,\nTEST_LABELS], csv:TRAIN[,TEST] or text:FILE (its last 10% the test set;\nsequences of the model's input length)"),
+    DATA("fashion-mnist (default), idx:TRAIN_IMAGES,TRAIN_LABELS[,TEST_IMAGES,\nTEST_LABELS], csv:TRAIN[,TEST] or text:PATH (a file, a folder of files or\nfiles separated by commas; its last 10% the test set; sequences of\nthe model's input length)"),
     LABELCOL,
     IMAGES,
     LOSS,
@@ -185,7 +185,7 @@ const command cf_commands[] = {
      "Also the matrix products' GFLOP/s against one core's measured FMA peak, the peak\n"
      "memory while training, and which kernels ran and why.\n",
      bench_opts, cmd_bench},
-    {"sample", "MODEL", 1, "Generate text from a character model trained on text:FILE.",
+    {"sample", "MODEL", 1, "Generate text from a character model trained on text:PATH.",
      "A recurrent MODEL runs one step at a time on batch 1 (its unroll over one step),\n"
      "sharing the trained weights and carrying its state from each character to the\n"
      "next. A MODEL that carries no state and reads T characters (a GPT) runs on the\n"

@@ -446,6 +446,8 @@ static int train_run(const args *a, int ranks)
         if (ranks > 1)
             fprintf(say, "data-parallel over %d ranks: each takes its share of every batch of %d (%d to %d rows)\n", ranks,
                    r.batch, r.batch / ranks, (r.batch + ranks - 1) / ranks);
+        if (cf_dataset_about(train)) fprintf(say, "text: %s\n", cf_dataset_about(train));
+        if (test && cf_dataset_about(test)) fprintf(say, "test: %s\n", cf_dataset_about(test));
         describe_task(train, r.trainer, m);
         if (cf_model_summary(m, 0, 0, say)) goto out;
         if (a->init) fprintf(say, "starting from the weights in %s\n", a->init);

@@ -650,6 +650,9 @@ CF_API cf_dataset *cf_dataset_load_csv(const char *path, int label_col, int head
 /* Inputs alone, for prediction: an IDX file of bytes (images, scaled to [0, 1]) or a
  * CSV file of numbers (every column a feature; header detected). Targets are 0. */
 CF_API cf_dataset *cf_dataset_load_inputs(const char *path);
+/* The byte that ends each file's text in a corpus of several files (text:FOLDER,
+ * text:A,B): ASCII's record separator, a class of the vocabulary like any other. */
+#define CF_TEXT_FILE_END 0x1e
 /* Text for character-level models: the file's bytes (plain or gzip'd). The
  * vocabulary is its distinct bytes, ascending; a byte's class index is its position
  * there. Samples are consecutive, non-overlapping pieces of seq_len (T) characters as
@@ -659,7 +662,14 @@ CF_API cf_dataset *cf_dataset_load_inputs(const char *path);
  * the file (0 <= held_out < 1; floor of it, in bytes) becomes *test, unless it is
  * shorter than T + 1 characters (then *test is NULL and all of it trains). Both
  * datasets are sequential and share the vocabulary. 0, or -1 with the error (a
- * missing or empty file, a text shorter than T + 1 characters). */
+ * missing or empty file, a text shorter than T + 1 characters).
+ * A corpus of several files is read as one text, each file's bytes followed by
+ * CF_TEXT_FILE_END: path a folder (its regular files under it, at any depth, through
+ * symbolic links, sorted by path byte by byte; names that start with '.' passed
+ * over; a loop of links, an empty folder or one with no file are errors), or, when
+ * no file or folder of the whole name exists, files and folders separated by commas
+ * (in the order given; a folder's files sorted). Any file that cannot be read is an
+ * error naming it. A path that names a file reads it alone, with no end marked. */
 CF_API int cf_dataset_load_text(const char *path, int seq_len, double held_out, cf_dataset **train,
                                 cf_dataset **test);
 /* A data spec, as the tool takes it:
@@ -667,8 +677,9 @@ CF_API int cf_dataset_load_text(const char *path, int seq_len, double held_out, 
  *                        or the directory $CFLUX_DATA)
  *   idx:TRAIN_IMAGES,TRAIN_LABELS[,TEST_IMAGES,TEST_LABELS]
  *   csv:TRAIN[,TEST]     (label in column csv_label_col, header detected)
- *   text:FILE            (all after "text:" is the path) cf_dataset_load_text with
- *                        sequences of seq_len, the last 10% of the file the test set
+ *   text:PATH            (all after "text:": a file, a folder, or files and folders
+ *                        separated by commas, as cf_dataset_load_text reads them) with
+ *                        sequences of seq_len, the last 10% of the text the test set
  * *test is set to NULL when the spec has none. 0 or -1. cf_data_open is
  * cf_data_open_ex with seq_len 0, which text: refuses: a sequence length comes from
  * the model (its input 0 of shape (T)). */
@@ -716,6 +727,11 @@ CF_API int          cf_dataset_column_count(const cf_dataset *d);
 CF_API int          cf_dataset_label_column(const cf_dataset *d);
 CF_API const char  *cf_dataset_column_name(const cf_dataset *d, int col);
 
+/* What part of what a dataset is, in a phrase for people, or NULL: text's held-out
+ * end says how much of the text it is ("the last 10% of the corpus, 5012 characters:
+ * DIR/b.txt from its character 120 and the 2 files after it"), a corpus's training
+ * part how many files it read. Valid as long as d. */
+CF_API const char  *cf_dataset_about(const cf_dataset *d);
 /* Sequential data (text): sample j + 1 continues where sample j ends, so cf_fit keeps
  * the order, as streams (see cf_fit). 1 or 0. Splits keep it. */
 CF_API int          cf_dataset_sequential(const cf_dataset *d);
@@ -869,6 +885,14 @@ typedef struct cf_fit_opts {
     /* Train data-parallel across the ranks of cf_dist_init (see "Data-parallel
      * training"); one rank, or 0: alone. */
     int distributed;
+    /* A quick try of a model: each epoch trains its first limit_batches batches (of
+     * its order: another share of shuffled data each epoch; for text, the first
+     * limit_batches steps of each stream), and each evaluation (validation, test)
+     * reads its first limit_batches batches; the schedule counts the steps so
+     * limited. Checkpoints record it; a resumed run with another limit is told (on
+     * on_warning), and a place past the new epoch's end resumes at its last batch.
+     * 0: no limit. */
+    long limit_batches;
 } cf_fit_opts;
 
 CF_API cf_fit_opts cf_fit_defaults(void);
@@ -987,6 +1011,11 @@ CF_API int cf_model_class_names(const cf_model *m, const char *const **names);  
 /* Mean loss and accuracy (NAN for regression) of a model over a dataset (the loss the
  * model has, or as cf_trainer_new chooses). */
 CF_API int cf_evaluate(cf_model *m, const cf_dataset *d, int batch, double *loss, double *accuracy);
+/* The same over the first limit_batches batches of d alone, as cf_fit evaluates with
+ * o.limit_batches (text read as streams: the first limit_batches steps of each); 0:
+ * all of d. */
+CF_API int cf_evaluate_ex(cf_model *m, const cf_dataset *d, int batch, long limit_batches, double *loss,
+                          double *accuracy);
 /* Output 0 for every sample of d, into out (count * output size floats). */
 CF_API int cf_predict(cf_model *m, const cf_dataset *d, int batch, float *out);
 /* Every output: outs[i] (count * output i's size floats, or NULL: not wanted) for each
@@ -1017,6 +1046,10 @@ typedef struct cf_metrics {
 
 /* The metrics of the model's output 0 on d (predicted in batches of batch). */
 CF_API int  cf_evaluate_metrics(cf_model *m, const cf_dataset *d, int batch, int top_k, cf_metrics *r);
+/* The same over the first limit_batches * batch samples of d (0: all of them), the
+ * samples that cf_evaluate_ex scores for data that is not sequential. */
+CF_API int  cf_evaluate_metrics_ex(cf_model *m, const cf_dataset *d, int batch, long limit_batches, int top_k,
+                                   cf_metrics *r);
 /* The same from outputs already computed: n samples of out_size outputs and
  * target_size targets each (class indices when classify). */
 CF_API int  cf_metrics_compute(const float *outputs, size_t out_size, const float *targets, int target_size, size_t n,

@@ -12,12 +12,12 @@ train --epochs 6 --lr 0.01 --log "$t/log.csv" --plot "$t/plot.svg" --json --save
 rc=$?
 [ $rc -eq 0 ] && ok || bad "train exit $rc: $(cat "$t/err")"
 tail -n 1 "$t/out" | grep -q '^{"epochs": 6, .*"test_accuracy": 0\.[0-9]*, .*"samples_per_sec": .*"params": 131}$' && ok || bad "json: $(tail -n 1 "$t/out")"
-grep -q '^epoch  6/6  train loss' "$t/out" && ok || bad "no per-epoch line"
+grep -q '^epoch  6/6  train loss' "$t/err" && ok || bad "no per-epoch line on stderr (--json)"
 [ "$(wc -l < "$t/log.csv")" -eq 7 ] && head -n 1 "$t/log.csv" | grep -q '^epoch,train_loss,train_accuracy,val_loss' && ok || bad "log.csv"
 grep -q '<svg' "$t/plot.svg" && grep -q 'polyline' "$t/plot.svg" && grep -q 'test accuracy' "$t/plot.svg" && ok || bad "plot.svg"
 
 # same seed, same bits; resume from epoch 3 of 6 ends where the uninterrupted run ends
-train --epochs 6 --lr 0.01 --quiet --save "$t/b.ckpt" && cmp -s "$t/a.ckpt" "$t/b.ckpt" && ok || bad "two runs differ"
+train --epochs 6 --lr 0.01 --quiet --save "$t/b.ckpt" > /dev/null && cmp -s "$t/a.ckpt" "$t/b.ckpt" && ok || bad "two runs differ"
 train --epochs 6 --lr 0.01 --quiet --stop-after 3 --save "$t/half.ckpt" >/dev/null
 cmp -s "$t/a.ckpt" "$t/half.ckpt" && bad "stopped run equals the whole run" || ok
 train --epochs 6 --lr 0.01 --quiet --resume "$t/half.ckpt" --save "$t/d.ckpt" >/dev/null
@@ -75,16 +75,33 @@ one_line "classifier models must end with softmax, but this one ends with relu a
 "$tool" train "$t/m.flux" --epochs 0 > /dev/null 2>&1; [ $? -eq 2 ] && ok || bad "--epochs 0 is bad usage"
 "$tool" train "$t/m.flux" --optim rmsprop > /dev/null 2>&1; [ $? -eq 2 ] && ok || bad "unknown optimizer is bad usage"
 
+# --limit-batches: 3 batches of 16 an epoch and an evaluation; eval with the same limit
+# gives the run's test loss; a run stopped after epoch 1 resumes to the same bits
+train --epochs 2 --batch 16 --limit-batches 3 --log "$t/lim.csv" --save "$t/lim.ckpt" > "$t/out" 2> "$t/err"
+grep -q '^training .*batch 16, limited to 3 batches per epoch and per evaluation, ' "$t/out" && ok ||
+  bad "--limit-batches: header: $(head -n 1 "$t/out") $(cat "$t/err")"
+want=$(sed -n 's/^2,[^,]*,[^,]*,,,\([^,]*\),.*/\1/p' "$t/lim.csv")
+"$tool" eval "$t/m.flux" --params "$t/lim.ckpt" --data "csv:$t/train.csv,$t/test.csv" --batch 16 --limit-batches 3 --json > "$t/ev"
+grep -q "^{\"samples\": 48, \"limit_batches\": 3, \"batch\": 16, \"loss\": $want, " "$t/ev" && ok ||
+  bad "--limit-batches: eval: $(cat "$t/ev"), the run's test loss $want"
+"$tool" eval "$t/m.flux" --params "$t/lim.ckpt" --data "csv:$t/train.csv,$t/test.csv" --batch 16 --limit-batches 3 |
+  grep -q 'on the test set (48 samples of 100, the first 3 batches of 16): loss ' && ok || bad "--limit-batches: eval's line"
+train --epochs 2 --batch 16 --limit-batches 3 --stop-after 1 --save "$t/lim1.ckpt" --quiet > /dev/null
+train --epochs 2 --batch 16 --limit-batches 3 --resume "$t/lim1.ckpt" --save "$t/lim2.ckpt" --quiet > /dev/null 2> "$t/err"
+cmp -s "$t/lim.ckpt" "$t/lim2.ckpt" && [ ! -s "$t/err" ] && ok || bad "--limit-batches: the resumed run differs: $(cat "$t/err")"
+train --epochs 2 --batch 16 --resume "$t/lim1.ckpt" --quiet > /dev/null 2> "$t/err"
+grep -q 'the limit of batches an epoch changes from 3 to none' "$t/err" && ok || bad "--limit-batches: resumed without: $(cat "$t/err")"
+
 # text data: losses per character, chars/s, the vocabulary kept for eval
 echo 'model = Chain(Input(8), x -> reshape(x, 8, 1), Affine(30), softmax)' > "$t/char.flux"
 for i in $(seq 40); do echo 'the quick brown fox jumps over the lazy dog'; done > "$t/words.txt"
 "$tool" train "$t/char.flux" --data "text:$t/words.txt" --epochs 2 --batch 16 --json --save "$t/char.ckpt" > "$t/out" 2> "$t/err"
-grep -q '^training .*: 197 train, 21 test sequences of 8 characters' "$t/out" && ok || bad "text: header: $(cat "$t/out" "$t/err")"
-grep -q '^epoch  2/2  train loss [0-9.]* nats/char acc 0\.[0-9]* | val loss - acc - | test loss [0-9.]* nats/char .* chars/s$' "$t/out" \
-  && ok || bad "text: epoch line: $(cat "$t/out")"
-grep -q '^test loss [0-9.]* nats/char, accuracy 0\.' "$t/out" && grep -q '"chars_per_sec": ' "$t/out" && ok || bad "text: summary"
+grep -q '^training .*: 197 train, 21 test sequences of 8 characters' "$t/err" && ok || bad "text: header: $(cat "$t/out" "$t/err")"
+grep -q '^epoch  2/2  train loss [0-9.]* nats/char acc 0\.[0-9]* | val loss - acc - | test loss [0-9.]* nats/char .* chars/s$' "$t/err" \
+  && ok || bad "text: epoch line: $(cat "$t/err")"
+grep -q '^test loss [0-9.]* nats/char, accuracy 0\.' "$t/err" && grep -q '"chars_per_sec": ' "$t/out" && ok || bad "text: summary"
 # eval reads the text in the run's batches: the run's own test loss, to the digit
-want=$(sed -n 's/^test loss \([0-9.]*\) nats.char.*/\1/p' "$t/out")
+want=$(sed -n 's/^test loss \([0-9.]*\) nats.char.*/\1/p' "$t/err")
 "$tool" eval "$t/char.flux" --params "$t/char.ckpt" --data "text:$t/words.txt" | grep -q "loss $want nats/char" \
   && ok || bad "text: eval's loss is not the run's $want: $("$tool" eval "$t/char.flux" --params "$t/char.ckpt" --data "text:$t/words.txt")"
 "$tool" eval "$t/char.flux" --params "$t/char.ckpt" --data "text:$t/words.txt" | grep -q 'on the test set (21 sequences): loss [0-9.]* nats/char, accuracy 0\.' \
@@ -115,6 +132,24 @@ one_line "the prime text has 'Q', which the training text did not have" \
 one_line "csv.ckpt: no text vocabulary: sample needs a checkpoint of a run on text" \
   "$tool" sample "$t/rnn.flux" --params "$t/csv.ckpt"
 one_line "sample needs a character model" "$tool" sample "$t/m.flux" --params "$t/rnn.ckpt"
+# a corpus of a folder: its files sorted, each end marked; the header says what the test
+# set is; sample prints the end marker as a line of its own and starts as a file does
+mkdir -p "$t/corpus/sub" "$t/corpus/.git"
+i=0
+while read -r line; do i=$((i + 1)); printf '%s\n' "$line" > "$t/corpus/$(printf %02d $((i % 7)))-$i.txt"; done < "$t/words.txt"
+mv "$t/corpus/00-7.txt" "$t/corpus/sub/"
+echo 'not text' > "$t/corpus/.git/HEAD"
+"$tool" train "$t/rnn.flux" --data "text:$t/corpus" --epochs 3 --batch 8 --lr 0.01 --save "$t/corpus.ckpt" > "$t/out" 2> "$t/err"
+grep -q "^text: 40 files, 1800 characters, each file's end marked by the byte 0x1e$" "$t/out" &&
+  grep -q "^test: the last 10% of the corpus, 180 characters: [^ ]*/corpus/06-27.txt and then [^ ]*/corpus/06-34.txt, [^ ]*/corpus/06-6.txt and [^ ]*/corpus/sub/00-7.txt$" "$t/out" &&
+  grep -q '^task: the next character, of 29 distinct in the text' "$t/out" && ok || bad "corpus: the header: $(cat "$t/out" "$t/err")"
+"$tool" sample "$t/rnn.flux" --params "$t/corpus.ckpt" --length 200 > "$t/s1" 2> "$t/err" &&
+  ! LC_ALL=C grep -q "$(printf '\036')" "$t/s1" && ok || bad "corpus: sample: $(cat "$t/s1" "$t/err")"
+"$tool" sample "$t/rnn.flux" --params "$t/corpus.ckpt" --length 1 --prime "$(printf 'the\036')" > "$t/s2" 2> "$t/err"
+[ "$(head -n 2 "$t/s2")" = "$(printf 'the\n--- end of a file ---')" ] && ok || bad "corpus: sample's end marker: $(cat "$t/s2" "$t/err")"
+mkdir "$t/nothing"
+one_line "nothing: the folder is empty" "$tool" train "$t/rnn.flux" --data "text:$t/nothing"
+
 # sample: a GPT, which carries no state, by recomputing its window
 echo 'model = Chain(Input(8), GPT(30, 16, layers = 1, heads = 2, context = 8))' > "$t/gpt.flux"
 sample_checks "sample gpt" gpt
@@ -154,8 +189,8 @@ lrfind --start 1 --end 0.1 > /dev/null 2> "$t/err"; rc=$?
 printf 'a wins\nb wins\nc wins\n' > "$t/names.txt"
 train --epochs 12 --lr 1e-12 --schedule const --val 0.2 --patience 2 --keep-best "$t/best.ckpt" --classes "$t/names.txt" \
   --report "$t/r.html" --save "$t/last.ckpt" --json > "$t/es" 2> "$t/err"
-best=$(sed -n 's/^best epoch \([0-9]*\): validation loss .*, kept in .*best.ckpt$/\1/p' "$t/es")
-last=$(sed -n 's/^stopped early after epoch \([0-9]*\): the validation loss has not improved for 2 epochs$/\1/p' "$t/es")
+best=$(sed -n 's/^best epoch \([0-9]*\): validation loss .*, kept in .*best.ckpt$/\1/p' "$t/err")
+last=$(sed -n 's/^stopped early after epoch \([0-9]*\): the validation loss has not improved for 2 epochs$/\1/p' "$t/err")
 [ -n "$best" ] && [ -n "$last" ] && [ "$last" -eq $((best + 2)) ] && [ "$last" -lt 12 ] &&
   grep -q "\"best_epoch\": $best, \"stopped_early\": true" "$t/es" && ok || bad "early stopping: $(cat "$t/es" "$t/err")"
 "$tool" eval "$t/m.flux" --params "$t/best.ckpt" --data "csv:$t/train.csv,$t/test.csv" --json > "$t/ev" 2>&1 &&

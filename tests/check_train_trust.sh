@@ -37,10 +37,10 @@ grep -q '^saved .*r4.ckpt (epoch 4)$' "$t/out" && [ "$(grep -c '<circle' "$t/r.s
 train --epochs 8 --lr 0.01 --save "$t/a.ckpt" --quiet > /dev/null
 loss_of() { sed -n 's/.*"train_loss": \([0-9.e+-]*\),.*/\1/p' "$1"; }
 train --epochs 1 --json --quiet > "$t/fresh.json"
-train --epochs 1 --json --init "$t/a.ckpt" > "$t/init.json"
+train --epochs 1 --json --init "$t/a.ckpt" > "$t/init.json" 2> "$t/init.err"
 train --epochs 1 --json --quiet --params "$t/a.ckpt" > "$t/params.json"
 awk -v f="$(loss_of "$t/fresh.json")" -v i="$(loss_of "$t/init.json")" 'BEGIN { exit !(i < 0.7 * f) }' &&
-  grep -q "starting from the weights in .*a.ckpt" "$t/init.json" &&
+  grep -q "starting from the weights in .*a.ckpt" "$t/init.err" &&
   [ "$(loss_of "$t/init.json")" = "$(loss_of "$t/params.json")" ] && ok ||
   bad "--init: fresh $(loss_of "$t/fresh.json"), init $(loss_of "$t/init.json"), params $(loss_of "$t/params.json")"
 usage() {  # usage PATTERN ARGS...: exit 2 and one line

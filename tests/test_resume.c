@@ -484,6 +484,101 @@ TEST(changed_settings_are_told)
     cf_dataset_free(d);
 }
 
+/* Batches an epoch, as on_batch saw them. */
+typedef struct counted {
+    seen v;
+    int batches[8];
+    long steps;
+} counted;
+
+static void count_batch(int epoch, long step, long steps, double loss, double acc, double sps, void *user)
+{
+    counted *c = user;
+    if (epoch < 8) c->batches[epoch]++;
+    c->steps = steps;
+    stop_in_batch(epoch, step, steps, loss, acc, sps, &c->v);
+}
+
+static int count_epoch(const cf_epoch_stats *s, void *user) { return keep_epoch(s, &((counted *)user)->v); }
+
+static cf_fit_opts limited(int epochs, long limit, counted *c)
+{
+    cf_fit_opts o = opts(epochs);
+    o.batch = 16;
+    o.limit_batches = limit;
+    o.schedule = "cosine";
+    o.on_batch = count_batch;
+    o.on_epoch = count_epoch;
+    o.on_warning = keep_warning;
+    o.user = c;
+    return o;
+}
+
+/* --limit-batches: 200 samples at batch 16 are 13 batches an epoch, 5 with the limit;
+ * the test set is scored on its first 5 batches (80 of 150 samples), as
+ * cf_evaluate_ex scores it and as cf_evaluate scores those 80 alone. A run stopped in
+ * epoch 2 resumes exactly; resumed with another limit it is told. */
+TEST(limit_batches)
+{
+    cf_dataset *d = spirals(200, 6), *test = spirals(150, 8);
+    counted c = {0};
+    cf_model *m = cf_model_parse(classifier, "spirals.flux");
+    cf_model_set_seed(m, 3);
+    cf_fit_opts o = limited(2, 5, &c);
+    cf_trainer *t = cf_trainer_new(m, d, &o);
+    CHECK(t && cf_fit(t, d, test) == 0);
+    CHECK(c.batches[1] == 5 && c.batches[2] == 5 && c.steps == 5);
+    const cf_epoch_stats *h;
+    CHECK(t && cf_trainer_history(t, &h) == 2);
+    double l5, a5, l80, a80, lall, aall;
+    cf_dataset *first = cf_dataset_from_arrays(cf_dataset_x(test), CF_SHAPE(2), cf_dataset_y(test), 1, 80);
+    CHECK(cf_evaluate_ex(m, test, 16, 5, &l5, &a5) == 0 && cf_evaluate(m, first, 16, &l80, &a80) == 0 &&
+          cf_evaluate(m, test, 16, &lall, &aall) == 0);
+    CHECK(t && h[1].test_loss == l5 && h[1].test_accuracy == a5);
+    CHECK(l5 == l80 && a5 == a80 && l5 != lall);
+    cf_metrics mt, m80;
+    CHECK(cf_evaluate_metrics_ex(m, test, 16, 5, 0, &mt) == 0 && cf_evaluate_metrics(m, first, 16, 0, &m80) == 0);
+    CHECK(mt.count == 80 && mt.accuracy == m80.accuracy && fabs(mt.accuracy - a5) < 1e-12);
+    cf_metrics_free(&mt);
+    cf_metrics_free(&m80);
+    /* a limit past the data's batches is no limit */
+    CHECK(cf_evaluate_ex(m, test, 16, 10, &l80, &a80) == 0 && l80 == lall);
+    CHECK(cf_evaluate_ex(m, test, 16, -1, &l80, &a80) == -1);
+    cf_dataset_free(first);
+    cf_trainer_free(t);
+    cf_model_free(m);
+
+    /* stopped in epoch 2 at step 3 of 5, saved, resumed: the same bits as c's run */
+    counted s = {0}, b = {0};
+    s.v.stop_epoch = 2;
+    s.v.stop_step = 3;
+    cf_model *ma, *mb;
+    CHECK(train(limited(3, 5, &c), d, NULL, NULL, &ma) == 0);
+    cf_fit_opts os = limited(3, 5, &s);
+    CHECK(train(os, d, NULL, tmp("limit.ckpt"), NULL) == CF_STOPPED);
+    CHECK(s.batches[2] == 3);
+    CHECK(train(limited(3, 5, &b), d, tmp("limit.ckpt"), NULL, &mb) == 0);
+    CHECK(b.batches[2] == 2 && b.batches[3] == 5 && b.v.warnings[0] == 0);
+    size_t na, nb;
+    float *pa = params_copy(ma, &na), *pb = params_copy(mb, &nb);
+    CHECK(na == nb && memcmp(pa, pb, na * sizeof *pa) == 0);
+    free(pa);
+    free(pb);
+    cf_model_free(ma);
+    cf_model_free(mb);
+    /* resumed with a limit of 2: the place (3 batches in) is past the epoch's end, so
+       its last batch trains; and without a limit */
+    counted b2 = {0}, b3 = {0};
+    CHECK(train(limited(3, 2, &b2), d, tmp("limit.ckpt"), NULL, NULL) == 0);
+    CHECK(b2.batches[2] == 1 && b2.batches[3] == 2);
+    CHECK_HAS(b2.v.warnings, "limit.ckpt: the limit of batches an epoch changes from 5 to 2");
+    CHECK(train(limited(3, 0, &b3), d, tmp("limit.ckpt"), NULL, NULL) == 0);
+    CHECK(b3.batches[2] == 10 && b3.batches[3] == 13);
+    CHECK_HAS(b3.v.warnings, "the limit of batches an epoch changes from 5 to none");
+    cf_dataset_free(d);
+    cf_dataset_free(test);
+}
+
 /* Features far from 0 and 1: standardised with the training split's statistics,
  * which the checkpoint carries to a fresh model. */
 TEST(inputs_are_standardised)
@@ -570,6 +665,7 @@ int main(void)
     RUN(damaged_optimizer_state_is_refused);
     RUN(a_checkpoint_belongs_to_its_model);
     RUN(changed_settings_are_told);
+    RUN(limit_batches);
     RUN(inputs_are_standardised);
     RUN(data_that_cannot_teach_is_refused);
     tmpdir_remove();

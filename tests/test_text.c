@@ -3,6 +3,8 @@
  * in which cf_fit reads sequential data (seen in the executor's input after each
  * batch), the vocabulary's round trip through a checkpoint, and the errors. */
 #include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include "cflux.h"
@@ -408,6 +410,165 @@ TEST(vocab_in_checkpoints)
     CHECK(cf_checkpoint_vocab(tmp("missing.ckpt"), v) == -1);
 }
 
+/* ---- corpora: folders and lists of files ---- */
+
+/* The bytes of a text dataset's training part, its indices turned back into bytes
+ * (sample j's x and the last target: the whole text read, when T divides it). */
+static int text_of(const cf_dataset *d, char *out, size_t size)
+{
+    int nv;
+    const unsigned char *v = cf_dataset_vocab(d, &nv);
+    size_t T = (size_t)cf_dataset_sample_shape(d).d[0], n = cf_dataset_count(d), k = 0;
+    const float *x = cf_dataset_x(d), *y = cf_dataset_y(d);
+    for (size_t i = 0; i < n * T && k + 2 < size; i++) out[k++] = (char)v[(int)x[i]];
+    if (n && k + 1 < size) out[k++] = (char)v[(int)y[n * T - 1]];
+    out[k] = 0;
+    return (int)k;
+}
+
+TEST(corpus_of_a_folder)
+{
+    CHECK(mkdir(tmp("corpus"), 0755) == 0);
+    CHECK(mkdir(tmp("corpus/sub"), 0755) == 0);
+    CHECK(mkdir(tmp("corpus/.git"), 0755) == 0);
+    write_text("corpus/b.txt", "bbb");
+    write_text("corpus/a.txt", "aa");
+    write_text("corpus/sub/c", "cccc");
+    write_text("corpus/.hidden", "HHHH");
+    write_text("corpus/.git/x", "XXXX");
+    CHECK(symlink("a.txt", tmp("corpus/z-link")) == 0);   /* a link to a file: read through it */
+    cf_dataset *tr, *te;
+    /* sorted by path: a.txt, b.txt, sub/c, z-link; each end marked */
+    CHECK(cf_dataset_load_text(tmp("corpus"), 1, 0, &tr, &te) == 0);
+    if (!tr) return;
+    char got[64];
+    text_of(tr, got, sizeof got);
+    CHECK(strcmp(got, "aa\x1e" "bbb\x1e" "cccc\x1e" "aa\x1e") == 0);
+    int n;
+    const unsigned char *v = cf_dataset_vocab(tr, &n);
+    CHECK(n == 4 && v[0] == CF_TEXT_FILE_END && memcmp(v + 1, "abc", 3) == 0);
+    CHECK_HAS(cf_dataset_about(tr), "4 files, 15 characters, each file's end marked by the byte 0x1e");
+    CHECK(te == NULL);
+    cf_dataset_free(tr);
+
+    /* the held-out end: the last 30% of 15 characters, 4, are "\x1e" "aa\x1e": the
+       link's text whole and the end of sub/c */
+    CHECK(cf_dataset_load_text(tmp("corpus"), 1, 0.3, &tr, &te) == 0);
+    CHECK(te && cf_dataset_count(te) == 3 && cf_dataset_count(tr) == 10);
+    if (te) {
+        CHECK_HAS(cf_dataset_about(te), "the last 30% of the corpus, 4 characters: ");
+        CHECK_HAS(cf_dataset_about(te), "corpus/sub/c from its character 5 and then ");
+        CHECK_HAS(cf_dataset_about(te), "corpus/z-link");
+    }
+    cf_dataset_free(tr);
+    cf_dataset_free(te);
+    CHECK(cf_dataset_load_text(tmp("corpus"), 1, 0.22, &tr, &te) == 0);   /* 3: the link's text, whole */
+    if (te) CHECK_HAS(cf_dataset_about(te), "the last 22% of the corpus, 3 characters: ");
+    if (te) CHECK(strstr(cf_dataset_about(te), "sub/c") == NULL);
+    cf_dataset_free(tr);
+    cf_dataset_free(te);
+
+    /* the spec, with a slash at the end too */
+    char spec[300];
+    snprintf(spec, sizeof spec, "text:%s/", tmp("corpus"));
+    CHECK(cf_data_open_ex(spec, 0, 1, &tr, &te) == 0 && tr && cf_dataset_count(tr) == 14);
+    cf_dataset_free(tr);
+    cf_dataset_free(te);
+
+    /* the vocabulary, end marker and all, goes into a checkpoint */
+    CHECK(cf_dataset_load_text(tmp("corpus"), 1, 0, &tr, &te) == 0);
+    cf_model *m = cf_model_parse("model = Chain(Input(1), x -> reshape(x, 1, 1), Affine(4), softmax)\n", "c.flux");
+    cf_fit_opts o = cf_fit_defaults();
+    o.batch = 2;
+    o.epochs = 1;
+    cf_trainer *t = m ? cf_trainer_new(m, tr, &o) : NULL;
+    CHECK(t && cf_fit(t, tr, NULL) == 0 && cf_trainer_save(t, tmp("corpus.ckpt")) == 0);
+    unsigned char cv[256];
+    CHECK(cf_checkpoint_vocab(tmp("corpus.ckpt"), cv) == 4 && cv[0] == CF_TEXT_FILE_END);
+    cf_st_file *f = cf_st_read(tmp("corpus.ckpt"));
+    CHECK(f && cf_st_meta(f, "text_vocab") && strcmp(cf_st_meta(f, "text_vocab"), "\\x1eabc") == 0);
+    cf_st_free(f);
+    cf_trainer_free(t);
+    cf_model_free(m);
+    cf_dataset_free(tr);
+}
+
+TEST(corpus_of_a_list)
+{
+    write_text("one.txt", "11");
+    write_text("two.txt", "222");
+    write_text("with,comma.txt", "abcdef");
+    char spec[1024];
+    cf_dataset *tr, *te;
+    /* in the order given */
+    snprintf(spec, sizeof spec, "%s,%s", tmp("two.txt"), tmp("one.txt"));
+    CHECK(cf_dataset_load_text(spec, 1, 0, &tr, &te) == 0);
+    char got[64] = "";
+    if (tr) text_of(tr, got, sizeof got);
+    CHECK(strcmp(got, "222\x1e" "11\x1e") == 0);
+    cf_dataset_free(tr);
+    /* a folder in the list */
+    snprintf(spec, sizeof spec, "text:%s,%s", tmp("one.txt"), tmp("corpus/sub"));
+    CHECK(cf_data_open_ex(spec, 0, 1, &tr, &te) == 0);
+    if (tr) text_of(tr, got, sizeof got);
+    CHECK(strcmp(got, "11\x1e" "cccc\x1e") == 0);
+    cf_dataset_free(tr);
+    /* a file whose name holds a comma and exists is that file, alone and unmarked */
+    snprintf(spec, sizeof spec, "text:%s", tmp("with,comma.txt"));
+    CHECK(cf_data_open_ex(spec, 0, 1, &tr, &te) == 0);
+    if (tr) text_of(tr, got, sizeof got);
+    CHECK(strcmp(got, "abcdef") == 0 && cf_dataset_about(tr) == NULL);
+    cf_dataset_free(tr);
+    /* one missing: named */
+    snprintf(spec, sizeof spec, "%s,%s", tmp("one.txt"), tmp("three.txt"));
+    CHECK(cf_dataset_load_text(spec, 1, 0, &tr, &te) == -1 && !tr);
+    CHECK_HAS(cf_last_error(), "three.txt: cannot open: No such file or directory");
+    snprintf(spec, sizeof spec, "%s,", tmp("one.txt"));
+    CHECK(cf_dataset_load_text(spec, 1, 0, &tr, &te) == -1);
+    CHECK_HAS(cf_last_error(), "an empty name in the list of files");
+}
+
+TEST(corpus_errors)
+{
+    cf_dataset *tr = (cf_dataset *)1, *te = (cf_dataset *)1;
+    CHECK(mkdir(tmp("empty"), 0755) == 0);
+    CHECK(cf_dataset_load_text(tmp("empty"), 4, 0.1, &tr, &te) == -1 && !tr && !te);
+    CHECK_HAS(cf_last_error(), "empty: the folder is empty: text data needs a file of text in it");
+    CHECK(mkdir(tmp("nofile"), 0755) == 0);
+    CHECK(mkdir(tmp("nofile/sub"), 0755) == 0);
+    write_text("nofile/.hidden", "abc");
+    CHECK(mkfifo(tmp("nofile/sub/fifo"), 0644) == 0);
+    CHECK(cf_dataset_load_text(tmp("nofile"), 4, 0.1, &tr, &te) == -1);
+    CHECK_HAS(cf_last_error(), "nofile: the folder holds no file to read (passed over: 1 hidden, 1 not regular files)");
+    /* a link to nothing, named */
+    CHECK(mkdir(tmp("broken"), 0755) == 0);
+    write_text("broken/a.txt", "abcdefgh");
+    CHECK(symlink("gone.txt", tmp("broken/b.txt")) == 0);
+    CHECK(cf_dataset_load_text(tmp("broken"), 4, 0.1, &tr, &te) == -1);
+    CHECK_HAS(cf_last_error(), "broken/b.txt: cannot open: No such file or directory (a symbolic link to nothing)");
+    /* a loop of links */
+    CHECK(mkdir(tmp("loop"), 0755) == 0);
+    CHECK(mkdir(tmp("loop/in"), 0755) == 0);
+    write_text("loop/in/a.txt", "abcdefgh");
+    CHECK(symlink("..", tmp("loop/in/up")) == 0);
+    CHECK(cf_dataset_load_text(tmp("loop"), 4, 0.1, &tr, &te) == -1);
+    CHECK_HAS(cf_last_error(), "loop/in/up: a loop of symbolic links: it is the folder ");
+    /* a file that cannot be read (as root every file can: a folder without x stands in) */
+    CHECK(mkdir(tmp("locked"), 0755) == 0);
+    write_text("locked/a.txt", "abcdefgh");
+    if (geteuid() != 0) {
+        CHECK(chmod(tmp("locked/a.txt"), 0) == 0);
+        CHECK(cf_dataset_load_text(tmp("locked"), 4, 0.1, &tr, &te) == -1);
+        CHECK_HAS(cf_last_error(), "locked/a.txt: cannot open: Permission denied");
+        chmod(tmp("locked/a.txt"), 0644);
+    }
+    /* a corpus too short for one sequence: the marked text's length */
+    CHECK(mkdir(tmp("short"), 0755) == 0);
+    write_text("short/a", "ab");
+    CHECK(cf_dataset_load_text(tmp("short"), 4, 0, &tr, &te) == -1);
+    CHECK_HAS(cf_last_error(), "short: the text has 3 characters, fewer than the 5 that one sequence of 4 takes");
+}
+
 int main(void)
 {
     if (tmpdir_make("text")) return 1;
@@ -417,6 +578,9 @@ int main(void)
     RUN(stream_order);
     RUN(windows_for_stateless_models);
     RUN(vocab_in_checkpoints);
+    RUN(corpus_of_a_folder);
+    RUN(corpus_of_a_list);
+    RUN(corpus_errors);
     tmpdir_remove();
     return test_summary("text");
 }

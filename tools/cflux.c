@@ -90,9 +90,10 @@ static int model_defaults(const command *c, int argc, char **argv, args *a)
     for (int i = 0; i < argc; i++) av[k + i] = argv[i];
     int rc = args_parse(c, k + argc, av, a);
     if (rc == 0 && !a->quiet && k) {
-        printf("settings from %s:", a->pos[0]);
-        for (int i = 0; i < k; i++) printf(" %s", av[i]);
-        printf(" (the command line's win)\n");
+        FILE *say = a->json ? stderr : stdout;   /* --json: stdout is the object's */
+        fprintf(say, "settings from %s:", a->pos[0]);
+        for (int i = 0; i < k; i++) fprintf(say, " %s", av[i]);
+        fprintf(say, " (the command line's win)\n");
     }
     return rc == 1 ? 0 : rc;
 }

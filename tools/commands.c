@@ -10,7 +10,7 @@
 
 #define THREADS {"--threads", OPT_INT, 1, 1024, OFF(threads), "N", "threads for the kernels (default: $CFLUX_THREADS or all CPUs)"}
 #define MAXMEM {"--max-memory", OPT_SIZE, 0, 0, OFF(max_memory), "SIZE", "refuse to use more memory than SIZE, e.g. 4G (default:\n$CFLUX_MAX_MEMORY or the memory the process can have)"}
-#define JSON {"--json", OPT_FLAG, 0, 0, OFF(json), NULL, "end with one JSON object of the results"}
+#define JSON {"--json", OPT_FLAG, 0, 0, OFF(json), NULL, "one JSON object of the results on stdout, alone (every other\nline goes to stderr)"}
 #define DATA(what) {"--data", OPT_STR, 0, 0, OFF(data), "SPEC", what}
 #define LABELCOL {"--label-col", OPT_STR, 0, 0, OFF(label_col), "COL", "CSV data: the column of the labels or targets, by its header\nname or number (0-based; -1 the last; default 0)"}, \
     {"--features", OPT_STR, 0, 0, OFF(features), "COLS", "CSV data: the feature columns, names or numbers separated by\ncommas (default: every column but the label)"}
@@ -32,7 +32,7 @@ static const opt graph_opts[] = {
 };
 
 static const opt train_opts[] = {
-    DATA("fashion-mnist (default), idx:TRAIN_IMAGES,TRAIN_LABELS[,TEST_IMAGES,\nTEST_LABELS], csv:TRAIN[,TEST] or text:FILE (its last 10% the test set;\nsequences of the model's input length)"),
+    DATA("fashion-mnist (default), idx:TRAIN_IMAGES,TRAIN_LABELS[,TEST_IMAGES,\nTEST_LABELS], csv:TRAIN[,TEST] or text:PATH (a file, a folder of files or\nfiles separated by commas; its last 10% the test set; sequences of\nthe model's input length)"),
     LABELCOL,
     IMAGES,
     LOSS,
@@ -62,7 +62,7 @@ static const opt train_opts[] = {
     {"--keep-best", OPT_STR, 0, 0, OFF(keep_best), "PATH", "write the checkpoint of the epoch with the best validation\nloss there (needs --val)"},
     {"--classes", OPT_STR, 0, 0, OFF(classes), "FILE", "the classes' names, one a line (Fashion-MNIST's are built in);\nkept in the checkpoint for eval, predict and the report"},
     JSON,
-    {"--quiet", OPT_FLAG, 0, 0, OFF(quiet), NULL, "no per-epoch lines"},
+    {"--quiet", OPT_FLAG, 0, 0, OFF(quiet), NULL, "no header, model summary or epoch lines (nor the notes on the\nbest epoch and what was saved): the result line alone, e.g.\n'test accuracy 0.8512' (warnings and errors still go to stderr)"},
     END,
 };
 
@@ -185,7 +185,7 @@ const command cf_commands[] = {
      "Also the matrix products' GFLOP/s against one core's measured FMA peak, the peak\n"
      "memory while training, and which kernels ran and why.\n",
      bench_opts, cmd_bench},
-    {"sample", "MODEL", 1, "Generate text from a character model trained on text:FILE.",
+    {"sample", "MODEL", 1, "Generate text from a character model trained on text:PATH.",
      "A recurrent MODEL runs one step at a time on batch 1 (its unroll over one step),\n"
      "sharing the trained weights and carrying its state from each character to the\n"
      "next. A MODEL that carries no state and reads T characters (a GPT) runs on the\n"

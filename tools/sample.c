@@ -14,7 +14,12 @@
  *    it one position's, but needs attention to keep per-sequence state in the engine,
  *    and would give the same characters.
  * The prime text is read first; then each character is drawn from the last output's
- * probabilities, sharpened or flattened by the temperature, and fed back. */
+ * probabilities, sharpened or flattened by the temperature, and fed back.
+ *
+ * A model trained on a corpus of several files has their end marker
+ * (CF_TEXT_FILE_END) among its characters: it is printed as a line of its own,
+ * END_LINE, and the default prime is the marker itself, so that the text begins as a
+ * file does. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +27,21 @@
 
 #include "cflux.h"
 #include "commands.h"
+
+#define END_LINE "--- end of a file ---"
+
+/* One character of the output: the end marker of a corpus (marked: the vocabulary
+ * has it) as END_LINE, on a line of its own. *last is the character printed last. */
+static void put_char(unsigned char c, int marked, unsigned char *last)
+{
+    if (marked && c == CF_TEXT_FILE_END) {
+        printf("%s" END_LINE "\n", *last == '\n' ? "" : "\n");
+        *last = '\n';
+        return;
+    }
+    putchar(c);
+    *last = c;
+}
 
 /* splitmix64: the draws, from --seed */
 static uint64_t next_u64(uint64_t *s)
@@ -114,7 +134,9 @@ int cmd_sample(const args *a)
     int index[256];
     for (int i = 0; i < 256; i++) index[i] = -1;
     for (int i = 0; i < nv; i++) index[vocab[i]] = i;
-    const char *prime = a->prime ? a->prime : "\n";
+    int marked = index[CF_TEXT_FILE_END] >= 0;
+    static const char file_start[2] = {CF_TEXT_FILE_END, 0};
+    const char *prime = a->prime ? a->prime : marked ? file_start : "\n";
     if (!*prime) {
         fprintf(stderr, "error: --prime is empty: give at least one character\n");
         return 1;
@@ -165,14 +187,16 @@ int cmd_sample(const args *a)
         goto done;
     }
     int n = 0;   /* characters in the window w, the newest last */
-    fputs(prime, stdout);
+    unsigned char last = '\n';
+    if (prime != file_start)   /* the marker that starts a file is not shown */
+        for (const unsigned char *c = (const unsigned char *)prime; *c; c++) put_char(*c, marked, &last);
     for (const unsigned char *c = (const unsigned char *)prime; *c; c++)
         if (feed(e, w, &n, T, (float)index[*c])) goto done;
     if (T > 1 && (n < T ? causal_check(a->pos[0], e, w, n, V, nv) : 0)) goto done;
     for (long k = 0; k < length; k++) {
         if (T > 1 && window_forward(e, w, n, 0)) goto done;
         int next = draw(T > 1 ? p + (size_t)(n - 1) * (size_t)V : p, nv, temperature, &rng);   /* classes past the text's never come */
-        putchar(vocab[next]);
+        put_char(vocab[next], marked, &last);
         if (k + 1 < length && feed(e, w, &n, T, (float)next)) goto done;
     }
     putchar('\n');

@@ -29,6 +29,10 @@ typedef struct run {
     report *rep;              /* --report: the page, rewritten after every epoch */
 } run;
 
+/* Where train's lines for people go: stdout, or stderr with --json (whose object is
+ * then stdout's one line). */
+static FILE *say;
+
 static const char *fmt_num(double v, char *buf)
 {
     if (isnan(v)) return "-";
@@ -175,12 +179,12 @@ static int on_epoch(const cf_epoch_stats *s, void *user)
     char a[32], b[32], c[32], d[32], e[32], f[32];
     end_progress(r);
     if (!r->a->quiet)
-        printf("epoch %2d/%d  train loss %s acc %s | val loss %s acc %s | test loss %s acc %s | %.1f s, %.0f %s/s\n",
+        fprintf(say, "epoch %2d/%d  train loss %s acc %s | val loss %s acc %s | test loss %s acc %s | %.1f s, %.0f %s/s\n",
                s->epoch, s->epochs, fmt_loss(s->train_loss, r->text, a), fmt_num(s->train_accuracy, b),
                fmt_loss(s->val_loss, r->text, c), fmt_num(s->val_accuracy, d), fmt_loss(s->test_loss, r->text, e),
                fmt_num(s->test_accuracy, f), s->seconds, r->text ? s->samples_per_sec * r->text : s->samples_per_sec,
                r->text ? "chars" : "samples");
-    fflush(stdout);
+    fflush(say);
     const cf_epoch_stats *h;
     int n = cf_trainer_history(r->trainer, &h);
     /* a record or checkpoint we cannot write is work we would lose: stop */
@@ -218,24 +222,24 @@ static void describe_task(const cf_dataset *d, cf_trainer *t, const cf_model *m,
     int xent = cf_trainer_loss(t) == CF_LOSS_XENT, nvocab;
     cf_shape out = cf_model_output_shape(m, 0);
     if (cf_dataset_vocab(d, &nvocab)) {
-        printf("task: the next character, of %d distinct in the text (the model has %d classes), at each of %d "
+        fprintf(say, "task: the next character, of %d distinct in the text (the model has %d classes), at each of %d "
                "steps; cross-entropy in nats per character\n", nvocab, out.d[out.rank - 1],
                cf_dataset_sample_shape(d).d[0]);
         return;
     }
-    if (xent) printf("task: classification into %d classes (cross-entropy)", out.d[out.rank - 1]);
-    else printf("task: regression (mean squared error)");
+    if (xent) fprintf(say, "task: classification into %d classes (cross-entropy)", out.d[out.rank - 1]);
+    else fprintf(say, "task: regression (mean squared error)");
     int col = cf_dataset_label_column(d), ncols = cf_dataset_column_count(d);
     if (col >= 0) {
         const char *name = cf_dataset_column_name(d, col);
-        printf("; %s: column %d%s%s%s of %d, features: the other %d", xent ? "labels" : "targets", col + 1,
+        fprintf(say, "; %s: column %d%s%s%s of %d, features: the other %d", xent ? "labels" : "targets", col + 1,
                name ? " '" : "", name ? name : "", name ? "'" : "", ncols, ncols - 1);
     }
-    printf("\n");
+    fprintf(say, "\n");
     if (normalize && !xent)
-        printf("--normalize: inputs and targets standardised with the training split's statistics (kept in the "
-               "checkpoint): the losses below are on standardised targets; eval's metrics and predict are in the "
-               "targets' own units\n");
+        fprintf(say, "--normalize: inputs and targets standardised with the training split's statistics (kept in the "
+                     "checkpoint): the losses below are on standardised targets; eval's metrics and predict are in "
+                     "the targets' own units\n");
     cf_target_stats ts;
     if (!xent && cf_dataset_target_stats(d, &ts) == 0 && ts.whole && !ts.more && ts.distinct <= 20 && ts.distinct > 1)
         fprintf(stderr, "note: the targets are whole numbers of only %zu values: if they are classes, end the model "
@@ -338,9 +342,24 @@ int cmd_train(const args *a)
     return rc;
 }
 
+/* The line a run ends with, --quiet or not: the test set's figures, else the
+ * validation split's, else the training data's, of the last epoch (for text the loss
+ * per character and the accuracy; for regression the loss alone). */
+static void result_line(const cf_epoch_stats *e, int text)
+{
+    const char *what = !isnan(e->test_loss) ? "test" : !isnan(e->val_loss) ? "validation" : "train";
+    double loss = !isnan(e->test_loss) ? e->test_loss : !isnan(e->val_loss) ? e->val_loss : e->train_loss;
+    double acc = !isnan(e->test_loss) ? e->test_accuracy : !isnan(e->val_loss) ? e->val_accuracy : e->train_accuracy;
+    if (isnan(loss)) return;
+    if (text) fprintf(say, "%s loss %.4f nats/char, accuracy %.4f\n", what, loss, acc);
+    else if (!isnan(acc)) fprintf(say, "%s accuracy %.4f\n", what, acc);
+    else fprintf(say, "%s loss %.4f (mean squared error)\n", what, loss);
+}
+
 static int train_run(const args *a, int ranks)
 {
     run r = {.a = a, .saved_epoch = -1};
+    say = a->json ? stderr : stdout;
     r.epochs = isnan(a->epochs) ? 10 : (int)a->epochs;
     r.batch = isnan(a->batch) ? 64 : (int)a->batch;
     cf_optim_opts oo = cf_optim_defaults(a->optim ? a->optim : "adam");
@@ -394,6 +413,7 @@ static int train_run(const args *a, int ranks)
     fo.patience = isnan(a->patience) ? 0 : (int)a->patience;
     fo.keep_best = a->keep_best;
     fo.distributed = ranks > 1;
+    fo.limit_batches = isnan(a->limit_batches) ? 0 : (long)a->limit_batches;
     r.tty = isatty(fileno(stderr));
     if (class_names_set(m, a->classes, a->data) || data_remember(m, a, train)) goto done;
     if (!(r.trainer = cf_trainer_new(m, train, &fo))) goto out;
@@ -419,19 +439,25 @@ static int train_run(const args *a, int ranks)
         int nt = cf_threads();
         char what[64] = "samples";
         if (r.text) snprintf(what, sizeof what, "sequences of %d characters", r.text);
-        printf("training %s on %s: %zu train%s%zu test %s, %zu weights, %s lr %g, batch %d, %d thread%s\n",
+        char limit[96] = "";
+        if (fo.limit_batches)
+            snprintf(limit, sizeof limit, ", limited to %ld batch%s per epoch and per evaluation", fo.limit_batches,
+                     fo.limit_batches == 1 ? "" : "es");
+        fprintf(say, "training %s on %s: %zu train%s%zu test %s, %zu weights, %s lr %g, batch %d%s, %d thread%s\n",
                a->pos[0], a->data ? a->data : "fashion-mnist", cf_dataset_count(train),
                fo.val_fraction > 0 ? " (less a validation split), " : ", ", test ? cf_dataset_count(test) : 0, what,
-               cf_model_weight_count(m), oo.name, (double)oo.lr, r.batch, nt, nt == 1 ? "" : "s");
+               cf_model_weight_count(m), oo.name, (double)oo.lr, r.batch, limit, nt, nt == 1 ? "" : "s");
         if (ranks > 1)
-            printf("data-parallel over %d ranks: each takes its share of every batch of %d (%d to %d rows)\n", ranks,
+            fprintf(say, "data-parallel over %d ranks: each takes its share of every batch of %d (%d to %d rows)\n", ranks,
                    r.batch, r.batch / ranks, (r.batch + ranks - 1) / ranks);
+        if (cf_dataset_about(train)) fprintf(say, "text: %s\n", cf_dataset_about(train));
+        if (test && cf_dataset_about(test)) fprintf(say, "test: %s\n", cf_dataset_about(test));
         describe_task(train, r.trainer, m, a->normalize);
-        if (cf_model_summary(m, 0, 0, stdout)) goto out;
-        if (a->init) printf("starting from the weights in %s\n", a->init);
+        if (cf_model_summary(m, 0, 0, say)) goto out;
+        if (a->init) fprintf(say, "starting from the weights in %s\n", a->init);
         if (cf_trainer_epoch_samples(r.trainer))
-            printf("resuming in epoch %d after %zu samples\n", first + 1, cf_trainer_epoch_samples(r.trainer));
-        fflush(stdout);
+            fprintf(say, "resuming in epoch %d after %zu samples\n", first + 1, cf_trainer_epoch_samples(r.trainer));
+        fflush(say);
     }
     report rep = {0};
     char command[4096], lr_s[32], batch_s[16], epochs_s[16], val_s[32], seed_s[32], threads_s[16], pat_s[16];
@@ -532,22 +558,19 @@ static int train_run(const args *a, int ranks)
     for (int i = 0; i < nh; i++)
         if (h[i].epoch > first) samples += h[i].samples_per_sec * h[i].seconds;
     double sps = secs > 0 ? samples / secs : 0;   /* evaluation included: what a user waits for */
-    if (last && !a->quiet && r.text && !isnan(last->test_loss))
-        printf("test loss %.4f nats/char, accuracy %.4f\n", last->test_loss, last->test_accuracy);
-    else if (last && !a->quiet && !isnan(last->test_accuracy))
-        printf("test accuracy %.4f\n", last->test_accuracy);
+    if (last) result_line(last, r.text);   /* --quiet too: what the run came to */
     int best = 0, early = fo.patience && nh && cf_early_stop(&h[0].val_loss, sizeof *h, nh, fo.patience, &best);
     if (fo.patience || fo.keep_best) cf_early_stop(&h[0].val_loss, sizeof *h, nh, 0, &best);
     if (!a->quiet && early && cf_trainer_epoch(r.trainer) < r.epochs)
-        printf("stopped early after epoch %d: the validation loss has not improved for %d epoch%s\n",
+        fprintf(say, "stopped early after epoch %d: the validation loss has not improved for %d epoch%s\n",
                cf_trainer_epoch(r.trainer), fo.patience, fo.patience == 1 ? "" : "s");
     if (!a->quiet && best > 0)
-        printf("best epoch %d: validation loss %.4f%s%s\n", best, h[best - 1].val_loss, a->keep_best ? ", kept in " : "",
+        fprintf(say, "best epoch %d: validation loss %.4f%s%s\n", best, h[best - 1].val_loss, a->keep_best ? ", kept in " : "",
                a->keep_best ? a->keep_best : "");
-    if (r.saved_epoch >= 0 && !a->quiet) printf("saved %s (epoch %d)\n", a->save, r.saved_epoch);
+    if (r.saved_epoch >= 0 && !a->quiet) fprintf(say, "saved %s (epoch %d)\n", a->save, r.saved_epoch);
     double waited = cf_trainer_wait_seconds(r.trainer);
     if (ranks > 1 && !a->quiet)
-        printf("%.0f samples/s over %d ranks; waiting on the other ranks %.2f s of %.2f s (%.1f%%)\n", sps, ranks,
+        fprintf(say, "%.0f samples/s over %d ranks; waiting on the other ranks %.2f s of %.2f s (%.1f%%)\n", sps, ranks,
                waited, secs, secs > 0 ? 100 * waited / secs : 0);
     if (a->json) {
         json_begin(cf_trainer_epoch(r.trainer), last, sps, secs, r.text);
@@ -578,7 +601,7 @@ done:
                      e < r.epochs ? ", stopped early: the validation loss no longer improved" : "");
         else if (rc > 128) snprintf(status, sizeof status, "Interrupted after epoch %d.", e);
         else snprintf(status, sizeof status, "Stopped by an error after epoch %d.", e);
-        if (report_write(r.rep, status, 1) == 0 && !a->quiet) printf("report: %s\n", a->report);
+        if (report_write(r.rep, status, 1) == 0 && !a->quiet) fprintf(say, "report: %s\n", a->report);
         free(r.rep->summary);
         free(r.rep->lr_x);
         free(r.rep->lr_y);
@@ -639,7 +662,11 @@ int cmd_eval(const args *a)
     int trained = text && isnan(a->batch) ? cf_checkpoint_batch(params) : 0;
     if (trained < 0) goto out;
     if (trained > 0) batch = trained;
-    if (cf_evaluate(m, d, batch, &l, &acc)) goto out;
+    long limit = isnan(a->limit_batches) ? 0 : (long)a->limit_batches;
+    if (cf_evaluate_ex(m, d, batch, limit, &l, &acc)) goto out;
+    /* what was scored: --limit-batches takes the first batches (of text, the first steps
+       of each stream: as many sequences) */
+    size_t n = cf_dataset_count(d), scored = limit && n / (size_t)batch >= (size_t)limit ? (size_t)limit * (size_t)batch : n;
     if (!isfinite(l)) {
         fprintf(stderr, "error: %s: the loss on %s is %s: the weights overflow on this data\n", params,
                 cf_dataset_name(d), isnan(l) ? "not a number" : "infinite");
@@ -650,16 +677,20 @@ int cmd_eval(const args *a)
        characters would say little */
     cf_metrics mt = {0};
     int top = isnan(a->top) ? 0 : (int)a->top, have = !text;
-    if (have && cf_evaluate_metrics(m, d, batch, top, &mt)) goto out;
+    if (have && cf_evaluate_metrics_ex(m, d, batch, limit, top, &mt)) goto out;
     if (a->json) {
-        printf("{\"samples\": %zu, ", cf_dataset_count(d));
+        printf("{\"samples\": %zu, ", scored);
+        if (scored < n) printf("\"limit_batches\": %ld, \"batch\": %d, ", limit, batch);
         json_num("loss", l, 0);
         json_num("accuracy", acc, !have);
         if (have) metrics_json(m, &mt, stdout);
         printf("}\n");
     } else {
-        printf("%s on %s (%zu %s): loss %.4f%s", a->pos[0], test ? "the test set" : "the data", cf_dataset_count(d),
-               text ? "sequences" : "samples", l,
+        char part[96] = "";
+        if (scored < n)
+            snprintf(part, sizeof part, " of %zu, the first %ld batch%s of %d", n, limit, limit == 1 ? "" : "es", batch);
+        printf("%s on %s (%zu %s%s): loss %.4f%s", a->pos[0], test ? "the test set" : "the data", scored,
+               text ? "sequences" : "samples", part, l,
                text ? " nats/char" : cf_model_target_norm(m, NULL, NULL) ? " (on standardised targets)" : "");
         if (!isnan(acc)) printf(", accuracy %.4f", acc);
         if (have && mt.top_k) printf(", top-%d accuracy %.4f", mt.top_k, mt.top_k_accuracy);

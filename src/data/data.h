@@ -38,7 +38,11 @@ struct cf_dataset {
     unsigned char vocab[256];   /* text: those bytes, ascending; class index = position */
     int nclass_names; /* the data's own class names (word labels, image folders); else 0 */
     char **class_names;   /* nclass_names strings, malloc'd, as the array */
+    char *about;      /* cf_dataset_about: what part of what it is, for people; malloc'd, or NULL */
 };
+
+/* Give d a copy of a phrase saying what it is (NULL: none). 0 or -1 (out of memory). */
+int cf_dataset_set_about(cf_dataset *d, const char *about);
 
 /* Give d copies of n class names (n 0: none). 0 or -1 (out of memory). */
 int cf_dataset_set_class_names(cf_dataset *d, const char *const *names, int n);

@@ -131,10 +131,21 @@ int cf_dataset_class_names(const cf_dataset *d, const char *const **names)
     return d ? d->nclass_names : 0;
 }
 
+int cf_dataset_set_about(cf_dataset *d, const char *about)
+{
+    free(d->about);
+    d->about = NULL;
+    if (about && !(d->about = strdup(about))) return cf_oom(strlen(about) + 1);
+    return 0;
+}
+
+const char *cf_dataset_about(const cf_dataset *d) { return d ? d->about : NULL; }
+
 void cf_dataset_free(cf_dataset *d)
 {
     if (!d) return;
     free_class_names(d);
+    free(d->about);
     cf_mem_free(d->x);
     cf_mem_free(d->y);
     cf_mem_free(d->colnames);

@@ -1,5 +1,6 @@
 /* spec.c - data specs, as the tool takes them: "fashion-mnist", "idx:A,B[,C,D]",
- * "csv:TRAIN[,TEST]", "text:FILE", opened into a training set and perhaps a test set; and inputs
+ * "csv:TRAIN[,TEST]", "text:PATH" (a file, a folder, or files and folders separated by
+ * commas), opened into a training set and perhaps a test set; and inputs
  * for prediction, IDX or CSV told apart by their first bytes. */
 #include <errno.h>
 #include <stdlib.h>
@@ -12,7 +13,7 @@
 #define FASHION_DIR "/usr/share/datasets/fashion-mnist"
 #define FORMS "fashion-mnist, idx:TRAIN_IMAGES,TRAIN_LABELS[,TEST_IMAGES,TEST_LABELS], csv:TRAIN[,TEST] or text:FILE"
 
-/* The share of a text file held out as its test set: its end. */
+/* The share of a text held out as its test set: its end. */
 #define TEXT_HELD_OUT 0.1
 
 /* Split s at commas into at most max parts (copied into one block, *block to free). */
@@ -178,8 +179,10 @@ int cf_data_open_opts(const char *spec, const cf_data_opts *o, cf_dataset **trai
     if (!spec || !train || !test) return cf_seterr("error: cf_data_open: no spec or no place for the datasets");
     if (strcmp(spec, "fashion-mnist") == 0) return open_fashion(train, test);
     if (strncmp(spec, "text:", 5) == 0) {
-        /* the rest is the path, commas and all */
-        if (!spec[5]) return cf_seterr("error: data spec '%s': text: takes a file name: text:FILE", spec);
+        /* the rest is the path, commas and all (cf_dataset_load_text splits a list) */
+        if (!spec[5])
+            return cf_seterr("error: data spec '%s': text: takes a file name, a folder, or file names separated by "
+                             "commas: text:PATH", spec);
         if (seq_len < 1)
             return cf_seterr("error: data spec '%s': text data takes its sequence length T from the model, whose "
                              "input must be one sequence of T character indices, shape (T)", spec);

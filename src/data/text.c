@@ -6,53 +6,56 @@
  *   x = idx[a + jT .. a + jT + T),   y = idx[a + jT + 1 .. a + jT + T + 1)
  * so consecutive samples continue one another, and the dataset is marked sequential:
  * cf_fit then reads it as contiguous streams and never shuffles it. The test set, when
- * asked for, is the end of the file, contiguous too; it shares the vocabulary. */
+ * asked for, is the end of the file, contiguous too; it shares the vocabulary.
+ *
+ * A corpus of several files (a folder, walked for its regular files, or a list of
+ * files and folders) is their bytes one after another, each file's followed by
+ * CF_TEXT_FILE_END, read as one text; where each file starts is kept to say which
+ * files the held-out end covers. */
+#include <dirent.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "core/error.h"
 #include "core/mem.h"
 #include "data/data.h"
 
-/* The whole stream into a counted block (*len bytes; NULL when empty). 0 or -1. */
-static int read_all(gzFile f, const char *name, unsigned char **out, size_t *len)
+/* The text read so far: a counted block of cap bytes, n of them used. */
+typedef struct text_buf {
+    unsigned char *b;
+    size_t n, cap;
+} text_buf;
+
+/* One more byte of room, at least; `whole` names the text for messages. 0 or -1. */
+static int grow(text_buf *t, const char *whole)
 {
-    unsigned char *b = NULL;
-    size_t cap = 0, n = 0, total = 0;
+    if (t->n < t->cap) return 0;
+    if (t->cap >= CF_DATA_MAX_ELEMS)
+        return cf_seterr("error: %s: the text is longer than the limit of %zu characters", whole, CF_DATA_MAX_ELEMS);
     char what[300];
-    snprintf(what, sizeof what, "%s: the text", name);
-    for (;;) {
-        if (n == cap) {
-            if (cap >= CF_DATA_MAX_ELEMS) {
-                cf_mem_free(b);
-                return cf_seterr("error: %s: the text is longer than the limit of %zu characters", name,
-                                 CF_DATA_MAX_ELEMS);
-            }
-            size_t want = cap ? 2 * cap : (size_t)1 << 16;
-            unsigned char *nb = cf_mem_realloc(b, want, what);
-            if (!nb) {
-                cf_mem_free(b);
-                return -1;
-            }
-            b = nb;
-            cap = want;
-        }
-        long got = cf_data_read(f, name, b + n, cap - n, &total);
-        if (got < 0) {
-            cf_mem_free(b);
-            return -1;
-        }
-        if (got == 0) break;
-        n += (size_t)got;
-    }
-    if (n == 0) {
-        cf_mem_free(b);
-        b = NULL;
-    }
-    *out = b;
-    *len = n;
+    snprintf(what, sizeof what, "%s: the text", whole);
+    size_t want = t->cap ? 2 * t->cap : (size_t)1 << 16;
+    unsigned char *nb = cf_mem_realloc(t->b, want, what);
+    if (!nb) return -1;
+    t->b = nb;
+    t->cap = want;
     return 0;
+}
+
+/* The whole stream appended to t. 0 or -1 (t kept, for the caller to free). */
+static int read_all(gzFile f, const char *name, const char *whole, text_buf *t)
+{
+    size_t total = 0;
+    for (;;) {
+        if (grow(t, whole)) return -1;
+        long got = cf_data_read(f, name, t->b + t->n, t->cap - t->n, &total);
+        if (got < 0) return -1;
+        if (got == 0) return 0;
+        t->n += (size_t)got;
+    }
 }
 
 /* The sequences of seq_len in the indices idx[0 .. len), len > seq_len, as a
@@ -80,21 +83,84 @@ static cf_dataset *sequences(const unsigned char *idx, size_t len, int seq_len, 
     return d;
 }
 
-int cf_data_text_read(gzFile f, const char *name, int seq_len, double held_out, cf_dataset **train,
-                      cf_dataset **test)
+static int check_args(const char *name, int seq_len, double held_out)
 {
-    *train = *test = NULL;
     if (seq_len < 1)
         return cf_seterr("error: %s: text data needs a sequence length of at least 1, not %d", name, seq_len);
     if (!(held_out >= 0 && held_out < 1))
         return cf_seterr("error: %s: the held-out fraction is %g; it must be at least 0 and less than 1", name,
                          held_out);
-    unsigned char *b = NULL;
-    size_t len = 0, T = (size_t)seq_len;
-    if (read_all(f, name, &b, &len)) return -1;
-    if (len == 0)
+    return 0;
+}
+
+/* The corpus's files, for saying what the held-out end covers: file i's path and the
+ * byte where its text starts. */
+typedef struct corpus {
+    char **path;
+    size_t *start;
+    size_t n, cap;
+    size_t hidden, other;   /* entries of folders passed over: hidden names, not regular files */
+} corpus;
+
+static void corpus_free(corpus *c)
+{
+    for (size_t i = 0; i < c->n; i++) free(c->path[i]);
+    free(c->path);
+    free(c->start);
+    memset(c, 0, sizeof *c);
+}
+
+/* The sequences of the text b[0 .. len) (the buffer is taken over and freed), with
+ * its end held out; c (NULL: one file) says which files the parts cover. */
+static int make_sets(unsigned char *b, size_t len, const char *name, const corpus *c, int seq_len, double held_out,
+                     cf_dataset **train, cf_dataset **test);
+
+int cf_data_text_read(gzFile f, const char *name, int seq_len, double held_out, cf_dataset **train,
+                      cf_dataset **test)
+{
+    *train = *test = NULL;
+    if (check_args(name, seq_len, held_out)) return -1;
+    text_buf t = {0};
+    if (read_all(f, name, name, &t)) {
+        cf_mem_free(t.b);
+        return -1;
+    }
+    return make_sets(t.b, t.n, name, NULL, seq_len, held_out, train, test);
+}
+
+/* "the last 10% of the corpus" and which files: the one it starts in (from which
+ * character) and how many after it; into buf. */
+static void describe_tail(const corpus *c, size_t from, size_t tail, double held_out, char *buf, size_t size)
+{
+    size_t i = 0;
+    while (i + 1 < c->n && c->start[i + 1] <= from) i++;
+    size_t after = c->n - 1 - i;
+    char more[700] = "";
+    if (after > 3) {
+        snprintf(more, sizeof more, " and the %zu files after it", after);
+    } else {   /* few: by name */
+        for (size_t k = i + 1; k < c->n; k++) {
+            size_t len = strlen(more);
+            snprintf(more + len, sizeof more - len, "%s%s", k == i + 1 ? " and then " : k + 1 == c->n ? " and " : ", ",
+                     c->path[k]);
+        }
+    }
+    if (from == c->start[i])
+        snprintf(buf, size, "the last %g%% of the corpus, %zu characters: %s%s", 100 * held_out, tail, c->path[i], more);
+    else
+        snprintf(buf, size, "the last %g%% of the corpus, %zu characters: %s from its character %zu%s", 100 * held_out,
+                 tail, c->path[i], from - c->start[i] + 1, more);
+}
+
+static int make_sets(unsigned char *b, size_t len, const char *name, const corpus *c, int seq_len, double held_out,
+                     cf_dataset **train, cf_dataset **test)
+{
+    size_t T = (size_t)seq_len;
+    if (len == 0) {
+        cf_mem_free(b);
         return cf_seterr("error: %s: the file is empty; text data needs at least %zu characters (a sequence of %d "
                          "and the one after it)", name, T + 1, seq_len);
+    }
     if (len < T + 1) {
         cf_mem_free(b);
         return cf_seterr("error: %s: the text has %zu characters, fewer than the %zu that one sequence of %d "
@@ -104,10 +170,10 @@ int cf_data_text_read(gzFile f, const char *name, int seq_len, double held_out, 
     int seen[256] = {0}, nvocab = 0;
     unsigned char vocab[256], index[256];
     for (size_t i = 0; i < len; i++) seen[b[i]] = 1;
-    for (int c = 0; c < 256; c++)
-        if (seen[c]) {
-            index[c] = (unsigned char)nvocab;
-            vocab[nvocab++] = (unsigned char)c;
+    for (int k = 0; k < 256; k++)
+        if (seen[k]) {
+            index[k] = (unsigned char)nvocab;
+            vocab[nvocab++] = (unsigned char)k;
         }
     for (size_t i = 0; i < len; i++) b[i] = index[b[i]];
     /* the held-out end, when it holds a sequence */
@@ -127,10 +193,169 @@ int cf_data_text_read(gzFile f, const char *name, int seq_len, double held_out, 
         *train = NULL;
         goto out;
     }
+    if (c) {   /* what each part is, for people */
+        char about[1200];
+        snprintf(about, sizeof about, "%zu file%s, %zu characters, each file's end marked by the byte 0x%02x", c->n,
+                 c->n == 1 ? "" : "s", len, CF_TEXT_FILE_END);
+        if (cf_dataset_set_about(*train, about)) goto fail;
+        if (*test) {
+            describe_tail(c, len - tail, tail, held_out, about, sizeof about);
+            if (cf_dataset_set_about(*test, about)) goto fail;
+        }
+    } else if (*test) {
+        char about[128];
+        snprintf(about, sizeof about, "the last %g%% of the text, %zu characters", 100 * held_out, tail);
+        if (cf_dataset_set_about(*test, about)) goto fail;
+    }
     rc = 0;
+    goto out;
+fail:
+    cf_dataset_free(*train);
+    cf_dataset_free(*test);
+    *train = *test = NULL;
 out:
     cf_mem_free(b);
     return rc;
+}
+
+/* ---- corpora: folders and lists of files ---- */
+
+static int corpus_add(corpus *c, const char *path)
+{
+    if (c->n == c->cap) {
+        size_t cap = c->cap ? 2 * c->cap : 64;
+        char **p = realloc(c->path, cap * sizeof *p);
+        if (!p) return cf_oom(cap * sizeof *p);
+        c->path = p;
+        size_t *st = realloc(c->start, cap * sizeof *st);
+        if (!st) return cf_oom(cap * sizeof *st);
+        c->start = st;
+        c->cap = cap;
+    }
+    if (!(c->path[c->n] = strdup(path))) return cf_oom(strlen(path) + 1);
+    c->start[c->n++] = 0;
+    return 0;
+}
+
+static int by_path(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+/* The folders being walked, outermost first: a folder met again inside itself is a
+ * loop of symbolic links. */
+typedef struct walk_stack {
+    dev_t dev[64];
+    ino_t ino[64];
+    const char *path[64];
+    int n;
+} walk_stack;
+
+/* The regular files under dir (its entries whose names start with '.' passed over),
+ * followed through symbolic links, appended to c. 0 or -1 naming the entry. */
+static int walk(corpus *c, const char *dir, const struct stat *dst, walk_stack *ws)
+{
+    for (int i = 0; i < ws->n; i++)
+        if (ws->dev[i] == dst->st_dev && ws->ino[i] == dst->st_ino)
+            return cf_seterr("error: %s: a loop of symbolic links: it is the folder %s again", dir, ws->path[i]);
+    if (ws->n == 64) return cf_seterr("error: %s: folders nested more than 64 deep", dir);
+    DIR *d = opendir(dir);
+    if (!d) return cf_seterr("error: %s: cannot open the folder: %s", dir, strerror(errno));
+    ws->dev[ws->n] = dst->st_dev;
+    ws->ino[ws->n] = dst->st_ino;
+    ws->path[ws->n++] = dir;
+    int rc = 0;
+    size_t dl = strlen(dir);
+    int slash = dl && dir[dl - 1] == '/';
+    for (struct dirent *e; rc == 0 && (errno = 0, e = readdir(d));) {
+        if (e->d_name[0] == '.') {
+            if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) c->hidden++;
+            continue;
+        }
+        size_t len = dl + 1 + strlen(e->d_name) + 1;
+        char *p = malloc(len);
+        if (!p) {
+            rc = cf_oom(len);
+            break;
+        }
+        snprintf(p, len, "%s%s%s", dir, slash ? "" : "/", e->d_name);
+        struct stat st;
+        if (stat(p, &st)) {
+            struct stat lst;
+            if (lstat(p, &lst) == 0 && S_ISLNK(lst.st_mode))
+                rc = cf_seterr("error: %s: cannot open: %s (a symbolic link to nothing)", p, strerror(errno));
+            else rc = cf_seterr("error: %s: cannot open: %s", p, strerror(errno));
+        } else if (S_ISDIR(st.st_mode)) {
+            rc = walk(c, p, &st, ws);
+        } else if (S_ISREG(st.st_mode)) {
+            rc = corpus_add(c, p);
+        } else {
+            c->other++;
+        }
+        free(p);
+    }
+    if (rc == 0 && errno) rc = cf_seterr("error: %s: cannot read the folder: %s", dir, strerror(errno));
+    closedir(d);
+    ws->n--;
+    return rc;
+}
+
+/* A folder's files, sorted by path, appended to c. 0 or -1. */
+static int add_folder(corpus *c, const char *dir, const struct stat *st)
+{
+    size_t first = c->n, hidden = c->hidden, other = c->other;
+    walk_stack ws = {.n = 0};
+    if (walk(c, dir, st, &ws)) return -1;
+    if (c->n == first) {
+        if (c->hidden == hidden && c->other == other)
+            return cf_seterr("error: %s: the folder is empty: text data needs a file of text in it", dir);
+        return cf_seterr("error: %s: the folder holds no file to read (passed over: %zu hidden, %zu not regular "
+                         "files)", dir, c->hidden - hidden, c->other - other);
+    }
+    qsort(c->path + first, c->n - first, sizeof *c->path, by_path);
+    return 0;
+}
+
+/* A file or a folder, appended to c. 0 or -1 naming it. */
+static int add_path(corpus *c, const char *path)
+{
+    struct stat st;
+    if (stat(path, &st)) return cf_seterr("error: %s: cannot open: %s", path, strerror(errno));
+    if (S_ISDIR(st.st_mode)) return add_folder(c, path, &st);
+    return corpus_add(c, path);
+}
+
+/* The files of spec into c: when spec names something that exists, a folder's files
+ * (a file adds none: it is read alone, unmarked); else the files and folders it lists
+ * separated by commas. 0 or -1. */
+static int find_files(const char *spec, corpus *c)
+{
+    struct stat st;
+    if (stat(spec, &st) == 0) return S_ISDIR(st.st_mode) ? add_folder(c, spec, &st) : 0;
+    if (!strchr(spec, ',')) return cf_seterr("error: %s: cannot open: %s", spec, strerror(errno));
+    char *b = strdup(spec);
+    if (!b) return cf_oom(strlen(spec) + 1);
+    int rc = 0;
+    for (char *p = b, *e; rc == 0 && p; p = e ? e + 1 : NULL) {
+        if ((e = strchr(p, ','))) *e = 0;
+        if (!*p) rc = cf_seterr("error: text:%s: an empty name in the list of files (no file of the whole name "
+                                "exists, so it was split at its commas)", spec);
+        else rc = add_path(c, p);
+    }
+    free(b);
+    return rc;
+}
+
+/* Each file of c read, and its end marked, into t. 0 or -1. */
+static int read_corpus(corpus *c, const char *whole, text_buf *t)
+{
+    for (size_t i = 0; i < c->n; i++) {
+        c->start[i] = t->n;
+        gzFile f = cf_data_gzopen(c->path[i]);
+        if (!f) return -1;
+        int rc = read_all(f, c->path[i], whole, t);
+        gzclose(f);
+        if (rc || grow(t, whole)) return -1;
+        t->b[t->n++] = CF_TEXT_FILE_END;
+    }
+    return 0;
 }
 
 int cf_dataset_load_text(const char *path, int seq_len, double held_out, cf_dataset **train, cf_dataset **test)
@@ -138,10 +363,24 @@ int cf_dataset_load_text(const char *path, int seq_len, double held_out, cf_data
     if (train) *train = NULL;
     if (test) *test = NULL;
     if (!path || !train || !test) return cf_seterr("error: cf_dataset_load_text: no path or no place for the datasets");
-    gzFile f = cf_data_gzopen(path);
-    if (!f) return -1;
-    int rc = cf_data_text_read(f, path, seq_len, held_out, train, test);
-    gzclose(f);
+    if (check_args(path, seq_len, held_out)) return -1;
+    corpus c = {0};
+    if (find_files(path, &c)) {
+        corpus_free(&c);
+        return -1;
+    }
+    if (c.n == 0) {   /* one file, read as it is */
+        gzFile f = cf_data_gzopen(path);
+        if (!f) return -1;
+        int rc = cf_data_text_read(f, path, seq_len, held_out, train, test);
+        gzclose(f);
+        return rc;
+    }
+    text_buf t = {0};
+    int rc = read_corpus(&c, path, &t);
+    if (rc) cf_mem_free(t.b);
+    else rc = make_sets(t.b, t.n, path, &c, seq_len, held_out, train, test);
+    corpus_free(&c);
     return rc;
 }
 

@@ -274,6 +274,8 @@ int cf_trainer_save(cf_trainer *t, const char *path)
     snprintf(step, sizeof step, "%ld", cf_optim_get_steps(t->opt));
     snprintf(seed, sizeof seed, "%" PRIu64, t->o.seed);
     snprintf(batch, sizeof batch, "%d", t->o.batch);
+    char limit[32];
+    snprintf(limit, sizeof limit, "%ld", t->o.limit_batches);
     snprintf(lr, sizeof lr, "%.9g", (double)t->o.optim.lr);
     snprintf(val, sizeof val, "%.17g", t->o.val_fraction);
     snprintf(ntrain, sizeof ntrain, "%zu", t->ntrain);
@@ -298,6 +300,7 @@ int cf_trainer_save(cf_trainer *t, const char *path)
     META("optimizer_steps", step);
     META("seed", seed);
     META("batch", batch);
+    if (t->o.limit_batches > 0) META("limit_batches", limit);   /* none: no limit */
     META("lr", lr);
     META("optimizer", op->name);
     META("optimizer_settings", hyper);
@@ -329,6 +332,7 @@ int cf_trainer_save(cf_trainer *t, const char *path)
 /* What a checkpoint says of its run, parsed and checked. */
 typedef struct ckpt_meta {
     int version, epoch, epochs, batch;    /* epochs 0: not recorded (version 1) */
+    int64_t limit_batches;                /* 0: none */
     int64_t steps, epoch_samples, train_samples;   /* train_samples 0: not recorded */
     int64_t epoch_hits;
     double epoch_loss;
@@ -381,6 +385,7 @@ static int read_meta(const cf_st_file *f, const char *path, ckpt_meta *k)
     if (get_int(f, path, "optimizer_steps", 0, INT64_C(1) << 53, &k->steps, 1)) return -1;
     if (get_int(f, path, "batch", 1, MAX_BATCH, &v, v2)) return -1;
     k->batch = (int)v;
+    if (get_int(f, path, "limit_batches", 1, INT64_C(1) << 40, &k->limit_batches, 0)) return -1;
     v = 0;
     if (get_int(f, path, "epochs", 1, MAX_EPOCHS, &v, v2)) return -1;
     k->epochs = (int)v;
@@ -456,6 +461,14 @@ static void note_changes(const cf_trainer *t, const ckpt_meta *k, const char *pa
     if (k->batch && k->batch != t->o.batch)
         cf_trainer_warn(t, "note: %s: the batch size changes from %d to %d: the schedule goes on by the share of "
                         "the run done", path, k->batch, t->o.batch);
+    if (k->limit_batches != t->o.limit_batches) {
+        char was[32] = "none", now[32] = "none";
+        if (k->limit_batches) snprintf(was, sizeof was, "%" PRId64, k->limit_batches);
+        if (t->o.limit_batches) snprintf(now, sizeof now, "%ld", t->o.limit_batches);
+        cf_trainer_warn(t, "note: %s: the limit of batches an epoch changes from %s to %s: the schedule goes on by the "
+                        "share of the run done, and a stopped epoch goes on from its place or the new epoch's last "
+                        "batch", path, was, now);
+    }
     if (!isnan(k->val_fraction) && k->val_fraction != t->o.val_fraction)
         cf_trainer_warn(t, "warning: %s: the validation fraction changes from %g to %g: the validation split is "
                         "another, and samples trained on before may be in it", path, k->val_fraction,

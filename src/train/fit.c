@@ -436,7 +436,10 @@ static int evaluate(cf_trainer *t, const cf_dataset *d, double *loss, double *ac
         if (n < B) B = n;
         n = n / B * B;
     }
-    size_t K = n / B, lo = 0, hi = n;
+    size_t K = n / B, lo = 0;
+    if (t->o.limit_batches > 0 && n / B >= (size_t)t->o.limit_batches)   /* the first batches alone (of the */
+        n = (size_t)t->o.limit_batches * B;                             /* streams, K long still) */
+    size_t hi = n;
     if (t->dist && !seq) cf_dist_shard(n, &lo, &hi);   /* data-parallel: a shard each, summed */
     if (bind_for(t->m, &t->eval, (int)B, hi - lo, CF_LOSS)) return -1;   /* d checked by the caller */
     size_t *idx = malloc(B * sizeof *idx);
@@ -643,6 +646,10 @@ int cf_fit(cf_trainer *t, const cf_dataset *train_all, const cf_dataset *test)
         goto out;
     }
     if (seq) n = n / B * B;   /* whole batches of streams: the rest is left out */
+    /* o.limit_batches: an epoch trains the first batches of its order, the order
+       still drawn over all n (each epoch another share of shuffled data) */
+    size_t ne = t->o.limit_batches > 0 && (n + B - 1) / B > (size_t)t->o.limit_batches
+                    ? (size_t)t->o.limit_batches * B : n;
     /* once, before any epoch: the training data (the validation split comes from it) and the test data */
     if (check_data(t, train, CHECK_TRAINING) || (val && check_data(t, val, CHECK_VALUES)) ||
         (test && check_data(t, test, CHECK_VALUES)))
@@ -679,10 +686,10 @@ int cf_fit(cf_trainer *t, const cf_dataset *train_all, const cf_dataset *test)
         /* a run stopped mid-epoch goes on from its batch (from the batch that holds
          * its place, when the batch size changed) */
         size_t start = t->epoch_samples / B * B;
-        if (start >= n) start = (n - 1) / B * B;
+        if (start >= ne) start = (ne - 1) / B * B;
         cf_epoch_stats st = {epoch, t->o.epochs, NAN, NAN, NAN, NAN, NAN, NAN, 0, 0, 0};
         int stopped = 0;
-        if (train_epoch(t, train, n, seq, epoch, start, &st, &stopped)) {
+        if (train_epoch(t, train, ne, seq, epoch, start, &st, &stopped)) {
             rc = -1;
             break;
         }
@@ -750,10 +757,17 @@ int cf_early_stop(const double *val_loss, size_t stride, int n, int patience, in
 
 int cf_evaluate(cf_model *m, const cf_dataset *d, int batch, double *loss, double *accuracy)
 {
-    if (!m || !d || batch < 1) return cf_seterr("error: cf_evaluate: no model or data, or a batch below 1");
+    return cf_evaluate_ex(m, d, batch, 0, loss, accuracy);
+}
+
+int cf_evaluate_ex(cf_model *m, const cf_dataset *d, int batch, long limit_batches, double *loss, double *accuracy)
+{
+    if (!m || !d || batch < 1 || limit_batches < 0)
+        return cf_seterr("error: cf_evaluate: no model or data, a batch below 1 or a limit below 0");
     cf_fit_opts o = cf_fit_defaults();
     o.batch = batch;
     o.epochs = 1;
+    o.limit_batches = limit_batches;
     cf_trainer *t = cf_trainer_new(m, d, &o);
     if (!t) return -1;
     double l, a;
@@ -767,10 +781,16 @@ int cf_evaluate(cf_model *m, const cf_dataset *d, int batch, double *loss, doubl
 
 int cf_predict_outputs(cf_model *m, const cf_dataset *d, int batch, float *const *outs)
 {
+    return cf_predict_first(m, d, cf_dataset_count(d), batch, outs);
+}
+
+int cf_predict_first(cf_model *m, const cf_dataset *d, size_t n, int batch, float *const *outs)
+{
     if (!m || !d || !outs || batch < 1)
         return cf_seterr("error: cf_predict: no model, data or output, or a batch below 1");
     if (cf_model_infer_shapes(m)) return -1;
-    size_t xcount = cf_shape_count(m->inputs[0]->shape), n = cf_dataset_count(d);
+    size_t xcount = cf_shape_count(m->inputs[0]->shape);
+    if (n > cf_dataset_count(d)) n = cf_dataset_count(d);
     if (check_input(m, d)) return -1;
     bound b = {0};
     if (bind_for(m, &b, batch, n, 0)) {

@@ -13,6 +13,7 @@
 
 #include "core/error.h"
 #include "core/graph.h"
+#include "train/trainer.h"
 
 void cf_metrics_free(cf_metrics *r)
 {
@@ -138,16 +139,27 @@ int cf_metrics_compute(const float *outputs, size_t out_size, const float *targe
 
 int cf_evaluate_metrics(cf_model *m, const cf_dataset *d, int batch, int top_k, cf_metrics *r)
 {
-    if (!m || !d || !r || batch < 1) return cf_seterr("error: cf_evaluate_metrics: no model, data or result");
+    return cf_evaluate_metrics_ex(m, d, batch, 0, top_k, r);
+}
+
+int cf_evaluate_metrics_ex(cf_model *m, const cf_dataset *d, int batch, long limit_batches, int top_k, cf_metrics *r)
+{
+    if (!m || !d || !r || batch < 1 || limit_batches < 0)
+        return cf_seterr("error: cf_evaluate_metrics: no model, data or result, or a limit below 0");
     memset(r, 0, sizeof *r);
     if (cf_model_infer_shapes(m)) return -1;
     size_t n = cf_dataset_count(d), k = cf_shape_count(cf_model_output_shape(m, 0));
+    if (limit_batches > 0 && n / (size_t)batch >= (size_t)limit_batches) n = (size_t)limit_batches * (size_t)batch;
     if (n > SIZE_MAX / sizeof(float) / (k ? k : 1)) return cf_oom(SIZE_MAX);
     float *out = malloc((n ? n : 1) * k * sizeof *out);
     if (!out) return cf_oom(n * k * sizeof *out);
     int loss = cf_model_has_loss(m);
     int classify = loss ? loss == CF_LOSS_XENT : !strcmp(cf_model_output_op(m, 0), "softmax");
-    int rc = cf_predict(m, d, batch, out);
+    float **outs = calloc((size_t)m->noutputs + 1, sizeof *outs);   /* output 0 alone */
+    int rc = outs ? 0 : cf_oom(((size_t)m->noutputs + 1) * sizeof *outs);
+    if (outs) outs[0] = out;
+    if (!rc) rc = cf_predict_first(m, d, n, batch, outs);
+    free(outs);
     if (!rc) rc = cf_metrics_compute(out, k, cf_dataset_y(d), cf_dataset_target_size(d), n, classify, top_k, r);
     free(out);
     return rc;

@@ -80,6 +80,9 @@ size_t cf_optim_state_bytes(const cf_model *m, const char *name);
  * mean of squared gradients whose square root divides each step (a checkpoint's v below
  * 0 made the first step NaN, blamed on the learning rate). */
 int cf_optim_state_nonneg(const cf_optim *o, int i);
+/* cf_predict_outputs for the first n samples of d alone (all of them when it has
+ * fewer): what cf_evaluate_metrics_ex scores. 0 or -1. */
+int cf_predict_first(cf_model *m, const cf_dataset *d, size_t n, int batch, float *const *outs);
 /* Fit the model's input statistics on d's samples. 0 or -1. */
 int cf_norm_fit(cf_model *m, const cf_dataset *d);
 /* Fit the model's target statistics on d's targets (regression). 0 or -1. */

@@ -680,6 +680,7 @@ typedef struct cf_data_opts {
     int skip_bad;           /* images: a file that cannot be read is skipped and counted, not an error */
     const char *const *class_names;   /* the classes known already (a trained model's): word labels and */
     int nclass_names;                 /* image folders map to these indices, and a class not among them is an error */
+    const char *classes_of;           /* whose classes those are, for that error (a file's name); NULL: "the model" */
 } cf_data_opts;
 CF_API cf_data_opts cf_data_defaults(void);
 CF_API int cf_data_open_opts(const char *spec, const cf_data_opts *o, cf_dataset **train, cf_dataset **test);
@@ -953,6 +954,11 @@ CF_API size_t cf_model_input_norm(const cf_model *m, const float **mean, const f
  * 1 to 100 bytes without control characters. names NULL removes them. 0 or -1. */
 CF_API int cf_model_set_class_names(cf_model *m, const char *const *names, int n);
 CF_API int cf_model_class_names(const cf_model *m, const char *const **names);   /* count; 0: none */
+/* The class names that a parameter file or checkpoint keeps, set on m without reading
+ * its weights (to read data whose labels are words with the model's classes before
+ * the weights are loaded). 0, also when the file keeps none (m's are left as they
+ * are), or -1. */
+CF_API int cf_model_load_class_names(cf_model *m, const char *path);
 
 /* Mean loss and accuracy (NAN for regression) of a model over a dataset (the loss the
  * model has, or as cf_trainer_new chooses). */

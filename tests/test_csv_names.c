@@ -150,12 +150,12 @@ TEST(columns_chosen)
                                "words is not encoded");
     /* a name not in the header: the nearest, and the list */
     CHECK(read_csv("c.csv", text, (cf_csv_opts){.label = "lable", .header = -1}) == NULL);
-    CHECK_HAS(cf_last_error(), "c.csv: no column is named 'lable' (the label) (did you mean 'label'?); the columns are: "
+    CHECK_HAS(cf_last_error(), "c.csv: the label column 'lable' is not in the header (did you mean 'label'?); the columns are: "
                                "id, a, b, c, label");
     CHECK(read_csv("c.csv", text, (cf_csv_opts){.label = "Label", .header = -1}) == NULL);
     CHECK_HAS(cf_last_error(), "(did you mean 'label'?)");
     CHECK(read_csv("c.csv", text, (cf_csv_opts){.label = "label", .features = "a,zzz", .header = -1}) == NULL);
-    CHECK_HAS(cf_last_error(), "c.csv: no column is named 'zzz' (the feature); the columns are: id, a");
+    CHECK_HAS(cf_last_error(), "c.csv: the feature column 'zzz' is not in the header; the columns are: id, a");
     CHECK(strstr(cf_last_error(), "did you mean") == NULL);
     /* repeated, the label among the features, out of range, empty */
     CHECK(read_csv("c.csv", text, (cf_csv_opts){.label = "label", .features = "a,b,1", .header = -1}) == NULL);

@@ -124,6 +124,10 @@ int cf_model_set_torch_names(cf_model *m, const char *s);
  * when out of memory), and back (NULL: leave them). 0 or -1. */
 #define CF_CLASSES_META "class_names"
 char *cf_model_class_meta(const cf_model *m);
+/* The class names as a JSON array of strings, for exports (ONNX metadata_props,
+ * safetensors metadata "class_names"); malloc'd. NULL when the model has none, or
+ * with the message when out of memory (m->nclasses > 0). */
+char *cf_model_class_json(const cf_model *m);
 int cf_model_set_class_meta(cf_model *m, const char *s);
 
 #define CF_MAX_SCOPES 256

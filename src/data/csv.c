@@ -565,8 +565,8 @@ static int unknown_name(const csv_state *c, const char *name, const char *role)
         k += (size_t)snprintf(list + k, sizeof list - k, "%s%s", i ? ", " : "", col_name(c, i));
     }
     if (near) snprintf(mean, sizeof mean, " (did you mean '%s'?)", near);
-    return cf_seterr("error: %s: no column is named '%s' (the %s)%s; the columns are: %s", c->path, name, role, mean,
-                     list);
+    return cf_seterr("error: %s: the %s column '%s' is not in the header%s; the columns are: %s", c->path, role, name,
+                     mean, list);
 }
 
 /* The column that the text [s, e) names: a number (0-based, negative from the end)

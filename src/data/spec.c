@@ -99,7 +99,8 @@ static int open_fashion(cf_dataset **train, cf_dataset **test)
 static int open_csv(char **p, int n, const cf_data_opts *o, cf_dataset **train, cf_dataset **test)
 {
     cf_csv_opts c = {.has_label = 1, .label_col = o->label_col, .label = o->label, .features = o->features,
-                     .header = -1, .class_names = o->class_names, .nclass_names = o->nclass_names};
+                     .header = -1, .class_names = o->class_names, .nclass_names = o->nclass_names,
+                     .classes_of = o->classes_of};
     cf_dataset *tr = cf_data_csv_load(p[0], &c), *te = NULL;
     if (!tr) return -1;
     if (n == 2) {

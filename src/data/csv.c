@@ -242,7 +242,7 @@ static int missing(const csv_state *c, const char *s, const char *e, size_t col,
                      col_desc(c, col, d, sizeof d));
 }
 
-/* A feature that is not a number: 0 never; -1 with the message. */
+/* A feature that is not a number (parse_field said bad): -1 with the message. */
 static int bad_feature(const csv_state *c, const char *s, const char *e, size_t col, long line, int bad)
 {
     if (bad == 3) return missing(c, s, e, col, line);
@@ -517,7 +517,7 @@ static int is_header(const csv_state *c, const char *p1, const char *q1, const c
         if (parse_field(s, e, &v, c->loc) == 1 && (!p2 || parse_field(t, f, &v, c->loc) == 0)) return 1;
         if (e == q1) return 0;
         s = e + 1;
-        t = f + 1;
+        if (p2) t = f + 1;
     }
 }
 

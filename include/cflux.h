@@ -640,12 +640,22 @@ CF_API cf_dataset *cf_dataset_from_arrays(const float *x, cf_shape xs, const flo
  * [0, 1], and labels (n) of bytes. The dataset is named after the images file
  * (cf_dataset_target_name gives the labels file). */
 CF_API cf_dataset *cf_dataset_load_idx(const char *images, const char *labels);
-/* CSV of numbers, one sample per row. label_col: the column of the target (0-based;
- * negative counts from the end). header: 1 the first row is a header, 0 it is not,
- * -1 decide (a first row with a field that is not a number is a header). The file is
- * parsed as it is read: memory is the numbers (counted against the memory limit, so
- * a file too large is refused as soon as it passes it) plus a line; a line longer
- * than 64 MiB is refused. */
+/* CSV, one sample per row. label_col: the column of the target (0-based; negative
+ * counts from the end); the features are all the other columns, and must be numbers
+ * (a word is an error naming the line, the column and the word: nothing is one-hot
+ * encoded). The label column holds numbers (class indices or targets) or words, not
+ * both: words are class names, the classes the distinct words sorted as strcmp sorts
+ * them (at most 65,536, each at most 100 bytes, one pair of double quotes taken off),
+ * the targets their indices (cf_dataset_class_names). A missing value (an empty
+ * field, "?", or NA, N/A, NaN, null in any case) is an error naming the line and the
+ * column. header: 1 the first row is a header, 0 it is not, -1 decide: it is one when
+ * some column holds a field that is not a number (nor a missing value) there and a
+ * number in the second row; in a file of one row, when a field is not a number. (So
+ * a label column of words does not make a first row of data a header, and a header
+ * of numbers only is read as data.) The file is parsed as it is read: memory is the
+ * numbers (counted against the memory limit, so a file too large is refused as soon
+ * as it passes it) plus a line; a line longer than 64 MiB is refused. Columns by
+ * name, a choice of features, and the classes of a trained model: cf_data_open_opts. */
 CF_API cf_dataset *cf_dataset_load_csv(const char *path, int label_col, int header);
 /* Inputs alone, for prediction: an IDX file of bytes (images, scaled to [0, 1]) or a
  * CSV file of numbers (every column a feature; header detected). Targets are 0. */
@@ -676,7 +686,8 @@ CF_API int cf_dataset_load_text(const char *path, int seq_len, double held_out, 
  *   fashion-mnist        Debian's dataset-fashion-mnist (/usr/share/datasets/fashion-mnist,
  *                        or the directory $CFLUX_DATA)
  *   idx:TRAIN_IMAGES,TRAIN_LABELS[,TEST_IMAGES,TEST_LABELS]
- *   csv:TRAIN[,TEST]     (label in column csv_label_col, header detected)
+ *   csv:TRAIN[,TEST]     cf_dataset_load_csv (label in column csv_label_col, header
+ *                        detected); word labels of TEST are TRAIN's classes
  *   text:PATH            (all after "text:": a file, a folder, or files and folders
  *                        separated by commas, as cf_dataset_load_text reads them) with
  *                        sequences of seq_len, the last 10% of the text the test set
@@ -687,17 +698,29 @@ CF_API int cf_data_open(const char *spec, int csv_label_col, cf_dataset **train,
 CF_API int cf_data_open_ex(const char *spec, int csv_label_col, int seq_len, cf_dataset **train,
                            cf_dataset **test);
 /* How to read a data spec (cf_data_open_opts): what cf_data_open's arguments say, and
- * more. cf_data_defaults() gives label_col 0 and everything else off. */
+ * more. cf_data_defaults() gives label_col 0 and everything else off.
+ *
+ * CSV columns are named by a number (0-based, negative from the end; a number is
+ * always a position, even where a header name is that number) or by a header name,
+ * found in the file's header (a name not there is an error listing the columns and
+ * suggesting the nearest; a name for a file without a header is an error). features
+ * takes only those columns as the inputs, in the order given (a column given twice,
+ * or the label among them, is an error); a column neither label nor feature is not
+ * read. With class_names, word labels are read as those classes' indices (a file may
+ * hold some of them, in any order), and the test file's words as the training
+ * file's classes when they are not given. */
 typedef struct cf_data_opts {
     int label_col;          /* CSV: the label column, 0-based, negative from the end (when label is NULL) */
     const char *label;      /* CSV: the label column by header name or number ("price", "3", "-1"); NULL: label_col */
-    const char *features;   /* CSV: the feature columns, names or numbers separated by commas; NULL: all but the label */
+    const char *features;   /* CSV: the feature columns, names or numbers separated by commas, in the order
+                               the inputs take them; NULL: all but the label */
     int seq_len;            /* text: the sequence length T (the model's input (T)); 0: text is refused */
     cf_shape image;         /* images: the per-sample shape to decode to (a model's input shape; CF_BATCH dropped) */
     int exact_size;         /* images: an image of another size is an error naming it (else it is resized) */
     int skip_bad;           /* images: a file that cannot be read is skipped and counted, not an error */
     const char *const *class_names;   /* the classes known already (a trained model's): word labels and */
     int nclass_names;                 /* image folders map to these indices, and a class not among them is an error */
+    const char *classes_of;           /* whose classes those are, for that error (a file's name); NULL: "the model" */
 } cf_data_opts;
 CF_API cf_data_opts cf_data_defaults(void);
 CF_API int cf_data_open_opts(const char *spec, const cf_data_opts *o, cf_dataset **train, cf_dataset **test);
@@ -1007,6 +1030,11 @@ CF_API const char *cf_model_info_key(const cf_model *m, int i);          /* in k
  * 1 to 100 bytes without control characters. names NULL removes them. 0 or -1. */
 CF_API int cf_model_set_class_names(cf_model *m, const char *const *names, int n);
 CF_API int cf_model_class_names(const cf_model *m, const char *const **names);   /* count; 0: none */
+/* The class names that a parameter file or checkpoint keeps, set on m without reading
+ * its weights (to read data whose labels are words with the model's classes before
+ * the weights are loaded). 0, also when the file keeps none (m's are left as they
+ * are), or -1. */
+CF_API int cf_model_load_class_names(cf_model *m, const char *path);
 
 /* Mean loss and accuracy (NAN for regression) of a model over a dataset (the loss the
  * model has, or as cf_trainer_new chooses). */

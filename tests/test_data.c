@@ -315,15 +315,17 @@ TEST(csv_bad_number)
     CHECK(csv("bad.csv", "1,2,3\n4,5x,6\n", -1, 0) == NULL);
     CHECK_HAS(cf_last_error(), "bad.csv:2: '5x' is not a number (column 2)");
     CHECK(csv("bad.csv", "1,2,3\n4,,6\n", -1, 0) == NULL);
-    CHECK_HAS(cf_last_error(), "bad.csv:2: an empty field (column 2)");
+    CHECK_HAS(cf_last_error(), "bad.csv:2: a missing value (an empty field) in column 2; ");
     CHECK(csv("bad.csv", "1,2,3\n4,nan,6\n", -1, 0) == NULL);
-    CHECK_HAS(cf_last_error(), "bad.csv:2: 'nan' is not a finite number (column 2)");
+    CHECK_HAS(cf_last_error(), "bad.csv:2: a missing value ('nan') in column 2; ");
+    CHECK(csv("bad.csv", "1,2,3\n4,-inf,6\n", -1, 0) == NULL);
+    CHECK_HAS(cf_last_error(), "bad.csv:2: '-inf' is not a finite number (column 2)");
     CHECK(csv("bad.csv", "1,2,3\n4,5,1e99\n", -1, 0) == NULL);
     CHECK_HAS(cf_last_error(), "'1e99' is not a finite number (column 3)");
-    CHECK(csv("bad.csv", "1,2,3\n4,5,6 7\n", -1, 0) == NULL);
+    CHECK(csv("bad.csv", "1,2,3\n4,6 7,5\n", -1, 0) == NULL);
     CHECK_HAS(cf_last_error(), "'6 7' is not a number");
     /* a long field is cut short in the message, which stays one line */
-    CHECK(csv("bad.csv", "1,2,3\n4,5,xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\n", -1, 0) == NULL);
+    CHECK(csv("bad.csv", "1,2,3\n4,5,xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\n", 0, 0) == NULL);
     CHECK_HAS(cf_last_error(), "...' is not a number (column 3)");
     CHECK(strchr(cf_last_error(), '\n') == NULL);
     /* a NUL byte inside a field */
@@ -336,11 +338,11 @@ TEST(csv_ragged)
 {
     CHECK(csv("ragged.csv", "1,2,3\n4,5,6\n\n7,8\n", -1, 0) == NULL);
     CHECK_HAS(cf_last_error(), "error: ");
-    CHECK_HAS(cf_last_error(), "ragged.csv:4: expected 3 numbers (as on line 1) but found 2");
+    CHECK_HAS(cf_last_error(), "ragged.csv:4: expected 3 fields (as on line 1) but found 2");
     CHECK(csv("ragged.csv", "a,b\n1,2,3\n", -1, -1) == NULL);
-    CHECK_HAS(cf_last_error(), "ragged.csv:2: expected 2 numbers (as on line 1) but found 3");
+    CHECK_HAS(cf_last_error(), "ragged.csv:2: expected 2 fields (as on line 1) but found 3");
     CHECK(csv("ragged.csv", "1,2,3\n4,5,6,\n", -1, 0) == NULL);
-    CHECK_HAS(cf_last_error(), "ragged.csv:2: expected 3 numbers");
+    CHECK_HAS(cf_last_error(), "ragged.csv:2: expected 3 fields");
 }
 
 TEST(csv_empty)
@@ -370,7 +372,7 @@ TEST(csv_layout)
     }
     cf_dataset_free(d);
     /* line numbers count the blank lines */
-    CHECK(csv("crlf.csv", "1,2\r\n\r\n\r\n3,q\r\n", -1, 0) == NULL);
+    CHECK(csv("crlf.csv", "1,2\r\n\r\n\r\n3,q\r\n", 0, 0) == NULL);
     CHECK_HAS(cf_last_error(), "crlf.csv:4: 'q' is not a number (column 2)");
     /* gzip'd CSV reads the same */
     const char *text = "1,2,0\n3,4,1\n";
@@ -459,7 +461,7 @@ TEST(csv_chunks)
     }
     write_text("chunks.csv", "1,2\r\n\r\n\r\n3,q\r\n");
     for (size_t chunk = 1; chunk <= 5; chunk++) {
-        cf_csv_opts o = {.has_label = 1, .label_col = -1, .header = 0, .chunk = chunk};
+        cf_csv_opts o = {.has_label = 1, .label_col = 0, .header = 0, .chunk = chunk};
         CHECK(csv_chunked("chunks.csv", &o) == NULL);
         CHECK_HAS(cf_last_error(), "chunks.csv:4: 'q' is not a number (column 2)");
     }
@@ -747,7 +749,7 @@ TEST(inputs_alone)
     CHECK_HAS(cf_last_error(), "in-labels: expected images");
     write_text("in-bad.csv", "1,2\n3\n");
     CHECK(cf_dataset_load_inputs(tmp("in-bad.csv")) == NULL);
-    CHECK_HAS(cf_last_error(), "in-bad.csv:2: expected 2 numbers (as on line 1) but found 1");
+    CHECK_HAS(cf_last_error(), "in-bad.csv:2: expected 2 fields (as on line 1) but found 1");
     write_text("in-empty.csv", "");
     CHECK(cf_dataset_load_inputs(tmp("in-empty.csv")) == NULL);
     CHECK_HAS(cf_last_error(), "in-empty.csv: no data rows");

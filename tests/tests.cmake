@@ -63,6 +63,10 @@ if(NOT CFLUX_SANITIZE)   # the library's side runs under the sanitizers in test_
            ${PROJECT_SOURCE_DIR} ${CFLUX_INTEROP_PYTHON})
   set_tests_properties(interop PROPERTIES TIMEOUT 600)
 endif()
+# CSV data with word labels: the class names through train, eval, predict, the report
+# and the exports (onnx.load with the interoperability tests' Python, where it is made)
+add_test(NAME csv_classes COMMAND sh ${PROJECT_SOURCE_DIR}/tests/check_csv_classes.sh $<TARGET_FILE:cflux>
+         "${CFLUX_INTEROP_PYTHON}")
 if(NOT CFLUX_SANITIZE)   # a Fashion-MNIST run each; the page's code runs under the sanitizers in train_tool
   add_test(NAME report COMMAND sh ${PROJECT_SOURCE_DIR}/tests/check_report.sh $<TARGET_FILE:cflux> ${PROJECT_SOURCE_DIR})
   add_test(NAME report_browser COMMAND sh ${PROJECT_SOURCE_DIR}/tests/check_report.sh $<TARGET_FILE:cflux>

@@ -53,6 +53,44 @@ int class_names_set(cf_model *m, const char *path, const char *data)
     return 0;
 }
 
+/* names, ", "-separated, cut short past about 300 bytes. */
+static void names_str(const char *const *names, int n, char *buf, size_t size)
+{
+    size_t k = 0;
+    buf[0] = 0;
+    for (int i = 0; i < n && k < size; i++) {
+        if (k > 300) {
+            snprintf(buf + k, size - k, ", ... (%d in all)", n);
+            break;
+        }
+        k += (size_t)snprintf(buf + k, size - k, "%s%s", i ? ", " : "", names[i]);
+    }
+}
+
+int class_names_from_data(cf_model *m, const cf_dataset *d)
+{
+    const char *const *dn, *const *mn;
+    int n = cf_dataset_class_names(d, &dn), k = cf_model_class_names(m, &mn), same = k == n;
+    if (!n) return 0;
+    for (int i = 0; same && i < n; i++) same = !strcmp(dn[i], mn[i]);
+    if (same) return 0;
+    char a[400], b[400];
+    names_str(dn, n, a, sizeof a);
+    names_str(mn, k, b, sizeof b);
+    if (k) {
+        fprintf(stderr, "error: %s: the labels are the classes %s, but the model's are %s\n", cf_dataset_name(d), a, b);
+        return 1;
+    }
+    cf_shape out = cf_model_output_shape(m, 0);
+    int want = out.rank ? out.d[out.rank - 1] : 0;
+    if (want != n) {
+        fprintf(stderr, "error: %s: the labels are %d classes (%s), but the model's output gives %d; a classifier of "
+                        "them ends with softmax over %d\n", cf_dataset_name(d), n, a, want, n);
+        return 1;
+    }
+    return cf_model_set_class_names(m, dn, n) ? fail() : 0;
+}
+
 const char *class_name(const cf_model *m, int c, char *buf, size_t size)
 {
     const char *const *names;

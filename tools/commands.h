@@ -34,6 +34,10 @@ double now(void);
  * or Fashion-MNIST's for its data (data NULL or "fashion-mnist"). 0, or 1 with the
  * message printed. */
 int class_names_set(cf_model *m, const char *path, const char *data);
+/* Class names from the data (a CSV label column of words): set on m when it has none
+ * (the model's output must give that many classes), else they must be m's. 0, or 1
+ * with the message printed. */
+int class_names_from_data(cf_model *m, const cf_dataset *d);
 
 /* The datasets of --data (default fashion-mnist) for model m, read as the options
  * say (--label-col, --features, image folders' --skip-bad and --exact-size; text in

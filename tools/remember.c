@@ -16,12 +16,15 @@
 #define NOTE_FEATURES "features"
 #define NOTE_COLUMNS "columns"
 
-/* The label column of d as given back to --label-col: its number (0-based); "" for
+/* The label column of d as given back to --label-col: its header name (a file to
+ * evaluate may have its columns in another order), else its number (0-based); "" for
  * data without one. */
 static const char *label_of(const cf_dataset *d, char *buf, size_t size)
 {
     int col = cf_dataset_label_column(d);
+    const char *name = col >= 0 ? cf_dataset_column_name(d, col) : NULL;
     if (col < 0) snprintf(buf, size, "%s", "");
+    else if (name && *name) snprintf(buf, size, "%s", name);
     else snprintf(buf, size, "%d", col);
     return buf;
 }
@@ -69,9 +72,11 @@ int data_contradicts(const cf_model *m, const args *a, const cf_dataset *d, cons
     char have[256];
     const char *label = cf_model_info(m, NOTE_LABEL), *features = cf_model_info(m, NOTE_FEATURES);
     if (a->label_col && label && strcmp(label_of(d, have, sizeof have), label)) {
-        fprintf(stderr, "error: --label-col %s (column %s of %s) contradicts %s, which was trained with the label in "
-                        "column %s; leave --label-col out to use the checkpoint's\n",
-                a->label_col, *have ? have : "none", cf_dataset_name(d), ckpt, label);
+        int qh = strspn(have, "0123456789") != strlen(have), ql = strspn(label, "0123456789") != strlen(label);
+        fprintf(stderr, "error: --label-col %s (column %s%s%s of %s) contradicts %s, which was trained with the label "
+                        "in column %s%s%s; leave --label-col out to use the checkpoint's\n", a->label_col,
+                qh ? "'" : "", *have ? have : "none", qh ? "'" : "", cf_dataset_name(d), ckpt, ql ? "'" : "", label,
+                ql ? "'" : "");
         return 1;
     }
     if (a->features && features && strcmp(a->features, features)) {

@@ -232,9 +232,17 @@ static void describe_task(const cf_dataset *d, cf_trainer *t, const cf_model *m,
     int col = cf_dataset_label_column(d), ncols = cf_dataset_column_count(d);
     if (col >= 0) {
         const char *name = cf_dataset_column_name(d, col);
-        fprintf(say, "; %s: column %d%s%s%s of %d, features: the other %d", xent ? "labels" : "targets", col + 1,
-               name ? " '" : "", name ? name : "", name ? "'" : "", ncols, ncols - 1);
+        int nf = cf_dataset_sample_shape(d).d[0];
+        fprintf(say, "; %s: column %d%s%s%s of %d", xent ? "labels" : "targets", col + 1, name ? " '" : "",
+                name ? name : "", name ? "'" : "", ncols);
+        if (nf == ncols - 1) fprintf(say, ", features: the other %d", nf);
+        else fprintf(say, ", features: %d chosen (--features), %d column%s ignored", nf, ncols - 1 - nf,
+                     ncols - 1 - nf == 1 ? "" : "s");
     }
+    const char *const *names;
+    int nn = cf_dataset_class_names(d, &names);
+    for (int i = 0; i < nn && i < 10; i++) fprintf(say, "%s%s", i ? ", " : "; the classes: ", names[i]);
+    if (nn > 10) fprintf(say, ", ... (%d)", nn);
     fprintf(say, "\n");
     if (normalize && !xent)
         fprintf(say, "--normalize: inputs and targets standardised with the training split's statistics (kept in the "
@@ -297,6 +305,8 @@ int open_data(const args *a, const cf_model *m, cf_dataset **train, cf_dataset *
     o.image = cf_model_input_shape(m, 0);
     o.exact_size = a->exact_size;
     o.skip_bad = a->skip_bad;
+    o.nclass_names = cf_model_class_names(m, &o.class_names);   /* word labels are the model's classes */
+    o.classes_of = a->classes ? a->classes : a->params;
     return cf_data_open_opts(a->data ? a->data : "fashion-mnist", &o, train, test);
 }
 
@@ -395,7 +405,9 @@ static int train_run(const args *a, int ranks)
     int rc = 1;
     if (!m) return fail();
     cf_model_set_seed(m, a->seed);
+    if (class_names_set(m, a->classes, a->data)) goto done;   /* first: word labels are read as these */
     if (open_data(a, m, &train, &test)) goto out;
+    if (class_names_from_data(m, train)) goto done;
     r.text = text_seq_len(train);
     cf_fit_opts fo = cf_fit_defaults();
     fo.epochs = r.epochs;
@@ -415,7 +427,7 @@ static int train_run(const args *a, int ranks)
     fo.distributed = ranks > 1;
     fo.limit_batches = isnan(a->limit_batches) ? 0 : (long)a->limit_batches;
     r.tty = isatty(fileno(stderr));
-    if (class_names_set(m, a->classes, a->data) || data_remember(m, a, train)) goto done;
+    if (data_remember(m, a, train)) goto done;
     if (!(r.trainer = cf_trainer_new(m, train, &fo))) goto out;
     if (a->init) {
         if (cf_model_load_params(m, a->init)) goto out;
@@ -645,8 +657,10 @@ int cmd_eval(const args *a)
     int rc = 1;
     if (!m) return params ? 1 : 2;
     args eff;   /* the options, with what the checkpoint remembers of its data */
+    /* the checkpoint's weights and class names (or --classes) first: word labels are read as them */
     if (!is_weights_file(a->pos[0]) && cf_model_load_params(m, params)) goto out;
     data_recall(m, a, &eff, a->json ? NULL : stdout);
+    if (class_names_set(m, a->classes, eff.data)) goto done;
     if (open_data(&eff, m, &train, &test)) goto out;
     if (data_contradicts(m, a, train, params)) goto done;
     int vocab = check_params_vocab(params, train);
@@ -672,7 +686,7 @@ int cmd_eval(const args *a)
                 cf_dataset_name(d), isnan(l) ? "not a number" : "infinite");
         goto done;
     }
-    if (class_names_set(m, a->classes, eff.data)) goto done;
+    if (class_names_set(m, a->classes, eff.data) || class_names_from_data(m, d)) goto done;
     /* text: the loss and accuracy of the run's streams; per-class figures of 76
        characters would say little */
     cf_metrics mt = {0};

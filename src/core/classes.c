@@ -1,10 +1,12 @@
 /* classes.c - the names of a model's classes (cf_model_set_class_names in cflux.h):
  * kept with the parameters, for evaluation, prediction and reports. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/error.h"
 #include "core/graph.h"
+#include "core/safetensors.h"
 
 #define MAX_NAME 100
 
@@ -75,6 +77,31 @@ char *cf_model_class_meta(const cf_model *m)
     return s;
 }
 
+char *cf_model_class_json(const cf_model *m)
+{
+    if (!m->nclasses) return NULL;
+    size_t len = 3;
+    for (int i = 0; i < m->nclasses; i++) len += 2 * strlen(m->class_names[i]) + 4;
+    char *s = malloc(len), *p = s;
+    if (!s) {
+        cf_oom(len);
+        return NULL;
+    }
+    *p++ = '[';
+    for (int i = 0; i < m->nclasses; i++) {   /* names hold no control characters: '"' and '\\' are escaped */
+        if (i) *p++ = ',', *p++ = ' ';
+        *p++ = '"';
+        for (const char *c = m->class_names[i]; *c; c++) {
+            if (*c == '"' || *c == '\\') *p++ = '\\';
+            *p++ = *c;
+        }
+        *p++ = '"';
+    }
+    *p++ = ']';
+    *p = 0;
+    return s;
+}
+
 int cf_model_set_class_meta(cf_model *m, const char *s)
 {
     if (!s) return 0;
@@ -98,5 +125,21 @@ int cf_model_set_class_meta(cf_model *m, const char *s)
     int rc = cf_model_set_class_names(m, names, k);
     free(names);
     free(copy);
+    return rc;
+}
+
+int cf_model_load_class_names(cf_model *m, const char *path)
+{
+    if (!m || !path) return cf_seterr("error: cf_model_load_class_names: no model or no path");
+    cf_st_file *f = cf_st_read(path);
+    if (!f) return -1;
+    const char *meta = cf_st_meta(f, CF_CLASSES_META);
+    int rc = cf_model_set_class_meta(m, meta);
+    if (rc) {   /* the file named */
+        char why[256];
+        snprintf(why, sizeof why, "%s", cf_last_error() + (strncmp(cf_last_error(), "error: ", 7) ? 0 : 7));
+        cf_seterr("error: %s: %s", path, why);
+    }
+    cf_st_free(f);
     return rc;
 }

@@ -138,6 +138,10 @@ int cf_model_set_info_from(cf_model *m, const struct cf_st_file *f);
 #define CF_MODEL_FILE_META "model_file"
 #define CF_MODEL_SOURCE_META "model_source"
 char *cf_model_class_meta(const cf_model *m);
+/* The class names as a JSON array of strings, for exports (ONNX metadata_props,
+ * safetensors metadata "class_names"); malloc'd. NULL when the model has none, or
+ * with the message when out of memory (m->nclasses > 0). */
+char *cf_model_class_json(const cf_model *m);
 int cf_model_set_class_meta(cf_model *m, const char *s);
 
 #define CF_MAX_SCOPES 256

@@ -78,14 +78,21 @@ long cf_data_read(gzFile f, const char *path, void *buf, size_t n, size_t *total
  * and fuzzers, which make them small to cross every boundary; 0 takes the defaults. */
 typedef struct cf_csv_opts {
     int has_label;    /* 0: every column is a feature (targets 0) */
-    int label_col;    /* with a label: its column, 0-based, negative from the end */
+    int label_col;    /* with a label: its column, 0-based, negative from the end (when label is NULL) */
+    const char *label;      /* the label column by number or header name; NULL: label_col */
+    const char *features;   /* the feature columns, numbers or names separated by commas; NULL: all others */
     int header;       /* 1 a header row, 0 none, -1 decide */
+    const char *const *class_names;   /* the classes known: word labels are these indices, */
+    int nclass_names;                 /* and another word is an error (0: the words found, sorted) */
+    const char *classes_of;           /* whose classes those are, for that message ("the model") */
     size_t chunk;     /* bytes read at a time; 0: 1 MiB */
     size_t max_line;  /* the longest line; 0: 64 MiB */
 } cf_csv_opts;
 
-/* A CSV file of numbers from f, named name in messages. NULL with the message. */
+/* A CSV file from f, named name in messages. NULL with the message. */
 cf_dataset *cf_data_csv_read(gzFile f, const char *name, const cf_csv_opts *o);
+/* The same from the file at path. */
+cf_dataset *cf_data_csv_load(const char *path, const cf_csv_opts *o);
 
 /* An IDX file of unsigned bytes: the header's dimensions and the items as floats. */
 typedef struct cf_idx {

@@ -95,13 +95,29 @@ static int open_fashion(cf_dataset **train, cf_dataset **test)
     return open_idx(path[0], path[1], path[2], path[3], train, test);
 }
 
-static int open_csv(char **p, int n, int label_col, cf_dataset **train, cf_dataset **test)
+/* csv:TRAIN[,TEST] as o says. Word labels of the test file are the training file's
+ * classes (or those known, o->class_names); both files' labels are words, or neither's. */
+static int open_csv(char **p, int n, const cf_data_opts *o, cf_dataset **train, cf_dataset **test)
 {
-    cf_dataset *tr = cf_dataset_load_csv(p[0], label_col, -1), *te = NULL;
+    cf_csv_opts c = {.has_label = 1, .label_col = o->label_col, .label = o->label, .features = o->features,
+                     .header = -1, .class_names = o->class_names, .nclass_names = o->nclass_names,
+                     .classes_of = o->classes_of};
+    cf_dataset *tr = cf_data_csv_load(p[0], &c), *te = NULL;
     if (!tr) return -1;
     if (n == 2) {
-        te = cf_dataset_load_csv(p[1], label_col, -1);
-        if (!te || same_form(tr, te)) {
+        const char *const *names;
+        int k = cf_dataset_class_names(tr, &names);
+        if (k) {
+            c.class_names = names;
+            c.nclass_names = k;
+            if (!o->nclass_names) c.classes_of = p[0];
+        }
+        te = cf_data_csv_load(p[1], &c);
+        int tk = te ? cf_dataset_class_names(te, NULL) : 0;
+        if (te && (k > 0) != (tk > 0))
+            cf_seterr("error: %s: the labels are %s, but those of %s are %s", p[1], tk ? "words" : "numbers", p[0],
+                      k ? "words" : "numbers");
+        if (!te || (k > 0) != (tk > 0) || same_form(tr, te)) {
             cf_dataset_free(tr);
             cf_dataset_free(te);
             return -1;
@@ -166,16 +182,7 @@ int cf_data_open_opts(const char *spec, const cf_data_opts *o, cf_dataset **trai
     if (train) *train = NULL;
     if (test) *test = NULL;
     if (!o) return cf_seterr("error: cf_data_open_opts: no options");
-    int csv_label_col = o->label_col, seq_len = o->seq_len;
-    if (o->label) {   /* numbers only, until the CSV reader takes names */
-        char *end;
-        long v = strtol(o->label, &end, 10);
-        if (!*o->label || *end || v < -1000000 || v > 1000000)
-            return cf_seterr("error: --label-col '%s' is not a column number", o->label);
-        csv_label_col = (int)v;
-    }
-    if (train) *train = NULL;
-    if (test) *test = NULL;
+    int seq_len = o->seq_len;
     if (!spec || !train || !test) return cf_seterr("error: cf_data_open: no spec or no place for the datasets");
     if (strcmp(spec, "fashion-mnist") == 0) return open_fashion(train, test);
     if (strncmp(spec, "text:", 5) == 0) {
@@ -207,7 +214,7 @@ int cf_data_open_opts(const char *spec, const cf_data_opts *o, cf_dataset **trai
     } else if (idx) {
         rc = open_idx(p[0], p[1], n == 4 ? p[2] : NULL, n == 4 ? p[3] : NULL, train, test);
     } else {
-        rc = open_csv(p, n, csv_label_col, train, test);
+        rc = open_csv(p, n, o, train, test);
     }
     free(block);
     return rc;

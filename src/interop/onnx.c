@@ -11,7 +11,8 @@
  * and a carried recurrent state (B, ...) starts from its initial value, made batch-
  * sized by ConstantOfShape from the shape of the first input. A fused lstm node
  * (ops/lstm.c) is written step by step, as the standard library's LSTM computes it.
- * Each node's doc_string says which layer of the model's source it comes from.
+ * Each node's doc_string says which layer of the model's source it comes from; the
+ * model's class names, when it has them, are the metadata_props entry "class_names".
  *
  * Nothing is written before the whole graph is built: an op without an ONNX
  * counterpart (a loss) is an error naming it and its place in the source. The
@@ -34,7 +35,9 @@
 #define ONNX_MAX_BYTES 2147483647u   /* protobuf's limit for one message: the whole file */
 
 /* Field numbers of onnx.proto. */
-enum { MODEL_IR_VERSION = 1, MODEL_PRODUCER_NAME = 2, MODEL_PRODUCER_VERSION = 3, MODEL_GRAPH = 7, MODEL_OPSET = 8 };
+enum { MODEL_IR_VERSION = 1, MODEL_PRODUCER_NAME = 2, MODEL_PRODUCER_VERSION = 3, MODEL_GRAPH = 7, MODEL_OPSET = 8,
+       MODEL_METADATA = 14 };
+enum { ENTRY_KEY = 1, ENTRY_VALUE = 2 };
 enum { OPSET_DOMAIN = 1, OPSET_VERSION = 2 };
 enum { GRAPH_NODE = 1, GRAPH_NAME = 2, GRAPH_INITIALIZER = 5, GRAPH_DOC = 10, GRAPH_INPUT = 11, GRAPH_OUTPUT = 12 };
 enum { NODE_INPUT = 1, NODE_OUTPUT = 2, NODE_NAME = 3, NODE_OP_TYPE = 4, NODE_ATTRIBUTE = 5, NODE_DOC = 6 };
@@ -781,7 +784,8 @@ static void graph_name(const cf_model *m, char *buf, size_t size)
 }
 
 /* ModelProto: ir_version, producer, the graph (nodes, name, initializers, inputs and
- * outputs), opset_import; the parameters streamed from the model. */
+ * outputs), opset_import, and the class names as metadata_props "class_names" (a JSON
+ * array of strings) when the model has them; the parameters streamed from the model. */
 static int write_model(ox *o, const cf_pb *io)
 {
     cf_model *m = o->m;
@@ -808,7 +812,15 @@ static int write_model(ox *o, const cf_pb *io)
     cf_pb_string(&opset, OPSET_DOMAIN, "");
     cf_pb_int(&opset, OPSET_VERSION, OPSET);
     cf_pb_message(&tail, MODEL_OPSET, &opset);
-    int rc = 0;
+    char *classes = cf_model_class_json(m);   /* metadata_props "class_names": a JSON array */
+    int rc = m->nclasses && !classes ? -1 : 0;
+    if (classes) {
+        cf_pb_clear(&opset);   /* reused for the entry */
+        cf_pb_string(&opset, ENTRY_KEY, "class_names");
+        cf_pb_string(&opset, ENTRY_VALUE, classes);
+        cf_pb_message(&tail, MODEL_METADATA, &opset);
+        free(classes);
+    }
     const cf_pb *all[] = {&head, &top, &tail, &h, &o->nodes, &o->consts, io};
     for (size_t i = 0; i < sizeof all / sizeof *all && rc == 0; i++) rc = cf_pb_check(all[i]);
     size_t total = top.len + graph + tail.len;

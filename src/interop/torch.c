@@ -806,8 +806,11 @@ int cf_model_export_torch(cf_model *m, const char *path, const char *map_path)
             n++;
         }
     }
-    const char *keys[] = {"format"}, *vals[] = {"pt"};
-    rc = cf_st_write(path, n, t, 1, keys, vals);
+    char *classes = cf_model_class_json(m);   /* the classes' names, when the model has them */
+    if (m->nclasses && !classes) goto done;
+    const char *keys[] = {"format", "class_names"}, *vals[] = {"pt", classes};
+    rc = cf_st_write(path, n, t, classes ? 2 : 1, keys, vals);
+    free(classes);
 done:
     for (int i = 0; owned && i < cap; i++) free(owned[i]);
     free(owned);

@@ -71,7 +71,8 @@ expect 0 'back.params: 23 weights in 4 parameters from' import "$tmp/small.flux"
 expect 1 "^error: .*torch.safetensors: tensor '0.weight' is (3, 4), but the model's Affine (at .*wide.flux:1:25) needs (5, 4)" import "$tmp/wide.flux" --from-torch "$tmp/torch.safetensors" --save "$tmp/x.params"
 expect 1 "tensor '4.weight' is missing: the file has no module for layer '5', the model's Affine" import "$tmp/deep.flux" --from-torch "$tmp/torch.safetensors" --save "$tmp/x.params"
 [ "$("$tool" import "$tmp/wide.flux" --from-torch "$tmp/torch.safetensors" --save "$tmp/x.params" 2>&1 | wc -l)" -eq 1 ] && [ ! -e "$tmp/x.params" ] && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "import: a bad file is not one line, or a parameter file was written"; }
-expect 2 'cflux export: needs --params CKPT and --to-torch FILE or --onnx FILE' export "$tmp/small.flux"
+expect 2 'cflux export: needs --to-torch FILE or --onnx FILE (and the weights' export "$tmp/small.flux"
+expect 2 'cflux export: needs --params CHECKPOINT (the trained weights), or the checkpoint alone' export "$tmp/small.flux" --onnx "$tmp/x.onnx"
 expect 2 'cflux import: needs --from-torch FILE and --save PATH' import "$tmp/small.flux" --save "$tmp/x"
 expect 2 'cflux export: --map names PyTorch.s modules: it goes with --to-torch' export "$tmp/small.flux" --params "$tmp/small.ckpt" --onnx "$tmp/o.onnx" --map "$tmp/m"
 # summary: a row per layer with its place in the source, its parameters and FLOPs

@@ -24,8 +24,9 @@ int cmd_import(const args *a)
 
 int cmd_export(const args *a)
 {
-    if (!a->params || (!a->to_torch && !a->onnx)) {
-        fprintf(stderr, "cflux export: needs --params CKPT and --to-torch FILE or --onnx FILE\n");
+    if (!a->to_torch && !a->onnx) {
+        fprintf(stderr, "cflux export: needs --to-torch FILE or --onnx FILE (and the weights: --params CKPT, or the "
+                        "checkpoint alone in place of MODEL)\n");
         return 2;
     }
     if (a->map && !a->to_torch) {
@@ -33,8 +34,10 @@ int cmd_export(const args *a)
         return 2;
     }
     if (apply_common(a)) return 1;
-    cf_model *m = cf_model_load(a->pos[0]);
-    if (!m || cf_model_load_params(m, a->params)) {
+    const char *params;
+    cf_model *m = load_model_and_weights(a, "export", &params);
+    if (!m) return params ? 1 : 2;
+    if (!is_weights_file(a->pos[0]) && cf_model_load_params(m, params)) {
         cf_model_free(m);
         return fail();
     }
@@ -46,11 +49,11 @@ int cmd_export(const args *a)
         if (!rc && cf_model_input_norm(m, &mean, &std))
             fprintf(stderr, "note: %s standardises its inputs (input.mean, input.std in %s), which a state_dict "
                             "cannot hold: standardise them before PyTorch's model (the ONNX export does it)\n",
-                    a->pos[0], a->params);
+                    a->pos[0], params);
         if (!rc && cf_model_target_norm(m, &mean, &std))
             fprintf(stderr, "note: %s standardises its targets (target.mean, target.std in %s), which a state_dict "
                             "cannot hold: PyTorch's outputs are y' = (y - mean) / std; undo it on them (the ONNX "
-                            "export does it)\n", a->pos[0], a->params);
+                            "export does it)\n", a->pos[0], params);
     }
     if (a->onnx && !rc) {
         rc = cf_model_export_onnx(m, a->onnx) ? fail() : 0;

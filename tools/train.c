@@ -355,7 +355,7 @@ int cmd_train(const args *a)
 /* The line a run ends with, --quiet or not: the test set's figures, else the
  * validation split's, else the training data's, of the last epoch (for text the loss
  * per character and the accuracy; for regression the loss alone). */
-static void result_line(const cf_epoch_stats *e, int text)
+static void result_line(const cf_epoch_stats *e, int text, int standardised)
 {
     const char *what = !isnan(e->test_loss) ? "test" : !isnan(e->val_loss) ? "validation" : "train";
     double loss = !isnan(e->test_loss) ? e->test_loss : !isnan(e->val_loss) ? e->val_loss : e->train_loss;
@@ -363,7 +363,7 @@ static void result_line(const cf_epoch_stats *e, int text)
     if (isnan(loss)) return;
     if (text) fprintf(say, "%s loss %.4f nats/char, accuracy %.4f\n", what, loss, acc);
     else if (!isnan(acc)) fprintf(say, "%s accuracy %.4f\n", what, acc);
-    else fprintf(say, "%s loss %.4f (mean squared error)\n", what, loss);
+    else fprintf(say, "%s loss %.4f (mean squared error%s)\n", what, loss, standardised ? ", on standardised targets" : "");
 }
 
 static int train_run(const args *a, int ranks)
@@ -570,7 +570,7 @@ static int train_run(const args *a, int ranks)
     for (int i = 0; i < nh; i++)
         if (h[i].epoch > first) samples += h[i].samples_per_sec * h[i].seconds;
     double sps = secs > 0 ? samples / secs : 0;   /* evaluation included: what a user waits for */
-    if (last) result_line(last, r.text);   /* --quiet too: what the run came to */
+    if (last) result_line(last, r.text, cf_model_target_norm(m, NULL, NULL) > 0);   /* --quiet too: what the run came to */
     int best = 0, early = fo.patience && nh && cf_early_stop(&h[0].val_loss, sizeof *h, nh, fo.patience, &best);
     if (fo.patience || fo.keep_best) cf_early_stop(&h[0].val_loss, sizeof *h, nh, 0, &best);
     if (!a->quiet && early && cf_trainer_epoch(r.trainer) < r.epochs)

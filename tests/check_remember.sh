@@ -56,6 +56,16 @@ paste -d' ' "$t/p1" "$t/ht.csv" | tr ',' ' ' | awk '{ e += ($2 - $6 < 0 ? $6 - $
 "$tool" predict "$t/h.flux" "$t/hx.csv" > /dev/null 2> "$t/err"; rc=$?
 [ $rc -eq 2 ] && grep -q "needs --params CHECKPOINT" "$t/err" && ok || bad "no weights: exit $rc: $(cat "$t/err")"
 
+# word labels: predict on the training file's layout leaves the label column of words out
+awk -F, 'NR == 1 { print "a,b,c,d,kind"; next } { split("low mid high", k, " "); print $2 "," $3 "," $4 "," $5 "," k[$1 + 1] }' \
+  "$t/train.csv" > "$t/words.csv"
+cut -d, -f1-4 "$t/words.csv" > "$t/wordsx.csv"
+"$tool" train "$t/m.flux" --data "csv:$t/words.csv" --label-col kind --epochs 2 --save "$t/w.ckpt" --quiet > /dev/null 2>&1
+"$tool" predict "$t/w.ckpt" "$t/words.csv" > "$t/pw1" 2> "$t/err"; rc=$?
+"$tool" predict "$t/w.ckpt" "$t/wordsx.csv" > "$t/pw2" 2>> "$t/err"; rc2=$?
+[ $rc -eq 0 ] && [ $rc2 -eq 0 ] && [ "$(wc -l < "$t/pw1")" -eq 300 ] && cmp -s "$t/pw1" "$t/pw2" &&
+  grep -q "^0: class [0-2] \(high\|low\|mid\) (p = " "$t/pw1" && ok || bad "predict, word labels: exits $rc $rc2: $(cat "$t/err") $(head -n 2 "$t/pw1")"
+
 # ---- large targets that do not move: a note that says why and what to try ----
 "$tool" train "$t/h.flux" --data "csv:$t/h.csv" --label-col -1 --epochs 8 --quiet > /dev/null 2> "$t/err"
 grep -q "note: after 50 steps the loss (.*) is still that of outputs of 0 .*standardise the targets (--normalize" "$t/err" &&

@@ -660,6 +660,7 @@ int cmd_eval(const args *a)
     /* the checkpoint's weights and class names (or --classes) first: word labels are read as them */
     if (!is_weights_file(a->pos[0]) && cf_model_load_params(m, params)) goto out;
     data_recall(m, a, &eff, a->json ? NULL : stdout);
+    eff.params = params;   /* what the classes are said to be of */
     if (class_names_set(m, a->classes, eff.data)) goto done;
     if (open_data(&eff, m, &train, &test)) goto out;
     if (data_contradicts(m, a, train, params)) goto done;
@@ -788,25 +789,33 @@ static int is_image(const char *path)
 }
 
 /* A CSV file laid out as the training file was (its label column too, and the
- * columns the features were picked from), when the checkpoint remembers that layout and
- * *d, read as features alone, does not fit the model: *d read again as training read
- * its file, the label column left out of the inputs. 0 (*d perhaps replaced), or 1
- * with the message. */
+ * columns the features were picked from), when the checkpoint remembers that layout
+ * and *d, read as features alone, does not fit the model or could not be read (a label
+ * column of words is no feature): the file read again as training read its own, the
+ * label column left out of the inputs. 0 with *d the data (NULL: not read, the reason
+ * is cf_last_error), or 1 with the message printed (read neither way: the first's). */
 static int csv_as_trained(const cf_model *m, const args *a, cf_dataset **d)
 {
     cf_shape in = cf_model_input_shape(m, 0);
     size_t want = 1;
     for (int i = in.rank > 0 && in.d[0] == CF_BATCH; i < in.rank; i++) want *= (size_t)in.d[i];
-    size_t have = cf_shape_count(cf_dataset_sample_shape(*d));
     int cols = remembered_columns(m);
-    if (have == want || cols <= 0 || (size_t)cols != have || cf_dataset_column_count(*d) != cols) return 0;
-    char spec[4200];
+    if (cols <= 0 || (*d && cf_shape_count(cf_dataset_sample_shape(*d)) == want)) return 0;
+    if (*d && (cf_shape_count(cf_dataset_sample_shape(*d)) != (size_t)cols || cf_dataset_column_count(*d) != cols))
+        return 0;
+    char spec[4200], first[1024];
     if ((size_t)snprintf(spec, sizeof spec, "csv:%s", a->pos[1]) >= sizeof spec) return 0;
+    snprintf(first, sizeof first, "%s", cf_last_error());
     args eff;
     data_recall(m, a, &eff, NULL);
     eff.data = spec;
+    eff.params = a->params ? a->params : a->pos[0];
     cf_dataset *again = NULL, *none = NULL;
-    if (open_data(&eff, m, &again, &none)) return fail();
+    if (open_data(&eff, m, &again, &none)) {
+        if (*d) return fail();   /* it is laid out as the training file: its own error */
+        fprintf(stderr, "%s\n", first);   /* neither way: the error of reading it as features */
+        return 1;
+    }
     cf_dataset_free(none);
     cf_dataset_free(*d);
     *d = again;
@@ -841,7 +850,7 @@ int cmd_predict(const args *a)
         }
     cf_dataset *d = images ? cf_dataset_load_images(a->pos + 1, a->npos - 1, cf_model_input_shape(m, 0))
                            : cf_dataset_load_inputs(a->pos[1]);
-    if (d && !images && csv_as_trained(m, a, &d)) {
+    if (!images && csv_as_trained(m, a, &d)) {
         cf_model_free(m);
         return 1;
     }

@@ -211,6 +211,24 @@ static int on_epoch(const cf_epoch_stats *s, void *user)
 
 static int train_run(const args *a, int ranks);
 
+/* An image folder, in one line: its images and classes, and the files left out
+ * ("images:DIR: 600 images of 10 classes (a, b, ...); 2 other files passed over;
+ * skipped 3 unreadable files of 603: first a.png: truncated"). Nothing for other data. */
+static void describe_folder(const cf_dataset *d)
+{
+    if (!d || !cf_dataset_streamed(d)) return;
+    const char *const *names, *first;
+    size_t ignored, bad = cf_dataset_skipped(d, &ignored, &first), n = cf_dataset_count(d);
+    int nc = cf_dataset_class_names(d, &names);
+    printf("images:%s: %zu images of %d classes (", cf_dataset_name(d), n, nc);
+    for (int i = 0; i < nc && i < 8; i++) printf("%s%s", i ? ", " : "", names[i]);
+    printf("%s)", nc > 8 ? ", ..." : "");
+    if (ignored) printf("; %zu other file%s passed over (not .png, .jpg or .jpeg, or hidden)", ignored,
+                        ignored == 1 ? "" : "s");
+    if (bad) printf("; skipped %zu unreadable file%s of %zu: first %s", bad, bad == 1 ? "" : "s", n + bad, first);
+    printf("\n");
+}
+
 /* What was inferred from the data and the model, in one line: the task, the loss,
  * and for CSV data which column holds the labels and which the features. */
 static void describe_task(const cf_dataset *d, cf_trainer *t, const cf_model *m)
@@ -289,6 +307,7 @@ int open_data(const args *a, const cf_model *m, cf_dataset **train, cf_dataset *
     o.image = cf_model_input_shape(m, 0);
     o.exact_size = a->exact_size;
     o.skip_bad = a->skip_bad;
+    o.nclass_names = cf_model_class_names(m, &o.class_names);   /* a trained model's: the data maps to them */
     return cf_data_open_opts(a->data ? a->data : "fashion-mnist", &o, train, test);
 }
 
@@ -391,7 +410,7 @@ static int train_run(const args *a, int ranks)
     fo.keep_best = a->keep_best;
     fo.distributed = ranks > 1;
     r.tty = isatty(fileno(stderr));
-    if (class_names_set(m, a->classes, a->data)) goto done;
+    if (class_names_set(m, a->classes, a->data, train)) goto done;
     if (!(r.trainer = cf_trainer_new(m, train, &fo))) goto out;
     if (a->init) {
         if (cf_model_load_params(m, a->init)) goto out;
@@ -422,6 +441,8 @@ static int train_run(const args *a, int ranks)
         if (ranks > 1)
             printf("data-parallel over %d ranks: each takes its share of every batch of %d (%d to %d rows)\n", ranks,
                    r.batch, r.batch / ranks, (r.batch + ranks - 1) / ranks);
+        describe_folder(train);
+        describe_folder(test);
         describe_task(train, r.trainer, m);
         if (cf_model_summary(m, 0, 0, stdout)) goto out;
         if (a->init) printf("starting from the weights in %s\n", a->init);
@@ -620,14 +641,14 @@ int cmd_eval(const args *a)
     cf_model *m = cf_model_load(a->pos[0]);
     int rc = 1;
     if (!m) return fail();
+    /* the weights first: their class names are what an image folder's classes map to */
+    if ((loss && cf_model_add_loss(m, loss)) || cf_model_load_params(m, a->params)) goto out;
     if (open_data(a, m, &train, &test)) goto out;
     int vocab = check_params_vocab(a->params, train);
     if (vocab < 0) goto out;
     if (vocab > 0) goto done;
     const cf_dataset *d = test ? test : train;
     int text = text_seq_len(d);
-    if (loss && cf_model_add_loss(m, loss)) goto out;
-    if (cf_model_load_params(m, a->params)) goto out;
     double l, acc;
     /* text: in the run's batches by default, so that its streams and carried state are
        those the run's test figures came from */
@@ -641,7 +662,7 @@ int cmd_eval(const args *a)
                 cf_dataset_name(d), isnan(l) ? "not a number" : "infinite");
         goto done;
     }
-    if (class_names_set(m, a->classes, a->data)) goto done;
+    if (class_names_set(m, a->classes, a->data, train)) goto done;
     /* text: the loss and accuracy of the run's streams; per-class figures of 76
        characters would say little */
     cf_metrics mt = {0};
@@ -749,7 +770,7 @@ int cmd_predict(const args *a)
         cf_model_free(m);
         return fail();
     }
-    if (class_names_set(m, a->classes, "")) {
+    if (class_names_set(m, a->classes, "", NULL)) {
         cf_model_free(m);
         return 1;
     }

@@ -11,6 +11,8 @@
 #include <stddef.h>
 #include <zlib.h>
 
+#include "cflux.h"
+
 /* The largest image read or written: this many pixels a side, and in all. */
 #define CF_PNG_MAX_SIDE 16384
 #define CF_PNG_MAX_PIXELS ((size_t)1 << 26)
@@ -26,6 +28,11 @@
  * 0, or -1 with "error: NAME: ..." (not a PNG, truncated, corrupt, too large, out of
  * memory); out may then hold part of an image. Nothing is left allocated. */
 int cf_png_read(gzFile f, const char *name, int channels, int h, int w, float *out);
+
+/* The image that a sample of shape s (a leading CF_BATCH dropped, into *t) holds:
+ * *c channels of *h x *w, as cf_dataset_load_images reads shapes. 0, or -1 with the
+ * error. */
+int cf_image_layout(cf_shape s, cf_shape *t, int *c, int *h, int *w);
 
 /* 8-bit pixels, w x h of channels (1 grey, 3 RGB) bytes each, row-major, as a PNG
  * file in memory: *out (malloc'd, the caller frees it) of *len bytes. Deterministic:

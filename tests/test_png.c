@@ -572,17 +572,17 @@ TEST(errors_name_the_file)
     mkdir(tmp("dir.png"), 0700);
     fails_with(tmp("dir.png"), "cannot open: it is a directory");
     write_bytes(tmp("empty.png"), "", 0);
-    fails_with(tmp("empty.png"), "not a PNG file (it is empty)");
+    fails_with(tmp("empty.png"), "not a PNG or JPEG image (it is empty)");
     write_bytes(tmp("jpeg.png"), "\xff\xd8\xff\xe0\0\x10JFIF\0", 11);
-    fails_with(tmp("jpeg.png"), "not a PNG file (it looks like a JPEG image)");
+    fails_with(tmp("jpeg.png"), "truncated: the JPEG data ends after 11 bytes");   /* read as the JPEG it is */
     write_bytes(tmp("gif.png"), "GIF89a\1\0\1\0", 10);
     fails_with(tmp("gif.png"), "(it looks like a GIF image)");
     write_bytes(tmp("csv.png"), "1,2,3\n4,5,6\n", 12);
-    fails_with(tmp("csv.png"), "not a PNG file (it looks like text)");
+    fails_with(tmp("csv.png"), "not a PNG or JPEG image (it looks like text)");
     write_bytes(tmp("idx.png"), "\0\0\x08\x03\0\0\0\x01\0\0\0\x1c\0\0\0\x1c", 16);
     fails_with(tmp("idx.png"), "(it looks like an IDX file)");
     write_bytes(tmp("bin.png"), "\x01\x02\x03\x04\x05\x06\x07\x08\x09", 9);
-    fails_with(tmp("bin.png"), "not a PNG file (it starts with 01 02 03 04");
+    fails_with(tmp("bin.png"), "not a PNG or JPEG image (it starts with 01 02 03 04");
     write_bytes(tmp("short.png"), "\x89PNG", 4);
     fails_with(tmp("short.png"), "(it looks like a PNG file cut short)");
     write_bytes(tmp("crlf.png"), "\x89PNG\r\r\n\x1a\n", 9);
@@ -855,7 +855,7 @@ static void write_padded(const char *from, const char *path, size_t n, int empty
     free(p.raw);
 }
 
-/* Chunks that carry nothing cost no more than CF_PNG_SLACK bytes before they are
+/* Chunks that carry nothing cost no more than CF_IMAGE_SLACK bytes before they are
  * refused: 2 million empty IDATs (24 MB, 0.1 MB gzip'd), or 64 MB in a chunk before
  * the image data (before, both were read whole and the image taken). A file that
  * keeps under the limits reads. */

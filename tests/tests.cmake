@@ -5,7 +5,7 @@ foreach(src ${CFLUX_TESTS_SRC})
   get_filename_component(name ${src} NAME_WE)
   add_executable(${name} ${src})
   target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR}/src ${PROJECT_SOURCE_DIR}/tests ${CJSON_INCLUDE_DIRS}
-                             ${PNG_INCLUDE_DIRS})
+                             ${PNG_INCLUDE_DIRS} ${JPEG_INCLUDE_DIRS})
   target_link_libraries(${name} PRIVATE cflux_static)
   add_test(NAME ${name} COMMAND ${name} WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
   if(CFLUX_SANITIZE)   # test.h's TEST_CHEAP_SECONDS: the sanitizers slow every access

@@ -12,7 +12,7 @@
 # exact command to run and fails, changing nothing.
 set -eu
 
-need="cmake gcc make pkg-config libopenblas-dev libcjson-dev zlib1g-dev libpng-dev"
+need="cmake gcc make pkg-config libopenblas-dev libcjson-dev zlib1g-dev libpng-dev libjpeg62-turbo-dev"
 case "${1:-build}" in
   demo) need="$need dataset-fashion-mnist" ;;
   test) need="$need dataset-fashion-mnist clang libclang-rt-dev python3-venv chromium libopenmpi-dev openmpi-bin" ;;

@@ -3,33 +3,22 @@
  *
  * In: any PNG (grey, grey + alpha, RGB, RGBA, palette; 1 to 16 bits; interlaced or
  * not) becomes one sample of C (1 or 3) planes of H x W floats in [0, 1]:
- *   - values are scaled as the IDX reader scales images: an 8-bit value b is
- *     (float)b / 255, the very float idx.c makes; a 16-bit value v is v / 65535
- *     rounded once to float (so v = 257 b gives the float of b); 1, 2 and 4 bits are
- *     widened to 8 first (libpng's expansion: the largest value becomes 255), and a
- *     palette gives its colours
+ *   - libpng gives 8 or 16-bit grey, grey + alpha, RGB or RGBA: 1, 2 and 4 bits are
+ *     widened to 8 first (libpng's expansion: the largest value becomes 255), a
+ *     palette gives its colours, and tRNS becomes an alpha channel
  *   - samples are taken as they are: no gamma or colour-profile correction (gAMA,
  *     iCCP and every other ancillary chunk but tRNS is skipped unread)
- *   - transparency (an alpha channel, or tRNS) is composited over black: value * alpha
- *   - colour to grey: ITU-R BT.601 luma, 0.299 R + 0.587 G + 0.114 B; grey to
- *     colour: the grey in all three planes
- *   - each axis is resized on its own: kept when it matches; shrunk by area averaging
- *     (an output pixel is the mean of the source area it covers, fractional overlaps
- *     weighted; the weights are exact ratios of whole numbers); enlarged by bilinear
- *     interpolation with pixel centres at i + 0.5, clamped at the edges. The second
- *     half of an axis takes the mirror of the first half's weights, so that a
- *     mirrored image gives the mirrored result bit for bit.
- * Every sample is first its float value; the arithmetic after it (luma, alpha, the
- * resizing: rows along x, then columns along y) is in double, rounded to float once at
- * the end. A pixel that needs none of it keeps its float exactly. The image streams
- * through a row at a time (all of its rows are held only when it is interlaced); the
- * rows resized along x wait in a block of (C, source height, W) doubles.
+ *   - those rows become the sample as pixels.c says for every image format: 8-bit b
+ *     is (float)b / 255, 16-bit v is v / 65535; alpha composited over black; BT.601
+ *     luma for grey; area averaging or bilinear resizing, each axis on its own.
+ * The image streams through a row at a time (all of its rows are held only when it is
+ * interlaced).
  *
  * A file costs what its image needs: reading stops once the last row is decoded. What
  * follows it (the end of the compressed stream, its checksums, IEND) is checked when it
- * comes within CF_PNG_TAIL bytes; anything after that is not read, as PIL ignores data
+ * comes within CF_IMAGE_TAIL bytes; anything after that is not read, as PIL ignores data
  * left in IDAT (compressed bytes past the last row, however many, are never inflated).
- * Up to the last row, the file may hold at most CF_PNG_SLACK bytes (the chunks before
+ * Up to the last row, the file may hold at most CF_IMAGE_SLACK bytes (the chunks before
  * the image data, among them) plus twice the image's raw size: more, from chunks that
  * carry nothing or an endless run of empty compressed blocks, is refused.
  *
@@ -47,6 +36,8 @@
 #include "core/error.h"
 #include "core/mem.h"
 #include "data/data.h"
+#include "data/image.h"
+#include "data/pixels.h"
 #include "data/png.h"
 
 /* libpng's messages land here: the first member of the reader and the writer. */
@@ -77,90 +68,6 @@ static int about_memory(const char *msg)
     return strstr(low, "memory") != NULL;
 }
 
-/* ---- resizing ---- */
-
-/* One axis from n to m pixels: output i is the sum of w[k] * source[j[k]] for k in
- * [at[i], at[i + 1]). */
-typedef struct axis {
-    int *at;     /* m + 1 */
-    int *j;
-    double *w;
-} axis;
-
-static void axis_free(axis *a)
-{
-    free(a->at);
-    free(a->j);
-    free(a->w);
-}
-
-/* The terms of output i (of an axis from n to m) into j and w; their count. */
-static int terms(int i, int n, int m, int *j, double *w)
-{
-    if (n == m) {
-        j[0] = i;
-        w[0] = 1;
-        return 1;
-    }
-    if (n > m) {
-        /* in units of 1/m source pixel: output i covers [i n, (i + 1) n), source
-         * pixel s covers [s m, (s + 1) m); the weight is the overlap over n */
-        int64_t lo = (int64_t)i * n, hi = lo + n;
-        int k = 0;
-        for (int64_t s = lo / m; s * m < hi; s++) {
-            int64_t a = s * m > lo ? s * m : lo, b = (s + 1) * m < hi ? (s + 1) * m : hi;
-            if (b > a) {
-                j[k] = (int)s;
-                w[k++] = (double)(b - a) / (double)n;
-            }
-        }
-        return k;
-    }
-    /* enlarging: output i's centre sits at (i + 0.5) n / m - 0.5 = num / den source pixels */
-    int64_t num = (int64_t)(2 * i + 1) * n - m, den = 2 * (int64_t)m;
-    int64_t s = num <= 0 ? 0 : num / den, rem = num <= 0 ? 0 : num % den;
-    if (s >= n - 1) {
-        s = n - 1;
-        rem = 0;
-    }
-    j[0] = (int)s;
-    w[0] = 1;
-    if (rem == 0) return 1;
-    double f = (double)rem / (double)den;
-    w[0] = 1 - f;
-    j[1] = (int)s + 1;
-    w[1] = f;
-    return 2;
-}
-
-/* The terms of every output of an axis from n to m; the second half mirrors the first.
- * 0, or -1 with the message (out of memory). */
-static int axis_make(axis *a, int n, int m, const char *name)
-{
-    size_t cap = (size_t)n + 2 * (size_t)m + 2;
-    a->at = malloc(((size_t)m + 1) * sizeof *a->at);
-    a->j = malloc(cap * sizeof *a->j);
-    a->w = malloc(cap * sizeof *a->w);
-    if (!a->at || !a->j || !a->w)
-        return cf_seterr("error: %s: out of memory (asking for %zu bytes)", name,
-                         ((size_t)m + 1) * sizeof *a->at + cap * (sizeof *a->j + sizeof *a->w));
-    int k = 0;
-    for (int i = 0; i < m; i++) {
-        a->at[i] = k;
-        int mi = m - 1 - i;
-        if (mi < i) {
-            for (int t = a->at[mi]; t < a->at[mi + 1]; t++) {
-                a->j[k] = n - 1 - a->j[t];
-                a->w[k++] = a->w[t];
-            }
-        } else {
-            k += terms(i, n, m, a->j + k, a->w + k);
-        }
-    }
-    a->at[m] = k;
-    return 0;
-}
-
 /* ---- reading ---- */
 
 enum { WHY_LIBPNG, WHY_SET, WHY_TRUNCATED, WHY_DONE };
@@ -175,6 +82,7 @@ typedef struct reader {
     size_t limit;         /* bytes that may be read: past it, an error before the last row, the end after */
     size_t data_at;       /* where the image data starts */
     int channels, h, w;   /* the sample's image */
+    int exact;            /* an image of another size is an error */
     float *out;           /* (channels, h, w) */
     /* the source image, as libpng gives it */
     int ch, bits, W, H, passes;
@@ -183,9 +91,7 @@ typedef struct reader {
     int next;             /* the next row (of the last pass) to convert */
     /* owned; freed by cf_png_read whatever happens */
     unsigned char *rows;  /* counted: one row as libpng gives it, or all of them when interlaced */
-    float *line;          /* one row in floats: (channels, width) */
-    double *tmp;          /* counted: (channels, height, w), the rows resized along x */
-    axis ax, ay;
+    cf_pixels px;         /* the rows into out */
 } reader;
 
 /* Leave the decoder with the message set. */
@@ -195,7 +101,7 @@ static void stop(reader *r, png_structp png)
     png_longjmp(png, 1);
 }
 
-/* Past the last row, reading stops after CF_PNG_TAIL bytes; before it, after r->limit. */
+/* Past the last row, reading stops after CF_IMAGE_TAIL bytes; before it, after r->limit. */
 static void over_limit(reader *r, png_structp png)
 {
     if (!r->rows_left) {
@@ -204,7 +110,7 @@ static void over_limit(reader *r, png_structp png)
     }
     if (!r->H)
         cf_seterr("error: %s: the chunks before the image data run past %zu MB, more than cflux reads (chunks that "
-                  "carry nothing?)", r->name, CF_PNG_SLACK >> 20);
+                  "carry nothing?)", r->name, CF_IMAGE_SLACK >> 20);
     else
         cf_seterr("error: %s: more than %zu bytes of image data and the last row not reached: a %dx%d image needs "
                   "far fewer (compressed blocks or chunks that carry nothing?)", r->name, r->nread - r->data_at, r->W,
@@ -224,91 +130,14 @@ static void read_fn(png_structp png, png_bytep out, size_t n)
     }
 }
 
-/* What a file that is not a PNG seems to be, from its first n (< 8 or wrong) bytes. */
-static const char *looks_like(const unsigned char *b, long n)
-{
-    static const unsigned char png_sig[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1A, '\n'};
-    if (n >= 4 && memcmp(b, png_sig, 4) == 0)
-        return n < 8 ? "a PNG file cut short" : "a PNG file whose line ends were changed (a text-mode transfer?)";
-    if (n >= 3 && b[0] == 0xFF && b[1] == 0xD8 && b[2] == 0xFF) return "a JPEG image";
-    if (n >= 4 && memcmp(b, "GIF8", 4) == 0) return "a GIF image";
-    if (n >= 4 && memcmp(b, "RIFF", 4) == 0) return "a RIFF file (a WebP image?)";
-    if (n >= 4 && (memcmp(b, "II*\0", 4) == 0 || memcmp(b, "MM\0*", 4) == 0)) return "a TIFF image";
-    if (n >= 2 && b[0] == 'B' && b[1] == 'M') return "a BMP image";
-    if (n >= 4 && memcmp(b, "%PDF", 4) == 0) return "a PDF file";
-    if (n >= 4 && b[0] == 0 && b[1] == 0 && b[2] == 0x08) return "an IDX file";
-    int text = n > 0;
-    for (long i = 0; i < n; i++) text &= (b[i] >= 0x20 && b[i] < 0x7F) || b[i] == '\t' || b[i] == '\n' || b[i] == '\r';
-    return text ? "text" : NULL;
-}
-
 static int not_png(const char *name, const unsigned char *b, long n)
 {
     if (n == 0) return cf_seterr("error: %s: not a PNG file (it is empty)", name);
-    const char *like = looks_like(b, n);
+    const char *like = cf_image_looks_like(b, n);
     if (like) return cf_seterr("error: %s: not a PNG file (it looks like %s)", name, like);
     if (n < 8) return cf_seterr("error: %s: not a PNG file (it has only %ld bytes)", name, n);
     return cf_seterr("error: %s: not a PNG file (it starts with %02x %02x %02x %02x, not a PNG signature)", name, b[0],
                      b[1], b[2], b[3]);
-}
-
-/* A sample's value as a double holding its float: 8 bits b / 255, 16 bits v / 65535. */
-static inline double sample(const unsigned char *p, int bits)
-{
-    if (bits == 8) return (float)p[0] / 255.0f;
-    return (float)((double)((unsigned)p[0] << 8 | p[1]) / 65535.0);
-}
-
-/* One row of libpng's pixels (ch 1 to 4 samples of bits 8 or 16) into r->line as the
- * channels wanted, with alpha composited over black. */
-static void convert(reader *r, const unsigned char *row, int ch, int bits, int width)
-{
-    int bytes = bits / 8, colour = ch >= 3, alpha = ch == 2 || ch == 4;
-    float *line = r->line;
-    for (int x = 0; x < width; x++) {
-        const unsigned char *p = row + (size_t)x * (size_t)(ch * bytes);
-        double v[4] = {0, 0, 0, 0};
-        for (int c = 0; c < ch; c++) v[c] = sample(p + c * bytes, bits);
-        double a = alpha ? v[ch - 1] : 1;
-        if (r->channels == 1) {
-            double g = colour ? 0.299 * v[0] + 0.587 * v[1] + 0.114 * v[2] : v[0];
-            line[x] = (float)(g * a);
-        } else {
-            for (int c = 0; c < 3; c++) line[(size_t)c * width + x] = (float)((colour ? v[c] : v[0]) * a);
-        }
-    }
-}
-
-/* r->line (source row y of width) resized along x into r->tmp. */
-static void resize_row(reader *r, int y, int width, int height)
-{
-    const axis *a = &r->ax;
-    for (int c = 0; c < r->channels; c++) {
-        const float *src = r->line + (size_t)c * width;
-        double *dst = r->tmp + ((size_t)c * height + y) * r->w;
-        for (int i = 0; i < r->w; i++) {
-            double s = 0;
-            for (int k = a->at[i]; k < a->at[i + 1]; k++) s += a->w[k] * src[a->j[k]];
-            dst[i] = s;
-        }
-    }
-}
-
-/* r->tmp resized along y into r->out. */
-static void resize_cols(reader *r, int height)
-{
-    const axis *a = &r->ay;
-    size_t w = (size_t)r->w;
-    for (int c = 0; c < r->channels; c++) {
-        const double *src = r->tmp + (size_t)c * height * w;
-        float *dst = r->out + (size_t)c * r->h * w;
-        for (int i = 0; i < r->h; i++)
-            for (size_t x = 0; x < w; x++) {
-                double s = 0;
-                for (int k = a->at[i]; k < a->at[i + 1]; k++) s += a->w[k] * src[(size_t)a->j[k] * w + x];
-                dst[(size_t)i * w + x] = (float)s;
-            }
-    }
 }
 
 /* The rows libpng decodes from the compressed data: all of them, or those of the
@@ -324,23 +153,21 @@ static long data_rows(int W, int H, int interlaced)
 }
 
 /* libpng calls this on every row it decodes, last of all it does before handing the
- * row over: after the last, reading may go on for CF_PNG_TAIL bytes. */
+ * row over: after the last, reading may go on for CF_IMAGE_TAIL bytes. */
 static void on_row(png_structp png, png_row_infop info, png_bytep data)
 {
     (void)info;
     (void)data;
     reader *r = png_get_io_ptr(png);
-    if (r->rows_left > 0 && --r->rows_left == 0) r->limit = r->nread + CF_PNG_TAIL;
+    if (r->rows_left > 0 && --r->rows_left == 0) r->limit = r->nread + CF_IMAGE_TAIL;
 }
 
 /* Rows r->next to the last, complete in r->rows, converted; then the columns resized. */
 static void finish(reader *r)
 {
-    for (; r->next < r->H; r->next++) {
-        convert(r, r->rows + (r->passes > 1 ? (size_t)r->next * r->rowbytes : 0), r->ch, r->bits, r->W);
-        resize_row(r, r->next, r->W, r->H);
-    }
-    resize_cols(r, r->H);
+    for (; r->next < r->H; r->next++)
+        cf_pixels_row(&r->px, r->next, r->rows + (r->passes > 1 ? (size_t)r->next * r->rowbytes : 0));
+    cf_pixels_finish(&r->px);
 }
 
 /* Everything after the signature. On any failure it leaves through png_longjmp, with
@@ -355,15 +182,16 @@ static void read_image(reader *r, png_structp png, png_infop info)
     png_uint_32 width, height;
     int depth, color, interlace;
     png_get_IHDR(png, info, &width, &height, &depth, &color, &interlace, NULL, NULL);
-    if (width > CF_PNG_MAX_SIDE || height > CF_PNG_MAX_SIDE || (size_t)width * height > CF_PNG_MAX_PIXELS) {
+    if (width > CF_IMAGE_MAX_SIDE || height > CF_IMAGE_MAX_SIDE || (size_t)width * height > CF_IMAGE_MAX_PIXELS) {
         cf_seterr("error: %s: the image is %lux%lu pixels; cflux reads images of at most %d pixels a side and %zu "
-                  "in all", r->name, (unsigned long)width, (unsigned long)height, CF_PNG_MAX_SIDE, CF_PNG_MAX_PIXELS);
+                  "in all", r->name, (unsigned long)width, (unsigned long)height, CF_IMAGE_MAX_SIDE,
+                  CF_IMAGE_MAX_PIXELS);
         stop(r, png);
     }
     size_t raw = (png_get_rowbytes(png, info) + 8) * height;   /* with a filter byte a row and pass */
     r->rows_left = data_rows((int)width, (int)height, interlace != PNG_INTERLACE_NONE);
     r->data_at = r->nread;
-    r->limit = r->nread + CF_PNG_SLACK + 2 * raw;
+    r->limit = r->nread + CF_IMAGE_SLACK + 2 * raw;
     png_set_expand(png);   /* palette to RGB, 1 2 4 bits to 8, tRNS to an alpha channel */
     png_set_read_user_transform_fn(png, on_row);
     int passes = png_set_interlace_handling(png);
@@ -380,22 +208,16 @@ static void read_image(reader *r, png_structp png, png_infop info)
     r->ch = ch, r->bits = bits, r->W = W, r->H = H, r->passes = passes, r->rowbytes = rowbytes;
     char what[300];
     snprintf(what, sizeof what, "%s: the image", r->name);
-    size_t nrows = passes > 1 ? (size_t)H : 1, line = (size_t)r->channels * W * sizeof *r->line;
+    size_t nrows = passes > 1 ? (size_t)H : 1;
+    if (cf_pixels_start(&r->px, r->name, r->channels, r->h, r->w, r->out, W, H, ch, bits, r->exact)) stop(r, png);
     if (!(r->rows = cf_mem_alloc(nrows * rowbytes, what))) stop(r, png);
-    if (!(r->tmp = cf_mem_alloc((size_t)r->channels * H * r->w * sizeof *r->tmp, what))) stop(r, png);
-    if (!(r->line = malloc(line))) {
-        cf_seterr("error: %s: out of memory (asking for %zu bytes)", r->name, line);
-        stop(r, png);
-    }
-    if (axis_make(&r->ax, W, r->w, r->name) || axis_make(&r->ay, H, r->h, r->name)) stop(r, png);
 
     for (int p = 0; p < passes; p++)
         for (int y = 0; y < H; y++) {
             unsigned char *row = r->rows + (passes > 1 ? (size_t)y * rowbytes : 0);
             png_read_row(png, row, NULL);
             if (p < passes - 1) continue;
-            convert(r, row, ch, bits, W);
-            resize_row(r, y, W, H);
+            cf_pixels_row(&r->px, y, row);
             r->next = y + 1;
         }
     png_read_end(png, NULL);
@@ -434,13 +256,21 @@ static int decode(reader *r)
     return 0;
 }
 
-int cf_png_read(gzFile f, const char *name, int channels, int h, int w, float *out)
+/* The arguments, checked; the message names the entry point. 0 or -1. */
+static int check_args(gzFile f, const char *name, const char *fn, int channels, int h, int w, float *out)
+{
+    if (!f || !out || (channels != 1 && channels != 3) || h < 1 || w < 1 || h > CF_IMAGE_MAX_SIDE ||
+        w > CF_IMAGE_MAX_SIDE)
+        return cf_seterr("error: %s: %s: no stream, no output, or a sample of %d channels of %dx%d", name, fn, channels,
+                         h, w);
+    return 0;
+}
+
+int cf_png_read_ex(gzFile f, const char *name, const unsigned char *head, long nhead, int channels, int h, int w,
+                   int exact, float *out)
 {
     if (!name) name = "image";
-    if (!f || !out || (channels != 1 && channels != 3) || h < 1 || w < 1 || h > CF_PNG_MAX_SIDE ||
-        w > CF_PNG_MAX_SIDE)
-        return cf_seterr("error: %s: cf_png_read: no stream, no output, or a sample of %d channels of %dx%d", name,
-                         channels, h, w);
+    if (check_args(f, name, "cf_png_read", channels, h, w, out)) return -1;
     reader r;
     memset(&r, 0, sizeof r);
     r.f = f;
@@ -448,20 +278,29 @@ int cf_png_read(gzFile f, const char *name, int channels, int h, int w, float *o
     r.channels = channels;
     r.h = h;
     r.w = w;
+    r.exact = exact;
     r.out = out;
-    r.limit = CF_PNG_SLACK;
+    r.limit = CF_IMAGE_SLACK;
     r.rows_left = -1;   /* not known before the header */
     unsigned char sig[8];
-    long got = cf_data_read(f, name, sig, sizeof sig, &r.nread);
-    if (got < 0) return -1;
+    long got = nhead < 0 ? 0 : nhead > 8 ? 8 : nhead;
+    if (got) memcpy(sig, head, (size_t)got);
+    r.nread = (size_t)got;
+    if (got < 8) {
+        long more = cf_data_read(f, name, sig + got, (size_t)(8 - got), &r.nread);
+        if (more < 0) return -1;
+        got += more;
+    }
     if (got < 8 || png_sig_cmp(sig, 0, 8) != 0) return not_png(name, sig, got);
     int rc = decode(&r);
     cf_mem_free(r.rows);
-    cf_mem_free(r.tmp);
-    free(r.line);
-    axis_free(&r.ax);
-    axis_free(&r.ay);
+    cf_pixels_free(&r.px);
     return rc;
+}
+
+int cf_png_read(gzFile f, const char *name, int channels, int h, int w, float *out)
+{
+    return cf_png_read_ex(f, name, NULL, 0, channels, h, w, 0, out);
 }
 
 /* ---- the dataset ---- */
@@ -514,9 +353,9 @@ int cf_image_layout(cf_shape s, cf_shape *t, int *c, int *h, int *w)
         return cf_seterr("error: the model's input, %s, does not say an image size: images go to an input of "
                          "(C, H, W) with C 1 (grey) or 3 (colour), (H, W) (grey), or (N) with N = S*S (grey, S x S) "
                          "or 3*S*S (colour, its planes one after another)", cf_shape_format(s, buf, sizeof buf));
-    if (*h > CF_PNG_MAX_SIDE || *w > CF_PNG_MAX_SIDE)
+    if (*h > CF_IMAGE_MAX_SIDE || *w > CF_IMAGE_MAX_SIDE)
         return cf_seterr("error: the model's input, %s, takes images of %dx%d; cflux makes images of at most %d "
-                         "pixels a side", cf_shape_format(s, buf, sizeof buf), *h, *w, CF_PNG_MAX_SIDE);
+                         "pixels a side", cf_shape_format(s, buf, sizeof buf), *h, *w, CF_IMAGE_MAX_SIDE);
     return 0;
 }
 
@@ -554,7 +393,7 @@ cf_dataset *cf_dataset_load_images(const char *const *paths, int n, cf_shape sam
     memset(y, 0, (size_t)n * sizeof *y);
     for (int i = 0; i < n; i++) {
         gzFile f = cf_data_gzopen(paths[i]);
-        int rc = f ? cf_png_read(f, paths[i], c, h, w, x + (size_t)i * per) : -1;
+        int rc = f ? cf_image_read(f, paths[i], c, h, w, 0, x + (size_t)i * per) : -1;
         if (f) gzclose(f);
         if (rc) {
             cf_mem_free(x);
@@ -602,9 +441,9 @@ static int encode(writer *wr, const char *name, const unsigned char *pixels, int
     if (!pixels || (channels != 1 && channels != 3))
         return cf_seterr("error: %s: %s; a PNG is written from 8-bit grey (1 channel) or RGB (3) pixels", name,
                          pixels ? "the pixels have neither 1 nor 3 channels" : "no pixels");
-    if (w < 1 || h < 1 || w > CF_PNG_MAX_SIDE || h > CF_PNG_MAX_SIDE || (size_t)w * h > CF_PNG_MAX_PIXELS)
+    if (w < 1 || h < 1 || w > CF_IMAGE_MAX_SIDE || h > CF_IMAGE_MAX_SIDE || (size_t)w * h > CF_IMAGE_MAX_PIXELS)
         return cf_seterr("error: %s: an image of %dx%d pixels; cflux writes images of 1 to %d pixels a side and at "
-                         "most %zu in all", name, w, h, CF_PNG_MAX_SIDE, CF_PNG_MAX_PIXELS);
+                         "most %zu in all", name, w, h, CF_IMAGE_MAX_SIDE, CF_IMAGE_MAX_PIXELS);
     png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, wr, on_error, on_warning);
     png_infop info = png ? png_create_info_struct(png) : NULL;
     if (!info) {

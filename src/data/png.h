@@ -2,7 +2,8 @@
  * cflux.h), and written from 8-bit pixels (the report page's pictures).
  *
  * The reader takes the stream that cf_data_gzopen gives (a file, or bytes in memory
- * for the fuzzer): see png.c for the rules of conversion and resizing. This header
+ * for the fuzzer): see png.c and pixels.c for the rules of conversion and resizing;
+ * pixels.h for the limits (CF_IMAGE_MAX_SIDE ...). This header
  * is named like libpng's own; the library's files include it as "data/png.h" and
  * libpng's as <png.h>, so the two never meet. */
 #ifndef CF_DATA_PNG_H
@@ -12,22 +13,19 @@
 #include <zlib.h>
 
 #include "cflux.h"
-
-/* The largest image read or written: this many pixels a side, and in all. */
-#define CF_PNG_MAX_SIDE 16384
-#define CF_PNG_MAX_PIXELS ((size_t)1 << 26)
-
-/* What a file may cost (see png.c): up to its last row, CF_PNG_SLACK bytes plus twice
- * the image's raw size (the chunks before the image data must fit in CF_PNG_SLACK);
- * after it, CF_PNG_TAIL bytes more are read, at most. */
-#define CF_PNG_SLACK ((size_t)16 << 20)
-#define CF_PNG_TAIL ((size_t)16 << 10)
+#include "data/pixels.h"
 
 /* One PNG image from f (named name in messages) into out: channels (1 or 3) planes of
- * h x w floats in [0, 1], (channels, h, w) row-major, 1 <= h, w <= CF_PNG_MAX_SIDE.
+ * h x w floats in [0, 1], (channels, h, w) row-major, 1 <= h, w <= CF_IMAGE_MAX_SIDE.
  * 0, or -1 with "error: NAME: ..." (not a PNG, truncated, corrupt, too large, out of
  * memory); out may then hold part of an image. Nothing is left allocated. */
 int cf_png_read(gzFile f, const char *name, int channels, int h, int w, float *out);
+
+/* The same when the caller has already read the file's first nhead (0 to 8) bytes,
+ * head (cf_image_read, telling the format); with exact, an image not of w x h is an
+ * error (see cf_pixels_start). */
+int cf_png_read_ex(gzFile f, const char *name, const unsigned char *head, long nhead, int channels, int h, int w,
+                   int exact, float *out);
 
 /* The image that a sample of shape s (a leading CF_BATCH dropped, into *t) holds:
  * *c channels of *h x *w, as cf_dataset_load_images reads shapes. 0, or -1 with the

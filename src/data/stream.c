@@ -15,7 +15,7 @@
 #include "core/error.h"
 #include "core/mem.h"
 #include "data/data.h"
-#include "data/png.h"
+#include "data/image.h"
 #include "data/stream.h"
 
 struct cf_prefetch {
@@ -152,16 +152,9 @@ int cf_image_probe(const char *path, int *w, int *h)
 int cf_source_decode(const cf_source *s, size_t i, float *out)
 {
     const char *path = s->path[i];
-    if (s->exact) {
-        int w, h;
-        if (cf_image_probe(path, &w, &h)) return -1;
-        if (w != s->w || h != s->h)
-            return cf_seterr("error: %s: the image is %dx%d and the model takes %dx%d; --exact-size refuses other "
-                             "sizes (without it they are resized)", path, w, h, s->w, s->h);
-    }
     gzFile f = cf_data_gzopen(path);
     if (!f) return -1;
-    int rc = cf_png_read(f, path, s->c, s->h, s->w, out);
+    int rc = cf_image_read(f, path, s->c, s->h, s->w, s->exact, out);
     gzclose(f);
     return rc;
 }

@@ -142,7 +142,9 @@ int cf_image_probe(const char *path, int *w, int *h)
         rc = ferror(f) ? cf_seterr("error: %s: cannot read it: %s", path, strerror(errno))
                        : cf_seterr("error: %s: an empty file, not an image", path);
     } else {
-        rc = cf_seterr("error: %s: not a PNG or JPEG image", path);
+        const char *like = cf_image_looks_like(b, (long)(got < 8 ? got : 8));
+        rc = cf_seterr("error: %s: not a PNG or JPEG image%s%s%s", path, like ? " (it looks like " : "", like ? like : "",
+                       like ? ")" : "");
     }
     fclose(f);
     return rc;

@@ -22,8 +22,8 @@
 #include "tmpdir.h"
 
 #ifdef CFLUX_TEST_SANITIZED
-#define NTRAIN 160   /* the sanitizers are ~10x slower: fewer images, the same cases */
-#define NTEST 160
+#define NTRAIN 400   /* the sanitizers are slower: fewer images, the same cases */
+#define NTEST 300
 #else
 #define NTRAIN 600
 #define NTEST 400

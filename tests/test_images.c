@@ -7,8 +7,10 @@
  * as its images held in memory, at 1 and 2 threads, with a validation split. And the
  * hostile folders: a link loop, an empty class folder, no class folders, a class the
  * training data lacks, a file that is no image, a file corrupt past its header (an
- * error when training reaches it, naming it), skip_bad counting what it skipped. */
+ * error when training reaches it, naming it), skip_bad counting what it skipped. And
+ * --normalize's statistics per channel. */
 #include <errno.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -373,6 +375,76 @@ TEST(hostile_folders)
     CHECK(cf_memory_in_use() == 0);
 }
 
+/* --normalize on a folder: one mean and std per channel, over every pixel of every
+ * image, in each element of its plane. */
+TEST(normalize_per_channel)
+{
+    char root[300], spec[400], model[300];
+    snprintf(root, sizeof root, "%s", tmp("rgb"));
+    unsigned char px[4 * 4 * 3];
+    for (int c = 0; c < 2; c++)
+        for (int i = 0; i < 5; i++) {
+            char d[400], path[480];
+            snprintf(d, sizeof d, "%s/%c", root, "ab"[c]);
+            mkdirs(d);
+            for (int j = 0; j < 16; j++) {   /* R around 200, G around 100, B around 20, each varying */
+                px[3 * j] = (unsigned char)(180 + (j * 7 + i * 3 + c) % 40);
+                px[3 * j + 1] = (unsigned char)(80 + (j * 5 + i) % 50);
+                px[3 * j + 2] = (unsigned char)(10 + (j + i * 11) % 20);
+            }
+            unsigned char *png;
+            size_t len;
+            CHECK(cf_png_encode(px, 4, 4, 3, &png, &len) == 0);
+            snprintf(path, sizeof path, "%s/%d.png", d, i);
+            put(path, png, len);
+            free(png);
+        }
+    snprintf(model, sizeof model, "%s", tmp("rgb.flux"));
+    const char *src = "model = Chain(Input(3, 4, 4), flatten, Affine(2), softmax)\n";
+    put(model, (const unsigned char *)src, strlen(src));
+    snprintf(spec, sizeof spec, "images:%s", root);
+    cf_data_opts o = cf_data_defaults();
+    o.image = (cf_shape){3, {3, 4, 4}};
+    cf_dataset *tr, *te;
+    CHECK(cf_data_open_opts(spec, &o, &tr, &te) == 0);
+    cf_model *m = cf_model_load(model);
+    if (!tr || !m) {
+        fprintf(stderr, "  %s\n", cf_last_error());
+        cf_dataset_free(tr);
+        cf_model_free(m);
+        return;
+    }
+    float x[10 * 48];
+    CHECK(cf_dataset_count(tr) == 10 && cf_dataset_read(tr, 0, 10, x) == 0);
+    cf_fit_opts fo = cf_fit_defaults();
+    fo.epochs = 1;
+    fo.batch = 4;
+    fo.normalize = 1;
+    cf_trainer *t = cf_trainer_new(m, tr, &fo);
+    CHECK(t && cf_fit(t, tr, NULL) == 0);
+    const float *mean, *std;
+    CHECK(cf_model_input_norm(m, &mean, &std) == 48);
+    int ok = mean && std;
+    for (int ch = 0; ok && ch < 3; ch++) {
+        double mu = 0, var = 0;
+        for (int s = 0; s < 10; s++)
+            for (int j = 0; j < 16; j++) mu += x[s * 48 + ch * 16 + j];
+        mu /= 160;
+        for (int s = 0; s < 10; s++)
+            for (int j = 0; j < 16; j++) var += (x[s * 48 + ch * 16 + j] - mu) * (x[s * 48 + ch * 16 + j] - mu);
+        double sd = sqrt(var / 160);
+        for (int j = 0; j < 16; j++) {
+            ok &= fabs(mean[ch * 16 + j] - mu) < 1e-6 && fabs(std[ch * 16 + j] - sd) < 1e-6 * sd;
+            if (j == 0 && !ok) printf("  channel %d: mean %g std %g, want %g %g\n", ch, mean[ch * 16], std[ch * 16], mu, sd);
+        }
+    }
+    CHECK(ok);
+    cf_trainer_free(t);
+    cf_model_free(m);
+    cf_dataset_free(tr);
+    CHECK(cf_memory_in_use() == 0);
+}
+
 int main(void)
 {
     if (tmpdir_make("images")) return 1;
@@ -382,6 +454,7 @@ int main(void)
     RUN(folder_trains_as_idx);
     RUN(streamed_is_memory_bitwise);
     RUN(hostile_folders);
+    RUN(normalize_per_channel);
     tmpdir_remove();
     return test_summary("images");
 }

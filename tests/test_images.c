@@ -354,7 +354,9 @@ TEST(hostile_folders)
     CHECK(cf_data_open_opts(spec, &o, &tr, &te) == 0);
     CHECK(tr && cf_dataset_count(tr) == 7);
     if (tr) {
-        cf_model *m = cf_model_load("models/cnn.flux");
+        const char *two = "model = Chain(Input(1, 28, 28), flatten, Affine(2), softmax)\n";
+        put(tmp("two.flux"), (const unsigned char *)two, strlen(two));
+        cf_model *m = cf_model_load(tmp("two.flux"));
         cf_fit_opts fo = cf_fit_defaults();
         fo.epochs = 1;
         fo.batch = 2;
@@ -362,6 +364,11 @@ TEST(hostile_folders)
         CHECK(t && cf_fit(t, tr, NULL) == -1);
         CHECK_HAS(cf_last_error(), "b/cut.png");
         cf_trainer_free(t);
+        cf_model_free(m);
+        /* a model of other classes than the folder's */
+        m = cf_model_load("models/cnn.flux");
+        CHECK(m && !cf_trainer_new(m, tr, &fo));
+        CHECK_HAS(cf_last_error(), "the data names 2 classes but the model's output has 10");
         cf_model_free(m);
     }
     cf_dataset_free(tr);

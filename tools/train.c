@@ -410,8 +410,8 @@ static int train_run(const args *a, int ranks)
     fo.keep_best = a->keep_best;
     fo.distributed = ranks > 1;
     r.tty = isatty(fileno(stderr));
+    if (!(r.trainer = cf_trainer_new(m, train, &fo))) goto out;   /* the data fits: its class names too */
     if (class_names_set(m, a->classes, a->data, train)) goto done;
-    if (!(r.trainer = cf_trainer_new(m, train, &fo))) goto out;
     if (a->init) {
         if (cf_model_load_params(m, a->init)) goto out;
     } else if (a->resume && cf_trainer_load(r.trainer, a->resume)) {

@@ -185,6 +185,10 @@ static int check_data(cf_trainer *t, const cf_dataset *d, int level)
         return cf_seterr("error: %s: each sample has %zu target number%s but the model's %s takes %zu",
                          cf_dataset_name(d), ys, ys == 1 ? "" : "s", t->classes ? "labels" : "output", t->ycount);
     }
+    int named = cf_dataset_class_names(d, NULL);
+    if (named && t->classes && named != t->classes)
+        return cf_seterr("error: %s: the data names %d classes but the model's output has %d; its last layer must "
+                         "give %d", cf_dataset_target_name(d), named, t->classes, named);
     const float *x = cf_dataset_x(d), *y = cf_dataset_y(d);
     for (size_t i = 0; x && i < n * t->xcount; i++)   /* streamed (x NULL): decoded pixels are finite */
         if (!isfinite(x[i]))

@@ -622,8 +622,10 @@ CF_API int cf_update_sgd(cf_exec *e, float lr);
 
 /* ---- Data ---------------------------------------------------------------------------
  *
- * A dataset holds n samples in memory: inputs x (each of a per-sample shape, float)
- * and targets y (target_size floats each; for classification one class index). */
+ * A dataset holds n samples: inputs x (each of a per-sample shape, float) and targets
+ * y (target_size floats each; for classification one class index), in memory, or, for
+ * an image folder, its targets in memory and its inputs decoded from the files as
+ * they are needed (cf_dataset_streamed). */
 
 typedef struct cf_dataset cf_dataset;
 

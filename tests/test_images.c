@@ -260,6 +260,58 @@ TEST(streamed_is_memory_bitwise)
     CHECK(cf_memory_in_use() == 0);
 }
 
+static size_t peak_in_use;
+static void note_memory(int epoch, long step, long steps, double loss, double acc, double sps, void *user)
+{
+    (void)epoch, (void)step, (void)steps, (void)loss, (void)acc, (void)sps, (void)user;
+    if (cf_memory_in_use() > peak_in_use) peak_in_use = cf_memory_in_use();
+}
+
+/* What cf_fit's memory grows by, at its batches' ends, on train (tested on test). */
+static size_t fit_growth(const cf_dataset *train, const cf_dataset *test)
+{
+    size_t base = cf_memory_in_use();
+    cf_model *m = cf_model_load("models/cnn.flux");
+    cf_fit_opts o = cf_fit_defaults();
+    o.epochs = 1;
+    o.batch = 32;
+    o.on_batch = note_memory;
+    cf_trainer *t = m ? cf_trainer_new(m, train, &o) : NULL;
+    size_t before = cf_memory_in_use();
+    peak_in_use = 0;
+    int rc = t ? cf_fit(t, train, test) : -1;
+    cf_trainer_free(t);
+    cf_model_free(m);
+    CHECK(rc == 0 && cf_memory_in_use() == base);   /* the queues are gone once their plans are read */
+    return peak_in_use - before;
+}
+
+/* A streamed folder holds no more than its queue besides what training holds anyway:
+ * 4 batches of 32 images (401,408 bytes), and what decoding one PNG takes (PNGs only:
+ * a JPEG's decoding reserves about 1 MB, as much as the pixels of 340 images here). */
+TEST(streamed_memory_is_the_queue)
+{
+    CHECK(have_fm);
+    if (!have_fm) return;
+    char root[300], spec[700];
+    snprintf(root, sizeof root, "%s", tmp("png"));
+    make_folder(root, 0);
+    snprintf(spec, sizeof spec, "images:%s/train,%s/test", root, root);
+    cf_data_opts o = image_opts();
+    cf_dataset *tr, *te;
+    CHECK(cf_data_open_opts(spec, &o, &tr, &te) == 0);
+    if (!tr) return;
+    cf_dataset *itr = idx_in_folder_order(trpx, trlab, NTRAIN), *ite = idx_in_folder_order(tepx, telab, NTEST);
+    size_t streamed = fit_growth(tr, te), held = fit_growth(itr, ite), queue = 4 * 32 * 784 * sizeof(float);
+    printf("note: cf_fit grows by %zu bytes streamed, %zu in memory; the queue is %zu\n", streamed, held, queue);
+    CHECK(streamed > held && streamed - held <= queue + (64 << 10));
+    cf_dataset_free(tr);
+    cf_dataset_free(te);
+    cf_dataset_free(itr);
+    cf_dataset_free(ite);
+    CHECK(cf_memory_in_use() == 0);
+}
+
 /* A small folder: two classes, a and b, of three grey PNGs each. */
 static void small_folder(const char *root)
 {
@@ -460,6 +512,7 @@ int main(void)
     if (!have_fm) printf("note: no Fashion-MNIST (%s): the training cases are skipped\n", cf_last_error());
     RUN(folder_trains_as_idx);
     RUN(streamed_is_memory_bitwise);
+    RUN(streamed_memory_is_the_queue);
     RUN(hostile_folders);
     RUN(normalize_per_channel);
     tmpdir_remove();

@@ -279,8 +279,9 @@ int cf_source_fetch(cf_source *s, const size_t *idx, size_t b, float *x)
         if (s->pf) {
             int got = take(s->pf, idx[k], x);
             if (got < 0) return -1;
+            if (got && s->pf->taken < s->pf->n) continue;
+            prefetch_stop(s);   /* the plan is done (its queue freed at once), or not followed */
             if (got) continue;
-            prefetch_stop(s);   /* asked for something else: the plan is over */
         }
         if (cf_source_decode(s, idx[k], x)) return -1;
     }

@@ -629,8 +629,10 @@ CF_API int cf_update_sgd(cf_exec *e, float lr);
 
 /* ---- Data ---------------------------------------------------------------------------
  *
- * A dataset holds n samples in memory: inputs x (each of a per-sample shape, float)
- * and targets y (target_size floats each; for classification one class index). */
+ * A dataset holds n samples: inputs x (each of a per-sample shape, float) and targets
+ * y (target_size floats each; for classification one class index), in memory, or, for
+ * an image folder, its targets in memory and its inputs decoded from the files as
+ * they are needed (cf_dataset_streamed). */
 
 typedef struct cf_dataset cf_dataset;
 
@@ -691,6 +693,20 @@ CF_API int cf_dataset_load_text(const char *path, int seq_len, double held_out, 
  *   text:PATH            (all after "text:": a file, a folder, or files and folders
  *                        separated by commas, as cf_dataset_load_text reads them) with
  *                        sequences of seq_len, the last 10% of the text the test set
+ *   images:DIR[,TESTDIR] a folder of class folders (cf_data_open_opts with o.image, the
+ *                        model's input shape): class i is the i-th subfolder's name in
+ *                        strcmp order (or, given o.class_names, the folder of that name;
+ *                        another name is an error), kept as the dataset's class names;
+ *                        its images are the .png, .jpg and .jpeg files (any case) in it
+ *                        and its subfolders, sorted; hidden files and others are passed
+ *                        over and counted (cf_dataset_skipped). Links are followed, but
+ *                        a folder reached twice (a loop) is an error. TESTDIR's classes
+ *                        must be among DIR's. Images are converted and resized as
+ *                        cf_dataset_load_images says (o.exact_size: another size is an
+ *                        error). The dataset is streamed: see cf_dataset_streamed. Each
+ *                        file's header is read when it is opened (o.skip_bad: each file
+ *                        decoded), so a file that is not an image is an error naming it
+ *                        before training (o.skip_bad: skipped and counted)
  * *test is set to NULL when the spec has none. 0 or -1. cf_data_open is
  * cf_data_open_ex with seq_len 0, which text: refuses: a sequence length comes from
  * the model (its input 0 of shape (T)). */
@@ -732,10 +748,28 @@ CF_API int          cf_dataset_target_size(const cf_dataset *d);
 /* Labels are class indices 0 .. classes-1 (all targets whole numbers >= 0, one per
  * sample); 0 for anything else (regression targets). */
 CF_API int          cf_dataset_classes(const cf_dataset *d);
-CF_API const float *cf_dataset_x(const cf_dataset *d);   /* n * sample count floats */
+/* n * sample count floats; NULL for a streamed dataset (cf_dataset_streamed), whose
+ * samples cf_dataset_read decodes. */
+CF_API const float *cf_dataset_x(const cf_dataset *d);
 CF_API const float *cf_dataset_y(const cf_dataset *d);   /* n * target_size floats */
+/* A streamed dataset (an image folder, images:DIR) keeps its file list and its
+ * targets in memory, not its inputs: cf_fit, cf_evaluate and cf_predict decode each
+ * sample when they need it, a background thread reading ahead in the order they will
+ * ask (an epoch's shuffle is known before it starts) into a queue of at most 4 batches
+ * (fewer when those would pass 64 MiB). Results are bit for bit those of the same
+ * samples in memory, at any cf_set_threads. A file that cannot be read then stops
+ * training with its error. Splits divide the file list. 1 or 0. */
+CF_API int          cf_dataset_streamed(const cf_dataset *d);
+/* Samples [first, first + count) of any dataset into out (count * sample count
+ * floats): copied, or decoded from a streamed dataset's files. 0 or -1. */
+CF_API int          cf_dataset_read(const cf_dataset *d, size_t first, size_t count, float *out);
+/* An image folder's files left out: the count of images that could not be read and
+ * were skipped (o.skip_bad), with the first one's message in *first_bad ("FILE:
+ * why", or NULL); *ignored: the files that are not images (hidden, or of other
+ * names). 0 and NULL for other data. */
+CF_API size_t       cf_dataset_skipped(const cf_dataset *d, size_t *ignored, const char **first_bad);
 /* Where the inputs came from, for messages: the CSV file, the IDX images file,
- * "arrays". */
+ * the image folder, "arrays". */
 CF_API const char  *cf_dataset_name(const cf_dataset *d);
 /* Where the targets came from, for messages about labels: the IDX labels file, else
  * the same as cf_dataset_name. */

@@ -49,6 +49,13 @@ printf '\000\000\010\003\000\000\000\002\000\000\000\003\000\000\000\003\001\002
 printf '\000\000\010\001\000\000\000\002\000\001' > lab2.idx
 awk 'BEGIN { print "label,a,b,c,d"; for (i = 0; i < 200000; i++) printf "%d,0.1,0.2,0.3,0.4\n", i % 3 }' > many.csv
 awk 'BEGIN { for (i = 0; i < 5; i++) { s = i % 3; for (j = 0; j < 784; j++) s = s ",0.5"; print s } }' > wide.csv
+# an image folder: pics/cat and pics/dog, three 2x2 grey PNGs each; px.flux reads them
+echo 'model = Chain(Input(1, 2, 2), flatten, Affine(2), softmax)' > px.flux
+echo 'model = Chain(Input(1, 3, 3), flatten, Affine(2), softmax)' > px3.flux
+for c in cat dog; do mkdir -p pics/$c; for i in 1 2 3; do
+  printf '\211\120\116\107\015\012\032\012\000\000\000\015\111\110\104\122\000\000\000\002\000\000\000\002\010\000\000\000\000\127\335\122\370\000\000\000\016\111\104\101\124\170\332\143\140\010\140\130\360\037\000\003\205\001\360\304\335\344\136\000\000\000\000\111\105\116\104\256\102\140\202' > pics/$c/$i.png
+done; done
+"$tool" train px.flux --data images:pics --epochs 1 --batch 2 --save px.ckpt --quiet > /dev/null || exit 1
 "$tool" train m.flux --data csv:train.csv --epochs 2 --seed 3 --save m.ckpt --quiet > /dev/null || exit 1
 "$tool" train char.flux --data text:words.txt --epochs 1 --batch 16 --save char.ckpt --quiet > /dev/null || exit 1
 # weights for small.flux (1.W (4, 3), 1.b (1, 3)): one NaN, or all 3e38

@@ -880,7 +880,7 @@ TEST(spec_forms)
     }
     CHECK(cf_data_open("mnist-ish", -1, &tr, &te) != 0);
     CHECK_HAS(cf_last_error(), "error: unknown data spec 'mnist-ish'; use fashion-mnist, idx:TRAIN_IMAGES,TRAIN_LABELS"
-                               "[,TEST_IMAGES,TEST_LABELS], csv:TRAIN[,TEST] or text:FILE");
+                               "[,TEST_IMAGES,TEST_LABELS], csv:TRAIN[,TEST], images:DIR[,TESTDIR] or text:FILE");
     CHECK(cf_data_open("data.csv", -1, &tr, &te) != 0);
     CHECK_HAS(cf_last_error(), "(a CSV file is written csv:PATH)");
     CHECK(cf_data_open("", -1, &tr, &te) != 0);

@@ -11,11 +11,13 @@
 static const char *const fashion[] = {"T-shirt/top", "Trouser", "Pullover", "Dress", "Coat",
                                       "Sandal",      "Shirt",   "Sneaker",  "Bag",   "Ankle boot"};
 
-int class_names_set(cf_model *m, const char *path, const char *data)
+int class_names_set(cf_model *m, const char *path, const char *data, const cf_dataset *d)
 {
     if (!path) {
         const char *const *have;
         if (cf_model_class_names(m, &have)) return 0;   /* a checkpoint's */
+        int nd = cf_dataset_class_names(d, &have);   /* the data's class names when it has them */
+        if (nd) return cf_model_set_class_names(m, have, nd) ? fail() : 0;
         cf_shape out = cf_model_output_shape(m, 0);
         int fm = !data || !strcmp(data, "fashion-mnist");
         if (fm && out.rank == 2 && out.d[1] == 10) return cf_model_set_class_names(m, fashion, 10) ? fail() : 0;

@@ -30,10 +30,10 @@ void json_string(FILE *f, const char *s);
 /* Seconds on the monotonic clock (cflux.c). */
 double now(void);
 
-/* Class names (classes.c): from path (one a line), or, with none, the checkpoint's
- * or Fashion-MNIST's for its data (data NULL or "fashion-mnist"). 0, or 1 with the
- * message printed. */
-int class_names_set(cf_model *m, const char *path, const char *data);
+/* Class names (classes.c): from path (one a line), or, with none, the checkpoint's,
+ * the data's class names when it has them (d: an image folder's), or Fashion-MNIST's
+ * for its data (data NULL or "fashion-mnist"). 0, or 1 with the message printed. */
+int class_names_set(cf_model *m, const char *path, const char *data, const cf_dataset *d);
 /* Class names from the data (a CSV label column of words): set on m when it has none
  * (the model's output must give that many classes), else they must be m's. 0, or 1
  * with the message printed. */

@@ -215,6 +215,24 @@ static int on_epoch(const cf_epoch_stats *s, void *user)
 
 static int train_run(const args *a, int ranks);
 
+/* An image folder, in one line: its images and classes, and the files left out
+ * ("images:DIR: 600 images of 10 classes (a, b, ...); 2 other files passed over;
+ * skipped 3 unreadable files of 603: first a.png: truncated"). Nothing for other data. */
+static void describe_folder(const cf_dataset *d)
+{
+    if (!d || !cf_dataset_streamed(d)) return;
+    const char *const *names, *first;
+    size_t ignored, bad = cf_dataset_skipped(d, &ignored, &first), n = cf_dataset_count(d);
+    int nc = cf_dataset_class_names(d, &names);
+    fprintf(say, "images:%s: %zu images of %d classes (", cf_dataset_name(d), n, nc);
+    for (int i = 0; i < nc && i < 8; i++) fprintf(say, "%s%s", i ? ", " : "", names[i]);
+    fprintf(say, "%s)", nc > 8 ? ", ..." : "");
+    if (ignored) fprintf(say, "; %zu other file%s passed over (not .png, .jpg or .jpeg, or hidden)", ignored,
+                        ignored == 1 ? "" : "s");
+    if (bad) fprintf(say, "; skipped %zu unreadable file%s of %zu: first %s", bad, bad == 1 ? "" : "s", n + bad, first);
+    fprintf(say, "\n");
+}
+
 /* What was inferred from the data and the model, in one line: the task, the loss,
  * and for CSV data which column holds the labels and which the features. */
 static void describe_task(const cf_dataset *d, cf_trainer *t, const cf_model *m, int normalize)
@@ -305,7 +323,7 @@ int open_data(const args *a, const cf_model *m, cf_dataset **train, cf_dataset *
     o.image = cf_model_input_shape(m, 0);
     o.exact_size = a->exact_size;
     o.skip_bad = a->skip_bad;
-    o.nclass_names = cf_model_class_names(m, &o.class_names);   /* word labels are the model's classes */
+    o.nclass_names = cf_model_class_names(m, &o.class_names);   /* a trained model's: the data maps to them */
     o.classes_of = a->classes ? a->classes : a->params;
     return cf_data_open_opts(a->data ? a->data : "fashion-mnist", &o, train, test);
 }
@@ -405,7 +423,7 @@ static int train_run(const args *a, int ranks)
     int rc = 1;
     if (!m) return fail();
     cf_model_set_seed(m, a->seed);
-    if (class_names_set(m, a->classes, a->data)) goto done;   /* first: word labels are read as these */
+    if (class_names_set(m, a->classes, a->data, NULL)) goto done;   /* first: word labels are read as these */
     if (open_data(a, m, &train, &test)) goto out;
     if (class_names_from_data(m, train)) goto done;
     r.text = text_seq_len(train);
@@ -464,6 +482,8 @@ static int train_run(const args *a, int ranks)
                    r.batch, r.batch / ranks, (r.batch + ranks - 1) / ranks);
         if (cf_dataset_about(train)) fprintf(say, "text: %s\n", cf_dataset_about(train));
         if (test && cf_dataset_about(test)) fprintf(say, "test: %s\n", cf_dataset_about(test));
+        describe_folder(train);
+        describe_folder(test);
         describe_task(train, r.trainer, m, a->normalize);
         if (cf_model_summary(m, 0, 0, say)) goto out;
         if (a->init) fprintf(say, "starting from the weights in %s\n", a->init);
@@ -661,7 +681,7 @@ int cmd_eval(const args *a)
     if (!is_weights_file(a->pos[0]) && cf_model_load_params(m, params)) goto out;
     data_recall(m, a, &eff, a->json ? NULL : stdout);
     eff.params = params;   /* what the classes are said to be of */
-    if (class_names_set(m, a->classes, eff.data)) goto done;
+    if (class_names_set(m, a->classes, eff.data, NULL)) goto done;
     if (open_data(&eff, m, &train, &test)) goto out;
     if (data_contradicts(m, a, train, params)) goto done;
     int vocab = check_params_vocab(params, train);
@@ -687,7 +707,7 @@ int cmd_eval(const args *a)
                 cf_dataset_name(d), isnan(l) ? "not a number" : "infinite");
         goto done;
     }
-    if (class_names_set(m, a->classes, eff.data) || class_names_from_data(m, d)) goto done;
+    if (class_names_set(m, a->classes, eff.data, d) || class_names_from_data(m, d)) goto done;
     /* text: the loss and accuracy of the run's streams; per-class figures of 76
        characters would say little */
     cf_metrics mt = {0};
@@ -836,7 +856,7 @@ int cmd_predict(const args *a)
         cf_model_free(m);
         return fail();
     }
-    if (class_names_set(m, a->classes, "")) {
+    if (class_names_set(m, a->classes, "", NULL)) {
         cf_model_free(m);
         return 1;
     }

@@ -4,7 +4,9 @@
  *
  * A dataset is n samples in two contiguous float arrays: x (n, sample shape...) and
  * y (n, ysize), counted blocks of the memory budget (core/mem.h). It owns both, and a
- * name (a path, or "arrays") for messages; a CSV dataset also remembers its columns. */
+ * name (a path, or "arrays") for messages; a CSV dataset also remembers its columns.
+ * A streamed dataset (an image folder) has no x but a source (stream.h) that decodes
+ * its samples when they are read: cf_dataset_fetch reads any dataset's samples. */
 #ifndef CF_DATA_DATA_H
 #define CF_DATA_DATA_H
 
@@ -39,6 +41,10 @@ struct cf_dataset {
     int nclass_names; /* the data's own class names (word labels, image folders); else 0 */
     char **class_names;   /* nclass_names strings, malloc'd, as the array */
     char *about;      /* cf_dataset_about: what part of what it is, for people; malloc'd, or NULL */
+    struct cf_source *src;    /* streamed (an image folder): the files x is read from, and x is NULL */
+    size_t ignored;           /* an image folder: files passed over that are not images (hidden, other names) */
+    size_t bad;               /* an image folder with skip_bad: images skipped that could not be read */
+    char *first_bad;          /* the first of those's message, or NULL */
 };
 
 /* Give d a copy of a phrase saying what it is (NULL: none). 0 or -1 (out of memory). */
@@ -52,6 +58,22 @@ int cf_dataset_set_class_names(cf_dataset *d, const char *const *names, int n);
  * (ncols 0, label_col -1). On failure (out of memory) it frees x and y and returns
  * NULL with the message set. */
 cf_dataset *cf_dataset_adopt(float *x, cf_shape shape, float *y, int ysize, size_t n, const char *name);
+
+/* Samples idx[0 .. b) of d into x, one after another (sample floats each): copied, or
+ * decoded from a streamed dataset's files. 0, or -1 with the error naming the file. */
+int cf_dataset_fetch(const cf_dataset *d, const size_t *idx, size_t b, float *x);
+
+/* The samples the next fetches of d will ask for, in order, in batches of batch: a
+ * streamed dataset starts reading them ahead (see stream.h); others do nothing. n 0
+ * ends it. 0, or -1 with the error. */
+int cf_dataset_plan(const cf_dataset *d, const size_t *order, size_t n, size_t batch);
+/* The plan order[i] = first + i, for i < n (an evaluation's, in order). */
+int cf_dataset_plan_range(const cf_dataset *d, size_t first, size_t n, size_t batch);
+
+/* images:DIR[,TESTDIR] (testdir NULL: none): see cf_data_open_opts. 0, or -1 with the
+ * error and nothing allocated. */
+int cf_data_images_open(const char *dir, const char *testdir, const cf_data_opts *o, cf_dataset **train,
+                        cf_dataset **test);
 
 /* Inputs alone, for prediction (targets 0, classes 0): the images of an IDX file, or
  * every column of a CSV file as a feature (header detected). */

@@ -11,6 +11,7 @@
 #include "core/mem.h"
 #include "core/rng.h"
 #include "data/data.h"
+#include "data/stream.h"
 
 /* Targets are class indices when there is one per sample and each is a whole number
  * >= 0; classes is then the largest + 1. Past 2^24 floats stop holding every whole
@@ -146,6 +147,8 @@ void cf_dataset_free(cf_dataset *d)
     if (!d) return;
     free_class_names(d);
     free(d->about);
+    cf_source_free(d->src);
+    free(d->first_bad);
     cf_mem_free(d->x);
     cf_mem_free(d->y);
     cf_mem_free(d->colnames);
@@ -159,6 +162,53 @@ cf_shape cf_dataset_sample_shape(const cf_dataset *d) { return d ? d->shape : (c
 int cf_dataset_target_size(const cf_dataset *d) { return d ? d->ysize : 0; }
 int cf_dataset_classes(const cf_dataset *d) { return d ? d->classes : 0; }
 const float *cf_dataset_x(const cf_dataset *d) { return d ? d->x : NULL; }
+int cf_dataset_streamed(const cf_dataset *d) { return d && d->src; }
+
+size_t cf_dataset_skipped(const cf_dataset *d, size_t *ignored, const char **first_bad)
+{
+    if (ignored) *ignored = d ? d->ignored : 0;
+    if (first_bad) *first_bad = d ? d->first_bad : NULL;
+    return d ? d->bad : 0;
+}
+
+int cf_dataset_fetch(const cf_dataset *d, const size_t *idx, size_t b, float *x)
+{
+    if (d->src) return cf_source_fetch(d->src, idx, b, x);
+    for (size_t i = 0; i < b; i++) memcpy(x + i * d->sample, d->x + idx[i] * d->sample, d->sample * sizeof *x);
+    return 0;
+}
+
+int cf_dataset_plan(const cf_dataset *d, const size_t *order, size_t n, size_t batch)
+{
+    return d->src ? cf_source_plan(d->src, order, n, batch) : 0;
+}
+
+int cf_dataset_plan_range(const cf_dataset *d, size_t first, size_t n, size_t batch)
+{
+    if (!d->src || n == 0) return cf_dataset_plan(d, NULL, 0, batch);
+    size_t *order = malloc(n * sizeof *order);
+    if (!order) return cf_oom(n * sizeof *order);
+    for (size_t i = 0; i < n; i++) order[i] = first + i;
+    int rc = cf_source_plan(d->src, order, n, batch);
+    free(order);
+    return rc;
+}
+
+int cf_dataset_read(const cf_dataset *d, size_t first, size_t count, float *out)
+{
+    if (!d || (!out && count)) return cf_seterr("error: cf_dataset_read: no dataset or no place for the samples");
+    if (first > d->n || count > d->n - first)
+        return cf_seterr("error: %s: cf_dataset_read: samples %zu to %zu of %zu", d->name, first, first + count, d->n);
+    if (!d->src) {
+        if (count) memcpy(out, d->x + first * d->sample, count * d->sample * sizeof *out);
+        return 0;
+    }
+    for (size_t i = 0; i < count; i++) {
+        size_t k = first + i;
+        if (cf_source_fetch(d->src, &k, 1, out + i * d->sample)) return -1;
+    }
+    return 0;
+}
 const float *cf_dataset_y(const cf_dataset *d) { return d ? d->y : NULL; }
 const char *cf_dataset_name(const cf_dataset *d) { return d ? d->name : ""; }
 const char *cf_dataset_target_name(const cf_dataset *d)
@@ -198,26 +248,31 @@ static int copy_columns(cf_dataset *to, const cf_dataset *from)
 /* The samples of d where pick[i] == want, in their original order, as a new dataset. */
 static cf_dataset *gather(const cf_dataset *d, const unsigned char *pick, int want, size_t count)
 {
-    size_t nx = count * d->sample, ny = count * (size_t)d->ysize;
+    size_t nx = d->src ? 0 : count * d->sample, ny = count * (size_t)d->ysize;
     char what[300];
     snprintf(what, sizeof what, "%s: a part of the data", d->name);
-    float *x = cf_mem_alloc(nx * sizeof *x, what), *y = x ? cf_mem_alloc(ny * sizeof *y, what) : NULL;
-    if (!y) {
+    float *x = nx ? cf_mem_alloc(nx * sizeof *x, what) : NULL, *y = x || !nx ? cf_mem_alloc(ny * sizeof *y, what) : NULL;
+    cf_source *src = y && d->src ? cf_source_pick(d->src, pick, want) : NULL;   /* the files, not pixels */
+    if (!y || (d->src && !src)) {
         cf_mem_free(x);
+        cf_mem_free(y);
         return NULL;
     }
     size_t k = 0;
     for (size_t i = 0; i < d->n; i++) {
         if (pick[i] != want) continue;
-        memcpy(x + k * d->sample, d->x + i * d->sample, d->sample * sizeof *x);
+        if (x) memcpy(x + k * d->sample, d->x + i * d->sample, d->sample * sizeof *x);
         memcpy(y + k * (size_t)d->ysize, d->y + i * (size_t)d->ysize, (size_t)d->ysize * sizeof *y);
         k++;
     }
     cf_dataset *part = cf_dataset_adopt(x, d->shape, y, d->ysize, count, d->name);
+    if (!part) cf_source_free(src);
+    else part->src = src;
     if (part && copy_columns(part, d)) {
         cf_dataset_free(part);
         return NULL;
     }
+    if (part && d->src) part->classes = d->classes;
     return part;
 }
 

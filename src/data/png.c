@@ -313,9 +313,7 @@ static int isqrt(int n)
     return s;
 }
 
-/* The image that a sample of shape s (a leading CF_BATCH dropped, into *t) holds:
- * *c channels of *h x *w. 0, or -1 with the error. */
-static int image_layout(cf_shape s, cf_shape *t, int *c, int *h, int *w)
+int cf_image_layout(cf_shape s, cf_shape *t, int *c, int *h, int *w)
 {
     *t = s;
     if (t->rank > 0 && t->d[0] == CF_BATCH) {
@@ -374,7 +372,7 @@ cf_dataset *cf_dataset_load_images(const char *const *paths, int n, cf_shape sam
         }
     cf_shape shape;
     int c, h, w;
-    if (image_layout(sample, &shape, &c, &h, &w)) return NULL;
+    if (cf_image_layout(sample, &shape, &c, &h, &w)) return NULL;
     char name[300];
     if (n == 1) snprintf(name, sizeof name, "%s", paths[0]);
     else snprintf(name, sizeof name, "%s and %d more image%s", paths[0], n - 1, n == 2 ? "" : "s");

@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <zlib.h>
 
+#include "cflux.h"
 #include "data/pixels.h"
 
 /* One PNG image from f (named name in messages) into out: channels (1 or 3) planes of
@@ -25,6 +26,11 @@ int cf_png_read(gzFile f, const char *name, int channels, int h, int w, float *o
  * error (see cf_pixels_start). */
 int cf_png_read_ex(gzFile f, const char *name, const unsigned char *head, long nhead, int channels, int h, int w,
                    int exact, float *out);
+
+/* The image that a sample of shape s (a leading CF_BATCH dropped, into *t) holds:
+ * *c channels of *h x *w, as cf_dataset_load_images reads shapes. 0, or -1 with the
+ * error. */
+int cf_image_layout(cf_shape s, cf_shape *t, int *c, int *h, int *w);
 
 /* 8-bit pixels, w x h of channels (1 grey, 3 RGB) bytes each, row-major, as a PNG
  * file in memory: *out (malloc'd, the caller frees it) of *len bytes. Deterministic:

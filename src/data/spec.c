@@ -1,6 +1,6 @@
 /* spec.c - data specs, as the tool takes them: "fashion-mnist", "idx:A,B[,C,D]",
- * "csv:TRAIN[,TEST]", "text:PATH" (a file, a folder, or files and folders separated by
- * commas), opened into a training set and perhaps a test set; and inputs
+ * "csv:TRAIN[,TEST]", "images:DIR[,TESTDIR]", "text:PATH" (a file, a folder, or files
+ * and folders separated by commas), opened into a training set and perhaps a test set; and inputs
  * for prediction, IDX or CSV told apart by their first bytes. */
 #include <errno.h>
 #include <stdlib.h>
@@ -11,7 +11,8 @@
 #include "data/data.h"
 
 #define FASHION_DIR "/usr/share/datasets/fashion-mnist"
-#define FORMS "fashion-mnist, idx:TRAIN_IMAGES,TRAIN_LABELS[,TEST_IMAGES,TEST_LABELS], csv:TRAIN[,TEST] or text:FILE"
+#define FORMS "fashion-mnist, idx:TRAIN_IMAGES,TRAIN_LABELS[,TEST_IMAGES,TEST_LABELS], csv:TRAIN[,TEST], " \
+              "images:DIR[,TESTDIR] or text:FILE"
 
 /* The share of a text held out as its test set: its end. */
 #define TEXT_HELD_OUT 0.1
@@ -132,6 +133,8 @@ static int open_csv(char **p, int n, const cf_data_opts *o, cf_dataset **train, 
 static const char *hint(const char *spec)
 {
     size_t n = strlen(spec);
+    struct stat st;
+    if (stat(spec, &st) == 0 && S_ISDIR(st.st_mode)) return " (a folder of class folders of images is written images:DIR)";
     if (n >= 4 && (strcmp(spec + n - 4, ".csv") == 0 || (n >= 7 && strcmp(spec + n - 7, ".csv.gz") == 0)))
         return " (a CSV file is written csv:PATH)";
     if (strstr(spec, "ubyte") || strstr(spec, ".idx")) return " (IDX files are written idx:IMAGES,LABELS)";
@@ -196,6 +199,17 @@ int cf_data_open_opts(const char *spec, const cf_data_opts *o, cf_dataset **trai
         return cf_dataset_load_text(spec + 5, seq_len, TEXT_HELD_OUT, train, test);
     }
 
+    if (strncmp(spec, "images:", 7) == 0) {
+        char *p[2], *block = NULL;
+        int n = split_commas(spec + 7, p, 2, &block);
+        if (n < 0) return -1;
+        int rc = n > 2 || !*p[0] || (n == 2 && !*p[1])
+                     ? cf_seterr("error: data spec '%s': images: takes 1 or 2 folders separated by a comma: "
+                                 "images:DIR[,TESTDIR]", spec)
+                     : cf_data_images_open(p[0], n == 2 ? p[1] : NULL, o, train, test);
+        free(block);
+        return rc;
+    }
     int idx = strncmp(spec, "idx:", 4) == 0, csv = strncmp(spec, "csv:", 4) == 0;
     if (!idx && !csv) return cf_seterr("error: unknown data spec '%s'%s; use %s", spec, hint(spec), FORMS);
     char *p[4], *block = NULL;

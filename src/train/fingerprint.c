@@ -8,6 +8,7 @@
 #include "core/graph.h"
 #include "core/rng.h"
 #include "data/data.h"
+#include "data/stream.h"
 #include "train/fingerprint.h"
 #include "train/trainer.h"
 
@@ -78,13 +79,19 @@ uint64_t cf_hash_floats(const float *x, size_t n, uint64_t seed)
     return r;
 }
 
-/* A dataset's contents: its sample shape, targets, vocabulary, inputs and targets. */
+/* A dataset's contents: its sample shape, targets, vocabulary, inputs (a streamed
+ * dataset's files) and targets. */
 static uint64_t data_hash(const cf_dataset *d)
 {
     uint64_t h = cf_rng_mix((uint64_t)d->shape.rank ^ (uint64_t)d->ysize << 8 ^ (uint64_t)d->nvocab << 16);
     for (int i = 0; i < d->shape.rank; i++) h = cf_rng_mix(h ^ (uint64_t)d->shape.d[i]);
     for (int i = 0; i < d->nvocab; i++) h = cf_rng_mix(h ^ d->vocab[i]);
-    h = cf_hash_floats(d->x, d->n * d->sample, h);
+    if (d->src) {   /* streamed: the files' names (below the folder) and sizes, not their pixels */
+        for (size_t i = 0; i < d->src->n; i++)
+            h = cf_rng_mix(h ^ cf_hash_str(d->src->path[i] + d->src->root_len) ^ (uint64_t)d->src->bytes[i]);
+    } else {
+        h = cf_hash_floats(d->x, d->n * d->sample, h);
+    }
     return cf_hash_floats(d->y, d->n * (size_t)d->ysize, h);
 }
 

@@ -28,6 +28,7 @@
 #include "core/graph.h"
 #include "core/mem.h"
 #include "core/rng.h"
+#include "data/data.h"
 #include "train/dist.h"
 #include "train/fingerprint.h"
 #include "train/trainer.h"
@@ -189,8 +190,12 @@ static int check_data(cf_trainer *t, const cf_dataset *d, int level)
         return cf_seterr("error: %s: each sample has %zu target number%s but the model's %s takes %zu",
                          cf_dataset_name(d), ys, ys == 1 ? "" : "s", t->classes ? "labels" : "output", t->ycount);
     }
+    int named = cf_dataset_class_names(d, NULL);
+    if (named && t->classes && named != t->classes)
+        return cf_seterr("error: %s: the data names %d classes but the model's output has %d; its last layer must "
+                         "give %d", cf_dataset_target_name(d), named, t->classes, named);
     const float *x = cf_dataset_x(d), *y = cf_dataset_y(d);
-    for (size_t i = 0; i < n * t->xcount; i++)
+    for (size_t i = 0; x && i < n * t->xcount; i++)   /* streamed (x NULL): decoded pixels are finite */
         if (!isfinite(x[i]))
             return cf_seterr("error: %s: sample %zu holds %g, not a finite number", cf_dataset_name(d), i / t->xcount,
                              (double)x[i]);
@@ -358,24 +363,27 @@ static int agree_start(cf_trainer *t, const cf_dataset *train, const cf_dataset 
     return rc;
 }
 
-/* Rows at[0 .. b) of d into e's input and target: sample at[i], or, for windows, the
- * sample-sized stretch that starts at float at[i] (text keeps its sequences one after
- * another, so a window is the T floats from there, of x and of y). */
-static void load_rows(const cf_trainer *t, cf_exec *e, const cf_dataset *d, const size_t *at, size_t b, int windows)
+/* Rows at[0 .. b) of d into e's input and target: sample at[i] (decoded, for a
+ * streamed dataset), or, for windows, the sample-sized stretch that starts at float
+ * at[i] (text keeps its sequences one after another, so a window is the T floats from
+ * there, of x and of y). 0, or -1 with the error of a file that cannot be read. */
+static int load_rows(const cf_trainer *t, cf_exec *e, const cf_dataset *d, const size_t *at, size_t b, int windows)
 {
     float *x = cf_exec_input(e, 0, NULL), *y = cf_exec_input(e, t->m->target->index, NULL);
     const float *dx = cf_dataset_x(d), *dy = cf_dataset_y(d);
+    if (!windows && cf_dataset_fetch(d, at, b, x)) return -1;
     for (size_t i = 0; i < b; i++) {
-        memcpy(x + i * t->xcount, dx + (windows ? at[i] : at[i] * t->xcount), t->xcount * sizeof *x);
+        if (windows) memcpy(x + i * t->xcount, dx + at[i], t->xcount * sizeof *x);
         memcpy(y + i * t->ycount, dy + (windows ? at[i] : at[i] * t->ycount), t->ycount * sizeof *y);
     }
     cf_norm_apply(t->m, x, b);
     cf_norm_apply_targets(t->m, y, b);
+    return 0;
 }
 
-void cf_trainer_load_batch(const cf_trainer *t, cf_exec *e, const cf_dataset *d, const size_t *idx, size_t b)
+int cf_trainer_load_batch(const cf_trainer *t, cf_exec *e, const cf_dataset *d, const size_t *idx, size_t b)
 {
-    load_rows(t, e, d, idx, b, 0);
+    return load_rows(t, e, d, idx, b, 0);
 }
 
 /* Correct predictions in an executor's output 0: the first class of the highest
@@ -442,6 +450,7 @@ static int evaluate(cf_trainer *t, const cf_dataset *d, double *loss, double *ac
     size_t hi = n;
     if (t->dist && !seq) cf_dist_shard(n, &lo, &hi);   /* data-parallel: a shard each, summed */
     if (bind_for(t->m, &t->eval, (int)B, hi - lo, CF_LOSS)) return -1;   /* d checked by the caller */
+    if (!seq && cf_dataset_plan_range(d, lo, hi - lo, B)) return -1;   /* a streamed dataset reads ahead */
     size_t *idx = malloc(B * sizeof *idx);
     if (!idx) return cf_oom(B * sizeof *idx);
     if (seq) cf_exec_reset_state(t->eval.full);   /* the streams start from their beginning */
@@ -451,8 +460,7 @@ static int evaluate(cf_trainer *t, const cf_dataset *d, double *loss, double *ac
         size_t b = hi - at < B ? hi - at : B;
         cf_exec *e = b == B ? t->eval.full : t->eval.tail;
         for (size_t i = 0; i < b; i++) idx[i] = seq ? stream_sample(at + i, B, K) : at + i;
-        cf_trainer_load_batch(t, e, d, idx, b);
-        if (cf_forward(e, 0)) {
+        if (cf_trainer_load_batch(t, e, d, idx, b) || cf_forward(e, 0)) {
             free(idx);
             return -1;
         }
@@ -548,6 +556,25 @@ static void stalled(cf_trainer *t, cf_exec *e, double loss)
                     t->target_rms);
 }
 
+/* A streamed dataset reads ahead the rows this rank will load in the epoch from its
+ * batch at `start` on, in the order train_epoch asks for them: each batch's share of
+ * the shuffled order. Other data: nothing to do. 0 or -1. */
+static int plan_epoch(const cf_trainer *t, const cf_dataset *train, size_t n, size_t start)
+{
+    if (!cf_dataset_streamed(train)) return 0;
+    size_t B = (size_t)t->o.batch, k = 0;
+    size_t *rows = malloc((n - start + 1) * sizeof *rows);
+    if (!rows) return cf_oom((n - start + 1) * sizeof *rows);
+    for (size_t at = start; at < n; at += B) {
+        size_t b = n - at < B ? n - at : B, lo = 0, hi = b;
+        if (t->dist) cf_dist_shard(b, &lo, &hi);
+        for (size_t i = lo; i < hi; i++) rows[k++] = t->perm[at + i];
+    }
+    int rc = cf_dataset_plan(train, rows, k, B);
+    free(rows);
+    return rc;
+}
+
 /* Train samples [start, n) of the epoch's order; on_batch reports. Sets *stopped when
  * cf_trainer_stop asked to stop before the epoch's end. 0 or -1. */
 static int train_epoch(cf_trainer *t, const cf_dataset *train, size_t n, int seq, int epoch, size_t start,
@@ -561,11 +588,12 @@ static int train_epoch(cf_trainer *t, const cf_dataset *train, size_t n, int seq
     size_t hits = same ? t->epoch_hits : 0, done = same ? start : 0, timed = done;
     float lr = 0, lr_max = 0;
     if (seq && start == 0) cf_exec_reset_state(t->train.full);   /* the epoch starts the streams again */
+    if (plan_epoch(t, train, n, start)) return -1;
     for (long s = (long)(start / B); s < steps; s++) {
         size_t at = (size_t)s * B, b = n - at < B ? n - at : B, lo = 0, hi = b;
         if (t->dist) cf_dist_shard(b, &lo, &hi);   /* this rank's rows of the batch */
         cf_exec *e = hi == lo ? NULL : b == B ? t->train.full : t->train.tail;
-        if (e) load_rows(t, e, train, t->perm + at + lo, hi - lo, t->windows);
+        if (e && load_rows(t, e, train, t->perm + at + lo, hi - lo, t->windows)) return -1;
         if (cf_schedule_lr(t->o.schedule, t->o.optim.lr, (long)(epoch - 1) * steps + s, total, steps, &lr)) return -1;
         if (lr > lr_max) lr_max = lr;
         if (e) cf_exec_set_step(e, (long)(epoch - 1) * steps + s + 1);   /* dropout's masks follow the run */
@@ -736,6 +764,8 @@ int cf_fit(cf_trainer *t, const cf_dataset *train_all, const cf_dataset *test)
         }
     }
 out:
+    cf_dataset_plan(train_all, NULL, 0, 0);   /* a streamed dataset's reader ahead ends */
+    if (test) cf_dataset_plan(test, NULL, 0, 0);
     cf_dataset_free(tr);
     cf_dataset_free(val);
     return rc;
@@ -772,6 +802,7 @@ int cf_evaluate_ex(cf_model *m, const cf_dataset *d, int batch, long limit_batch
     if (!t) return -1;
     double l, a;
     int rc = check_data(t, d, CHECK_VALUES) || evaluate(t, d, &l, &a) ? -1 : 0;
+    cf_dataset_plan(d, NULL, 0, 0);
     cf_trainer_free(t);
     if (rc) return -1;
     if (loss) *loss = l;
@@ -789,11 +820,10 @@ int cf_predict_first(cf_model *m, const cf_dataset *d, size_t n, int batch, floa
     if (!m || !d || !outs || batch < 1)
         return cf_seterr("error: cf_predict: no model, data or output, or a batch below 1");
     if (cf_model_infer_shapes(m)) return -1;
-    size_t xcount = cf_shape_count(m->inputs[0]->shape);
     if (n > cf_dataset_count(d)) n = cf_dataset_count(d);
     if (check_input(m, d)) return -1;
     bound b = {0};
-    if (bind_for(m, &b, batch, n, 0)) {
+    if (bind_for(m, &b, batch, n, 0) || cf_dataset_plan_range(d, 0, n, (size_t)batch)) {
         unbind(&b);
         return -1;
     }
@@ -801,10 +831,15 @@ int cf_predict_first(cf_model *m, const cf_dataset *d, size_t n, int batch, floa
         size_t k = n - at < (size_t)batch ? n - at : (size_t)batch;
         cf_exec *e = k == (size_t)batch ? b.full : b.tail;
         float *x = cf_exec_input(e, 0, NULL);
-        memcpy(x, cf_dataset_x(d) + at * xcount, k * xcount * sizeof(float));
+        if (cf_dataset_read(d, at, k, x)) {
+            unbind(&b);
+            cf_dataset_plan(d, NULL, 0, 0);
+            return -1;
+        }
         cf_norm_apply(m, x, k);
         if (cf_forward(e, 0)) {
             unbind(&b);
+            cf_dataset_plan(d, NULL, 0, 0);
             return -1;
         }
         for (int o = 0; o < m->noutputs; o++) {
@@ -814,6 +849,7 @@ int cf_predict_first(cf_model *m, const cf_dataset *d, size_t n, int batch, floa
         if (outs[0]) cf_norm_undo_targets(m, outs[0] + at * cf_shape_count(m->outputs[0]->shape), k);
     }
     unbind(&b);
+    cf_dataset_plan(d, NULL, 0, 0);
     return 0;
 }
 

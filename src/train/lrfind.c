@@ -16,6 +16,7 @@
 #include "core/error.h"
 #include "core/graph.h"
 #include "core/rng.h"
+#include "data/data.h"
 #include "train/trainer.h"
 
 #define BETA 0.98          /* fastai's smoothing of the loss */
@@ -88,10 +89,11 @@ static int run(cf_trainer *t, cf_exec *e, const cf_dataset *d, size_t n, size_t 
         double lr = o->start * pow(ratio, (double)i / (o->steps - 1));
         if (at + B > n) {
             cf_sample_order(perm, n, B, seq, o->seed, ++pass);
+            if (cf_dataset_plan(d, perm, n / B * B, B)) return -1;   /* a streamed dataset reads ahead */
             if (seq) cf_exec_reset_state(e);   /* the streams start again */
             at = 0;
         }
-        cf_trainer_load_batch(t, e, d, perm + at, B);
+        if (cf_trainer_load_batch(t, e, d, perm + at, B)) return -1;
         at += B;
         cf_exec_set_step(e, i + 1);   /* dropout's masks follow the steps */
         if (cf_forward(e, 1)) return -1;
@@ -172,6 +174,7 @@ int cf_lrfind(cf_model *m, const cf_dataset *train, const cf_lrfind_opts *o, cf_
     rc = 0;
 out:
     if (rc) cf_lrfind_result_free(r);
+    if (train) cf_dataset_plan(train, NULL, 0, 0);
     free(perm);
     cf_exec_free(e);
     cf_trainer_free(t);

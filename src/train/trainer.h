@@ -62,8 +62,8 @@ void cf_trainer_warn(const cf_trainer *t, const char *fmt, ...) __attribute__((f
 void cf_norm_apply(const cf_model *m, float *x, size_t nsamples);
 
 /* Copy samples idx[0..b) of d into an executor's input (standardised, when the model
- * says so) and target. */
-void cf_trainer_load_batch(const cf_trainer *t, cf_exec *e, const cf_dataset *d, const size_t *idx, size_t b);
+ * says so) and target. 0, or -1 with the error of an image file that cannot be read. */
+int cf_trainer_load_batch(const cf_trainer *t, cf_exec *e, const cf_dataset *d, const size_t *idx, size_t b);
 
 /* The order pass `pass` reads n samples in: for sequential data (n a multiple of B) B
  * streams of n / B contiguous samples, stream i in row i of every batch (batch k's

@@ -734,6 +734,8 @@ typedef struct cf_data_opts {
     cf_shape image;         /* images: the per-sample shape to decode to (a model's input shape; CF_BATCH dropped) */
     int exact_size;         /* images: an image of another size is an error naming it (else it is resized) */
     int skip_bad;           /* images: a file that cannot be read is skipped and counted, not an error */
+    int stream_only;        /* images: never keep decoded images (see cf_dataset_streamed): every pass
+                               decodes every file, and memory is the queue alone */
     const char *const *class_names;   /* the classes known already (a trained model's): word labels and */
     int nclass_names;                 /* image folders map to these indices, and a class not among them is an error */
     const char *classes_of;           /* whose classes those are, for that error (a file's name); NULL: "the model" */
@@ -756,9 +758,13 @@ CF_API const float *cf_dataset_y(const cf_dataset *d);   /* n * target_size floa
  * targets in memory, not its inputs: cf_fit, cf_evaluate and cf_predict decode each
  * sample when they need it, a background thread reading ahead in the order they will
  * ask (an epoch's shuffle is known before it starts) into a queue of at most 4 batches
- * (fewer when those would pass 64 MiB). Results are bit for bit those of the same
- * samples in memory, at any cf_set_threads. A file that cannot be read then stops
- * training with its error. Splits divide the file list. 1 or 0. */
+ * (fewer when those would pass 64 MiB). Images decoded once are kept, a byte a pixel,
+ * when each of their values is an 8-bit image's (b / 255: an image at the model's size,
+ * grey for a grey model) and the whole folder's pixels fit in a quarter of the memory
+ * left under the limit (cf_set_memory_limit) when it is first read, and in 1 GiB: such a
+ * folder is decoded in its first epoch only (o.stream_only: never). Results are bit for
+ * bit those of the same samples in memory, at any cf_set_threads. A file that cannot
+ * be read then stops training with its error. Splits divide the file list. 1 or 0. */
 CF_API int          cf_dataset_streamed(const cf_dataset *d);
 /* Samples [first, first + count) of any dataset into out (count * sample count
  * floats): copied, or decoded from a streamed dataset's files. 0 or -1. */

@@ -298,6 +298,7 @@ TEST(streamed_memory_is_the_queue)
     make_folder(root, 0);
     snprintf(spec, sizeof spec, "images:%s/train,%s/test", root, root);
     cf_data_opts o = image_opts();
+    o.stream_only = 1;   /* no images kept decoded: the queue alone */
     cf_dataset *tr, *te;
     CHECK(cf_data_open_opts(spec, &o, &tr, &te) == 0);
     if (!tr) return;
@@ -305,6 +306,39 @@ TEST(streamed_memory_is_the_queue)
     size_t streamed = fit_growth(tr, te), held = fit_growth(itr, ite), queue = 4 * 32 * 784 * sizeof(float);
     printf("note: cf_fit grows by %zu bytes streamed, %zu in memory; the queue is %zu\n", streamed, held, queue);
     CHECK(streamed > held && streamed - held <= queue + (64 << 10));
+    cf_dataset_free(tr);
+    cf_dataset_free(te);
+    cf_dataset_free(itr);
+    cf_dataset_free(ite);
+    CHECK(cf_memory_in_use() == 0);
+}
+
+/* A folder that fits is decoded once: its pixels are kept, a byte each (as much memory
+ * as that and no more), and a second run reads no file (they are gone by then) and
+ * trains to the same weights as the images in memory. */
+TEST(a_folder_that_fits_is_decoded_once)
+{
+    CHECK(have_fm);
+    if (!have_fm) return;
+    char root[300], spec[700], cmd[800];
+    snprintf(root, sizeof root, "%s", tmp("kept"));
+    make_folder(root, 0);
+    snprintf(spec, sizeof spec, "images:%s/train,%s/test", root, root);
+    cf_data_opts o = image_opts();
+    cf_dataset *tr, *te;
+    CHECK(cf_data_open_opts(spec, &o, &tr, &te) == 0);
+    if (!tr) return;
+    size_t base = cf_memory_in_use();
+    double a = train_cnn(tr, te, 1, 0, tmp("k1.st"));
+    size_t kept = cf_memory_in_use() - base;
+    CHECK(kept == (NTRAIN + NTEST) * 784);
+    snprintf(cmd, sizeof cmd, "rm -r '%s'", root);
+    CHECK(system(cmd) == 0);
+    double b = train_cnn(tr, te, 1, 0, tmp("k2.st"));
+    cf_dataset *itr = idx_in_folder_order(trpx, trlab, NTRAIN), *ite = idx_in_folder_order(tepx, telab, NTEST);
+    double c = train_cnn(itr, ite, 1, 0, tmp("k3.st"));
+    CHECK(a >= 0 && a == b && b == c);
+    CHECK(same_file(tmp("k1.st"), tmp("k2.st")) && same_file(tmp("k2.st"), tmp("k3.st")));
     cf_dataset_free(tr);
     cf_dataset_free(te);
     cf_dataset_free(itr);
@@ -513,6 +547,7 @@ int main(void)
     RUN(folder_trains_as_idx);
     RUN(streamed_is_memory_bitwise);
     RUN(streamed_memory_is_the_queue);
+    RUN(a_folder_that_fits_is_decoded_once);
     RUN(hostile_folders);
     RUN(normalize_per_channel);
     tmpdir_remove();

@@ -294,7 +294,8 @@ static cf_dataset *open_folder(const char *dir, const cf_data_opts *o, cf_shape 
     size_t bad = 0;
     char *first_bad = NULL;
     size_t dl = strlen(dir);
-    if (!(s.src = cf_source_new(c, h, w, o->exact_size, dl + (dl && dir[dl - 1] != '/'))) ||
+    if ((s.src = cf_source_new(c, h, w, o->exact_size, dl + (dl && dir[dl - 1] != '/')))) s.src->cache_decided = o->stream_only;
+    if (!s.src ||
         scan_folder(&s, dir, known, nknown, against, names, nnames) || check_files(&s, o->skip_bad, &bad, &first_bad)) {
         scan_free(&s);
         free(first_bad);

@@ -22,7 +22,7 @@ struct cf_prefetch {
     pthread_t thread;
     pthread_mutex_t mu;
     pthread_cond_t more, room;   /* a sample made; a slot given back */
-    const cf_source *s;
+    cf_source *s;
     size_t *order, n;            /* the plan */
     size_t made, taken;          /* positions decoded, and handed out */
     size_t cap, sample;          /* slots, floats per slot */
@@ -41,6 +41,7 @@ cf_source *cf_source_new(int c, int h, int w, int exact, size_t root_len)
     s->w = w;
     s->exact = exact;
     s->root_len = root_len;
+    for (int b = 0; b < 256; b++) s->lut[b] = (float)b / 255.0f;
     return s;
 }
 
@@ -78,6 +79,8 @@ void cf_source_free(cf_source *s)
 {
     if (!s) return;
     prefetch_stop(s);
+    cf_mem_free(s->cache);
+    free(s->held);
     for (size_t i = 0; i < s->n; i++) free(s->path[i]);
     free(s->path);
     free(s->bytes);
@@ -150,15 +153,54 @@ int cf_image_probe(const char *path, int *w, int *h)
     return rc;
 }
 
-/* The one place a file becomes pixels. */
-int cf_source_decode(const cf_source *s, size_t i, float *out)
+/* Keep image i's floats as bytes when each is an 8-bit value's, b / 255. */
+static void keep(cf_source *s, size_t i, const float *x, size_t sample)
 {
+    unsigned char *row = s->cache + i * sample;
+    for (size_t j = 0; j < sample; j++) {
+        float v = x[j] * 255.0f + 0.5f;
+        int b = v >= 0 && v < 256 ? (int)v : 0;
+        if (s->lut[b] != x[j]) return;
+        row[j] = (unsigned char)b;
+    }
+    s->held[i] = 1;
+}
+
+/* The one place a file becomes pixels. */
+int cf_source_decode(cf_source *s, size_t i, float *out)
+{
+    size_t sample = (size_t)s->c * (size_t)s->h * (size_t)s->w;
+    if (s->held && s->held[i]) {   /* kept: the same floats as decoding gives */
+        const unsigned char *row = s->cache + i * sample;
+        for (size_t j = 0; j < sample; j++) out[j] = s->lut[row[j]];
+        return 0;
+    }
     const char *path = s->path[i];
     gzFile f = cf_data_gzopen(path);
     if (!f) return -1;
     int rc = cf_image_read(f, path, s->c, s->h, s->w, s->exact, out);
     gzclose(f);
+    if (rc == 0 && s->cache) keep(s, i, out, sample);
     return rc;
+}
+
+/* Keep decoded images when all of them fit the share of the memory left (decided once,
+ * on the caller's thread, before a reader starts). */
+static void decide_cache(cf_source *s)
+{
+    if (s->cache_decided) return;
+    s->cache_decided = 1;
+    size_t sample = (size_t)s->c * (size_t)s->h * (size_t)s->w;
+    if (!s->n || sample > CF_STREAM_CACHE_MAX / s->n) return;
+    size_t bytes = s->n * sample;
+    if (bytes > cf_mem_room() / CF_STREAM_CACHE_SHARE) return;
+    s->held = calloc(s->n, 1);
+    s->cache = s->held ? cf_mem_alloc(bytes, "the images kept decoded") : NULL;
+    if (!s->cache) {   /* not kept: streamed every time, as a larger folder is */
+        free(s->held);
+        s->held = NULL;
+        cf_clearerr();
+    }
 }
 
 /* ---- the reader ahead ---- */
@@ -213,6 +255,7 @@ int cf_source_plan(cf_source *s, const size_t *order, size_t n, size_t batch)
 {
     prefetch_stop(s);
     if (n == 0) return 0;
+    decide_cache(s);
     size_t sample = (size_t)s->c * (size_t)s->h * (size_t)s->w, cap = CF_STREAM_BATCHES * (batch ? batch : 1);
     if (cap > CF_STREAM_BYTES / (sample * sizeof(float))) cap = CF_STREAM_BYTES / (sample * sizeof(float));
     if (cap < 1) cap = 1;

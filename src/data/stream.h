@@ -19,6 +19,15 @@
 #define CF_STREAM_BATCHES 4
 #define CF_STREAM_BYTES ((size_t)64 << 20)
 
+/* Images decoded once are kept, a byte a pixel, when every value is one of an 8-bit
+ * image's (b / 255, as decoded: the same floats again) and all the folder's pixels fit
+ * in CF_STREAM_CACHE_SHARE of the memory left under the limit when it is first read,
+ * and in CF_STREAM_CACHE_MAX: a folder that fits is decoded in its first epoch only.
+ * An image that is not such (resized, 16-bit, colour made grey) is decoded each time;
+ * a folder too large for the share streams every epoch. */
+#define CF_STREAM_CACHE_MAX ((size_t)1 << 30)
+#define CF_STREAM_CACHE_SHARE 4   /* a quarter */
+
 typedef struct cf_source cf_source;
 struct cf_prefetch;
 
@@ -30,6 +39,10 @@ struct cf_source {
     int c, h, w;            /* what a file decodes to: c planes of h x w */
     int exact;              /* an image of another size is an error, not resized */
     struct cf_prefetch *pf; /* the reader ahead, or NULL */
+    int cache_decided;      /* whether to keep decoded images was decided (at the first plan) */
+    unsigned char *cache;   /* n * c * h * w bytes, counted, or NULL: no keeping */
+    unsigned char *held;    /* n flags: image i's bytes are in cache */
+    float lut[256];         /* (float)b / 255, the floats an 8-bit image decodes to */
 };
 
 /* An empty source of images decoded to c planes of h x w (exact: not resized). NULL
@@ -47,9 +60,10 @@ void cf_source_free(cf_source *s);
  * truncated before the size). Thread-safe. */
 int cf_image_probe(const char *path, int *w, int *h);
 
-/* File i decoded into out (c * h * w floats), on any thread. 0, or -1 with the error,
+/* File i decoded into out (c * h * w floats), or its kept bytes, on one thread at a
+ * time (the reader ahead, or the caller once it is stopped). 0, or -1 with the error,
  * which names the file. */
-int cf_source_decode(const cf_source *s, size_t i, float *out);
+int cf_source_decode(cf_source *s, size_t i, float *out);
 
 /* Files idx[0 .. b) into x, one sample after another: from the queue while the
  * requests follow the plan, else decoded here (the queue is then dropped). 0, or -1

@@ -42,6 +42,7 @@ typedef struct cf_pixels {
     float *line;        /* one row in floats: (channels, W) */
     double *tmp;        /* counted: (channels, H, w), the rows resized along x */
     cf_axis ax, ay;
+    int same;           /* W x H is w x h: rows go to out as they are (the same floats resizing by 1 gives) */
 } cf_pixels;
 
 /* Ready p for a source of W x H (1 to CF_IMAGE_MAX_SIDE a side, CF_IMAGE_MAX_PIXELS

@@ -12,6 +12,8 @@
 #   CFLUX=path          the cflux binary (default build/cflux)
 #   CFLUX_BENCH_BIN     bench_images (default build/bench_images)
 #   CFLUX_BENCH_THREADS the --threads of the runs (default 2)
+#   CFLUX_BENCH_EPOCHS  epochs of each run (default 1; the folder's images are kept
+#                       decoded after its first, so more epochs show the run a user has)
 set -eu
 rounds=${1:-3}
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -20,6 +22,7 @@ bin=${CFLUX_BENCH_BIN:-$here/build/bench_images}
 dir=${CFLUX_BENCH_IMAGES:-/tmp/cflux-bench-images}
 fm=${CFLUX_DATA:-/usr/share/datasets/fashion-mnist}
 threads=${CFLUX_BENCH_THREADS:-2}
+epochs=${CFLUX_BENCH_EPOCHS:-1}
 [ -x "$cflux" ] && [ -x "$bin" ] || { echo "images.sh: build first (cmake --build build)" >&2; exit 1; }
 if [ ! -f "$dir/done" ]; then
   rm -rf "$dir"
@@ -32,9 +35,9 @@ lscpu | sed -n 's/^Model name: *//p'
 out=$(mktemp -d /tmp/cflux-bench-images-run-XXXXXX)
 trap 'rm -rf "$out"' EXIT
 one() {  # one NAME SPEC: a line "NAME seconds samples/s peak-kB"
-  /usr/bin/time -v "$cflux" train "$here/models/cnn.flux" --data "$2" --epochs 1 --threads "$threads" > "$out/o" 2> "$out/e"
+  /usr/bin/time -v "$cflux" train "$here/models/cnn.flux" --data "$2" --epochs "$epochs" --threads "$threads" > "$out/o" 2> "$out/e"
   secs=$(sed -n 's/.*Elapsed (wall clock) time (h:mm:ss or m:ss): *//p' "$out/e" | awk -F: '{ print $(NF-1) * 60 + $NF }')
-  sps=$(sed -n 's/^epoch .*, \([0-9]*\) samples\/s$/\1/p' "$out/o")
+  sps=$(sed -n 's/^epoch .*, \([0-9]*\) samples\/s$/\1/p' "$out/o" | awk '{ s += $1 } END { printf "%d", s / NR }')
   kb=$(sed -n 's/.*Maximum resident set size (kbytes): *//p' "$out/e")
   echo "$1 $secs $sps $kb"
 }

@@ -53,11 +53,10 @@ int data_remember(cf_model *m, const args *a, const cf_dataset *train);
 void data_recall(const cf_model *m, const args *a, args *out, FILE *said);
 int data_contradicts(const cf_model *m, const args *a, const cf_dataset *d, const char *ckpt);
 int remembered_columns(const cf_model *m);
-/* Is path a safetensors file (a checkpoint, a parameter file) rather than a model? */
-int is_weights_file(const char *path);
-/* MODEL and its weights for eval and predict: MODEL a .flux file with --params CKPT,
- * or a checkpoint alone (its model's source within). *params is the weights' path.
- * NULL with the message printed: *params NULL for a usage error (exit 2), else set. */
+/* MODEL with its weights loaded, for eval, predict and export: MODEL a .flux file with
+ * --params CKPT, or a checkpoint alone (its model's source within). *params is the
+ * weights' path. NULL with the message printed: *params NULL for a usage error (exit
+ * 2), else set. */
 cf_model *load_model_and_weights(const args *a, const char *cmd, const char **params);
 /* Class c's name, or its number in buf. */
 const char *class_name(const cf_model *m, int c, char *buf, size_t size);

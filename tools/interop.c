@@ -37,10 +37,6 @@ int cmd_export(const args *a)
     const char *params;
     cf_model *m = load_model_and_weights(a, "export", &params);
     if (!m) return params ? 1 : 2;
-    if (!is_weights_file(a->pos[0]) && cf_model_load_params(m, params)) {
-        cf_model_free(m);
-        return fail();
-    }
     int rc = 0;
     if (a->to_torch && !rc) {
         rc = cf_model_export_torch(m, a->to_torch, a->map) ? fail() : 0;

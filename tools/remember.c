@@ -98,7 +98,8 @@ int remembered_columns(const cf_model *m)
     return c ? atoi(c) : 0;
 }
 
-int is_weights_file(const char *path)
+/* Is path a safetensors file (a checkpoint, a parameter file) rather than a model? */
+static int is_weights_file(const char *path)
 {
     FILE *f = fopen(path, "rb");
     unsigned char b[9];
@@ -132,6 +133,10 @@ cf_model *load_model_and_weights(const args *a, const char *cmd, const char **pa
     }
     cf_model *m = cf_model_load(path);
     *params = a->params;
-    if (!m) fail();
+    if (!m || cf_model_load_params(m, a->params)) {
+        fail();
+        cf_model_free(m);
+        return NULL;
+    }
     return m;
 }

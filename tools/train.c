@@ -678,7 +678,6 @@ int cmd_eval(const args *a)
     if (!m) return params ? 1 : 2;
     args eff;   /* the options, with what the checkpoint remembers of its data */
     /* the checkpoint's weights and class names (or --classes) first: word labels are read as them */
-    if (!is_weights_file(a->pos[0]) && cf_model_load_params(m, params)) goto out;
     data_recall(m, a, &eff, a->json ? NULL : stdout);
     eff.params = params;   /* what the classes are said to be of */
     if (class_names_set(m, a->classes, eff.data, NULL)) goto done;
@@ -850,12 +849,7 @@ int cmd_predict(const args *a)
     if (apply_common(a)) return 1;
     const char *params;
     cf_model *m = load_model_and_weights(a, "predict", &params);
-    if (!m) return params ? 1 : 2;
-    /* the small files first: a bad checkpoint is said before a large input is read */
-    if (!is_weights_file(a->pos[0]) && cf_model_load_params(m, params)) {
-        cf_model_free(m);
-        return fail();
-    }
+    if (!m) return params ? 1 : 2;   /* the small files first: a bad checkpoint is said before a large input is read */
     if (class_names_set(m, a->classes, "", NULL)) {
         cf_model_free(m);
         return 1;

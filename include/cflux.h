@@ -951,7 +951,10 @@ typedef struct cf_fit_opts {
     /* A quick try of a model: each epoch trains its first limit_batches batches (of
      * its order: another share of shuffled data each epoch; for text, the first
      * limit_batches steps of each stream), and each evaluation (validation, test)
-     * reads its first limit_batches batches; the schedule counts the steps so
+     * reads limit_batches batches of samples spread evenly over its data (sample
+     * p * n / m of m; text: its first limit_batches batches, of streams their first
+     * steps), so that data in class order (an image folder) is scored on every
+     * class, not on its first; the schedule counts the steps so
      * limited. Checkpoints record it; a resumed run with another limit is told (on
      * on_warning), and a place past the new epoch's end resumes at its last batch.
      * 0: no limit. */
@@ -1079,9 +1082,9 @@ CF_API int cf_model_load_class_names(cf_model *m, const char *path);
 /* Mean loss and accuracy (NAN for regression) of a model over a dataset (the loss the
  * model has, or as cf_trainer_new chooses). */
 CF_API int cf_evaluate(cf_model *m, const cf_dataset *d, int batch, double *loss, double *accuracy);
-/* The same over the first limit_batches batches of d alone, as cf_fit evaluates with
- * o.limit_batches (text read as streams: the first limit_batches steps of each); 0:
- * all of d. */
+/* The same over limit_batches batches of d alone, as cf_fit evaluates with
+ * o.limit_batches: samples spread evenly over d (text: its first limit_batches
+ * batches, of streams the first steps of each); 0: all of d. */
 CF_API int cf_evaluate_ex(cf_model *m, const cf_dataset *d, int batch, long limit_batches, double *loss,
                           double *accuracy);
 /* Output 0 for every sample of d, into out (count * output size floats). */
@@ -1114,8 +1117,8 @@ typedef struct cf_metrics {
 
 /* The metrics of the model's output 0 on d (predicted in batches of batch). */
 CF_API int  cf_evaluate_metrics(cf_model *m, const cf_dataset *d, int batch, int top_k, cf_metrics *r);
-/* The same over the first limit_batches * batch samples of d (0: all of them), the
- * samples that cf_evaluate_ex scores for data that is not sequential. */
+/* The same over limit_batches * batch samples spread evenly over d (0: all of them),
+ * the samples that cf_evaluate_ex scores for data that is not sequential. */
 CF_API int  cf_evaluate_metrics_ex(cf_model *m, const cf_dataset *d, int batch, long limit_batches, int top_k,
                                    cf_metrics *r);
 /* The same from outputs already computed: n samples of out_size outputs and

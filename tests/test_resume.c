@@ -531,7 +531,13 @@ TEST(limit_batches)
     const cf_epoch_stats *h;
     CHECK(t && cf_trainer_history(t, &h) == 2);
     double l5, a5, l80, a80, lall, aall;
-    cf_dataset *first = cf_dataset_from_arrays(cf_dataset_x(test), CF_SHAPE(2), cf_dataset_y(test), 1, 80);
+    /* the 80 samples scored: spread evenly over the 150, sample p * 150 / 80 */
+    float sx[160], sy[80];
+    for (int p = 0; p < 80; p++) {
+        int r = p * 150 / 80;
+        sx[2 * p] = cf_dataset_x(test)[2 * r], sx[2 * p + 1] = cf_dataset_x(test)[2 * r + 1], sy[p] = cf_dataset_y(test)[r];
+    }
+    cf_dataset *first = cf_dataset_from_arrays(sx, CF_SHAPE(2), sy, 1, 80);
     CHECK(cf_evaluate_ex(m, test, 16, 5, &l5, &a5) == 0 && cf_evaluate(m, first, 16, &l80, &a80) == 0 &&
           cf_evaluate(m, test, 16, &lall, &aall) == 0);
     CHECK(t && h[1].test_loss == l5 && h[1].test_accuracy == a5);
@@ -541,6 +547,18 @@ TEST(limit_batches)
     CHECK(mt.count == 80 && mt.accuracy == m80.accuracy && fabs(mt.accuracy - a5) < 1e-12);
     cf_metrics_free(&mt);
     cf_metrics_free(&m80);
+    /* data in class order is scored on every class, not on its first */
+    float ox[300], oy[150];
+    int k = 0;
+    for (int c = 0; c < 3; c++)
+        for (int i = 0; i < 150; i++)
+            if ((int)cf_dataset_y(test)[i] == c)
+                ox[2 * k] = cf_dataset_x(test)[2 * i], ox[2 * k + 1] = cf_dataset_x(test)[2 * i + 1], oy[k++] = (float)c;
+    cf_dataset *sorted = cf_dataset_from_arrays(ox, CF_SHAPE(2), oy, 1, 150);
+    CHECK(k == 150 && cf_evaluate_metrics_ex(m, sorted, 16, 2, 0, &mt) == 0 && mt.count == 32);
+    CHECK(mt.classes == 3 && mt.support[0] > 5 && mt.support[1] > 5 && mt.support[2] > 5);
+    cf_metrics_free(&mt);
+    cf_dataset_free(sorted);
     /* a limit past the data's batches is no limit */
     CHECK(cf_evaluate_ex(m, test, 16, 10, &l80, &a80) == 0 && l80 == lall);
     CHECK(cf_evaluate_ex(m, test, 16, -1, &l80, &a80) == -1);

@@ -698,8 +698,8 @@ int cmd_eval(const args *a)
     if (trained > 0) batch = trained;
     long limit = isnan(a->limit_batches) ? 0 : (long)a->limit_batches;
     if (cf_evaluate_ex(m, d, batch, limit, &l, &acc)) goto out;
-    /* what was scored: --limit-batches takes the first batches (of text, the first steps
-       of each stream: as many sequences) */
+    /* what was scored: --limit-batches takes batches of samples spread over the data
+       (of text the first batches, of streams the first steps of each) */
     size_t n = cf_dataset_count(d), scored = limit && n / (size_t)batch >= (size_t)limit ? (size_t)limit * (size_t)batch : n;
     if (!isfinite(l)) {
         fprintf(stderr, "error: %s: the loss on %s is %s: the weights overflow on this data\n", params,
@@ -722,7 +722,8 @@ int cmd_eval(const args *a)
     } else {
         char part[96] = "";
         if (scored < n)
-            snprintf(part, sizeof part, " of %zu, the first %ld batch%s of %d", n, limit, limit == 1 ? "" : "es", batch);
+            snprintf(part, sizeof part, text ? " of %zu, the first %ld batch%s of %d" : " of %zu: %ld batch%s of %d, spread over it",
+                     n, limit, limit == 1 ? "" : "es", batch);
         printf("%s on %s (%zu %s%s): loss %.4f%s", a->pos[0], test ? "the test set" : "the data", scored,
                text ? "sequences" : "samples", part, l,
                text ? " nats/char" : cf_model_target_norm(m, NULL, NULL) ? " (on standardised targets)" : "");

@@ -430,6 +430,20 @@ static void give_carries(cf_trainer *t, cf_exec *e)
     cf_trainer_drop_carry(t);
 }
 
+/* A streamed dataset's reader ahead for rows [lo, hi) of m spread over d's samples,
+ * in batches of B. 0 or -1. */
+static int plan_spread(const cf_dataset *d, size_t lo, size_t hi, size_t m, size_t B)
+{
+    size_t n = cf_dataset_count(d);
+    if (m >= n || !cf_dataset_streamed(d)) return cf_dataset_plan_range(d, lo, hi - lo, B);
+    size_t *rows = malloc((hi - lo + 1) * sizeof *rows);
+    if (!rows) return cf_oom((hi - lo + 1) * sizeof *rows);
+    for (size_t p = lo; p < hi; p++) rows[p - lo] = cf_spread_row(p, m, n);
+    int rc = cf_dataset_plan(d, rows, hi - lo, B);
+    free(rows);
+    return rc;
+}
+
 /* Mean loss and accuracy over d, in its order; sequential data, for a model that
  * carries state from batch to batch, as streams in batches of o.batch (of n, when it
  * has fewer samples), the samples past the last whole batch left out. A model that
@@ -444,13 +458,14 @@ static int evaluate(cf_trainer *t, const cf_dataset *d, double *loss, double *ac
         if (n < B) B = n;
         n = n / B * B;
     }
-    size_t K = n / B, lo = 0;
-    if (t->o.limit_batches > 0 && n / B >= (size_t)t->o.limit_batches)   /* the first batches alone (of the */
-        n = (size_t)t->o.limit_batches * B;                             /* streams, K long still) */
-    size_t hi = n;
+    size_t K = n / B, lo = 0, all = n;
+    /* a limit: the first batches of text (of its streams, K long still), else batches
+       of samples spread over the data (cf_spread_row) */
+    if (t->o.limit_batches > 0 && n / B >= (size_t)t->o.limit_batches) n = (size_t)t->o.limit_batches * B;
+    size_t hi = n, m = cf_dataset_sequential(d) ? all : n;
     if (t->dist && !seq) cf_dist_shard(n, &lo, &hi);   /* data-parallel: a shard each, summed */
     if (bind_for(t->m, &t->eval, (int)B, hi - lo, CF_LOSS)) return -1;   /* d checked by the caller */
-    if (!seq && cf_dataset_plan_range(d, lo, hi - lo, B)) return -1;   /* a streamed dataset reads ahead */
+    if (!seq && plan_spread(d, lo, hi, m, B)) return -1;   /* a streamed dataset reads ahead */
     size_t *idx = malloc(B * sizeof *idx);
     if (!idx) return cf_oom(B * sizeof *idx);
     if (seq) cf_exec_reset_state(t->eval.full);   /* the streams start from their beginning */
@@ -459,7 +474,7 @@ static int evaluate(cf_trainer *t, const cf_dataset *d, double *loss, double *ac
     for (size_t at = lo; at < hi; at += B) {
         size_t b = hi - at < B ? hi - at : B;
         cf_exec *e = b == B ? t->eval.full : t->eval.tail;
-        for (size_t i = 0; i < b; i++) idx[i] = seq ? stream_sample(at + i, B, K) : at + i;
+        for (size_t i = 0; i < b; i++) idx[i] = seq ? stream_sample(at + i, B, K) : cf_spread_row(at + i, m, all);
         if (cf_trainer_load_batch(t, e, d, idx, b) || cf_forward(e, 0)) {
             free(idx);
             return -1;
@@ -812,35 +827,34 @@ int cf_evaluate_ex(cf_model *m, const cf_dataset *d, int batch, long limit_batch
 
 int cf_predict_outputs(cf_model *m, const cf_dataset *d, int batch, float *const *outs)
 {
-    return cf_predict_first(m, d, cf_dataset_count(d), batch, outs);
+    return cf_predict_spread(m, d, cf_dataset_count(d), batch, outs);
 }
 
-int cf_predict_first(cf_model *m, const cf_dataset *d, size_t n, int batch, float *const *outs)
+int cf_predict_spread(cf_model *m, const cf_dataset *d, size_t n, int batch, float *const *outs)
 {
     if (!m || !d || !outs || batch < 1)
         return cf_seterr("error: cf_predict: no model, data or output, or a batch below 1");
     if (cf_model_infer_shapes(m)) return -1;
-    if (n > cf_dataset_count(d)) n = cf_dataset_count(d);
+    size_t all = cf_dataset_count(d);
+    if (n > all) n = all;
     if (check_input(m, d)) return -1;
     bound b = {0};
-    if (bind_for(m, &b, batch, n, 0) || cf_dataset_plan_range(d, 0, n, (size_t)batch)) {
-        unbind(&b);
-        return -1;
-    }
-    for (size_t at = 0; at < n; at += (size_t)batch) {
+    size_t rows[256], *idx = (size_t)batch <= 256 ? rows : malloc((size_t)batch * sizeof *idx);
+    if (!idx) return cf_oom((size_t)batch * sizeof *idx);
+    int rc = bind_for(m, &b, batch, n, 0) || plan_spread(d, 0, n, n, (size_t)batch) ? -1 : 0;
+    for (size_t at = 0; rc == 0 && at < n; at += (size_t)batch) {
         size_t k = n - at < (size_t)batch ? n - at : (size_t)batch;
         cf_exec *e = k == (size_t)batch ? b.full : b.tail;
         float *x = cf_exec_input(e, 0, NULL);
-        if (cf_dataset_read(d, at, k, x)) {
-            unbind(&b);
-            cf_dataset_plan(d, NULL, 0, 0);
-            return -1;
+        for (size_t i = 0; i < k; i++) idx[i] = cf_spread_row(at + i, n, all);
+        if (cf_dataset_fetch(d, idx, k, x)) {
+            rc = -1;
+            break;
         }
         cf_norm_apply(m, x, k);
         if (cf_forward(e, 0)) {
-            unbind(&b);
-            cf_dataset_plan(d, NULL, 0, 0);
-            return -1;
+            rc = -1;
+            break;
         }
         for (int o = 0; o < m->noutputs; o++) {
             size_t ocount = cf_shape_count(m->outputs[o]->shape);
@@ -848,9 +862,10 @@ int cf_predict_first(cf_model *m, const cf_dataset *d, size_t n, int batch, floa
         }
         if (outs[0]) cf_norm_undo_targets(m, outs[0] + at * cf_shape_count(m->outputs[0]->shape), k);
     }
+    if (idx != rows) free(idx);
     unbind(&b);
     cf_dataset_plan(d, NULL, 0, 0);
-    return 0;
+    return rc;
 }
 
 int cf_predict(cf_model *m, const cf_dataset *d, int batch, float *out)

@@ -158,9 +158,16 @@ int cf_evaluate_metrics_ex(cf_model *m, const cf_dataset *d, int batch, long lim
     float **outs = calloc((size_t)m->noutputs + 1, sizeof *outs);   /* output 0 alone */
     int rc = outs ? 0 : cf_oom(((size_t)m->noutputs + 1) * sizeof *outs);
     if (outs) outs[0] = out;
-    if (!rc) rc = cf_predict_first(m, d, n, batch, outs);
+    if (!rc) rc = cf_predict_spread(m, d, n, batch, outs);
     free(outs);
-    if (!rc) rc = cf_metrics_compute(out, k, cf_dataset_y(d), cf_dataset_target_size(d), n, classify, top_k, r);
+    /* the targets of the rows scored: all of them, or those spread over the data */
+    size_t all = cf_dataset_count(d), ys = (size_t)cf_dataset_target_size(d);
+    const float *y = cf_dataset_y(d);
+    float *picked = !rc && n < all ? malloc(n * ys * sizeof *picked) : NULL;
+    if (!rc && n < all && !picked) rc = cf_oom(n * ys * sizeof *picked);
+    for (size_t p = 0; picked && p < n; p++) memcpy(picked + p * ys, y + cf_spread_row(p, n, all) * ys, ys * sizeof *y);
+    if (!rc) rc = cf_metrics_compute(out, k, picked ? picked : y, (int)ys, n, classify, top_k, r);
+    free(picked);
     free(out);
     return rc;
 }

@@ -80,9 +80,13 @@ size_t cf_optim_state_bytes(const cf_model *m, const char *name);
  * mean of squared gradients whose square root divides each step (a checkpoint's v below
  * 0 made the first step NaN, blamed on the learning rate). */
 int cf_optim_state_nonneg(const cf_optim *o, int i);
-/* cf_predict_outputs for the first n samples of d alone (all of them when it has
- * fewer): what cf_evaluate_metrics_ex scores. 0 or -1. */
-int cf_predict_first(cf_model *m, const cf_dataset *d, size_t n, int batch, float *const *outs);
+/* Row p of m rows spread evenly over n (m <= n): p * n / m. What a limited evaluation
+ * reads of data that is not sequential: an image folder's samples are in class order,
+ * and its first batches would be one class. */
+static inline size_t cf_spread_row(size_t p, size_t m, size_t n) { return m < n ? p * n / m : p; }
+/* cf_predict_outputs for n samples of d spread evenly over it (cf_spread_row; all of
+ * them when it has no more): what cf_evaluate_metrics_ex scores. 0 or -1. */
+int cf_predict_spread(cf_model *m, const cf_dataset *d, size_t n, int batch, float *const *outs);
 /* Fit the model's input statistics on d's samples. 0 or -1. */
 int cf_norm_fit(cf_model *m, const cf_dataset *d);
 /* Fit the model's target statistics on d's targets (regression). 0 or -1. */

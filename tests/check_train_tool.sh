@@ -85,7 +85,7 @@ want=$(sed -n 's/^2,[^,]*,[^,]*,,,\([^,]*\),.*/\1/p' "$t/lim.csv")
 grep -q "^{\"samples\": 48, \"limit_batches\": 3, \"batch\": 16, \"loss\": $want, " "$t/ev" && ok ||
   bad "--limit-batches: eval: $(cat "$t/ev"), the run's test loss $want"
 "$tool" eval "$t/m.flux" --params "$t/lim.ckpt" --data "csv:$t/train.csv,$t/test.csv" --batch 16 --limit-batches 3 |
-  grep -q 'on the test set (48 samples of 100, the first 3 batches of 16): loss ' && ok || bad "--limit-batches: eval's line"
+  grep -q 'on the test set (48 samples of 100: 3 batches of 16, spread over it): loss ' && ok || bad "--limit-batches: eval's line"
 train --epochs 2 --batch 16 --limit-batches 3 --stop-after 1 --save "$t/lim1.ckpt" --quiet > /dev/null
 train --epochs 2 --batch 16 --limit-batches 3 --resume "$t/lim1.ckpt" --save "$t/lim2.ckpt" --quiet > /dev/null 2> "$t/err"
 cmp -s "$t/lim.ckpt" "$t/lim2.ckpt" && [ ! -s "$t/err" ] && ok || bad "--limit-batches: the resumed run differs: $(cat "$t/err")"

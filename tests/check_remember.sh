@@ -66,6 +66,18 @@ cut -d, -f1-4 "$t/words.csv" > "$t/wordsx.csv"
 [ $rc -eq 0 ] && [ $rc2 -eq 0 ] && [ "$(wc -l < "$t/pw1")" -eq 300 ] && cmp -s "$t/pw1" "$t/pw2" &&
   grep -q "^0: class [0-2] \(high\|low\|mid\) (p = " "$t/pw1" && ok || bad "predict, word labels: exits $rc $rc2: $(cat "$t/err") $(head -n 2 "$t/pw1")"
 
+# ---- an option for one kind of data, given with another, is refused ----
+usage() {  # usage PATTERN ARGS...: exit 2 and the one line
+  pat=$1; shift
+  "$tool" "$@" > /dev/null 2> "$t/err"; rc=$?
+  [ $rc -eq 2 ] && [ "$(wc -l < "$t/err")" -eq 1 ] && grep -q -- "$pat" "$t/err" && ok || bad "$* -> exit $rc: $(cat "$t/err")"
+}
+usage "cflux train: --label-col is for CSV data (csv:FILE), and --data fashion-mnist is not" train "$t/m.flux" --label-col 3
+usage "cflux train: --features is for CSV data" train "$t/m.flux" --data "text:$t/h.csv" --features 1,2
+usage "cflux lr-find: --skip-bad is for image folders (images:DIR), and --data csv:" lr-find "$t/m.flux" --data "csv:$t/train.csv" --skip-bad
+usage "cflux train: --exact-size is for image folders" train "$t/m.flux" --data "csv:$t/train.csv" --exact-size
+usage "cflux eval: --label-col is for CSV data (csv:FILE), and --data idx:" eval "$t/h.ckpt" --data idx:a,b --label-col 1
+
 # ---- large targets that do not move: a note that says why and what to try ----
 "$tool" train "$t/h.flux" --data "csv:$t/h.csv" --label-col -1 --epochs 8 --quiet > /dev/null 2> "$t/err"
 grep -q "note: after 50 steps the loss (.*) is still that of outputs of 0 .*standardise the targets (--normalize" "$t/err" &&

@@ -53,6 +53,10 @@ int data_remember(cf_model *m, const args *a, const cf_dataset *train);
 void data_recall(const cf_model *m, const args *a, args *out, FILE *said);
 int data_contradicts(const cf_model *m, const args *a, const cf_dataset *d, const char *ckpt);
 int remembered_columns(const cf_model *m);
+/* Options for one kind of data given with another (--label-col or --features without
+ * CSV data, --skip-bad or --exact-size without an image folder): 2 with the message,
+ * else 0. data NULL is fashion-mnist. */
+int data_options_fit(const args *a, const char *data, const char *cmd);
 /* MODEL with its weights loaded, for eval, predict and export: MODEL a .flux file with
  * --params CKPT, or a checkpoint alone (its model's source within). *params is the
  * weights' path. NULL with the message printed: *params NULL for a usage error (exit

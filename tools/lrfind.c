@@ -191,6 +191,7 @@ int cmd_lrfind(const args *a)
     o.loss = !a->loss ? 0 : !strcmp(a->loss, "xent") ? CF_LOSS_XENT : CF_LOSS_MSE;
     o.seed = a->seed;
     o.normalize = a->normalize;
+    if (data_options_fit(a, a->data, "lr-find")) return 2;
     if (apply_common(a)) return 1;
     if (a->plot && cf_file_check(a->plot)) return fail();
 

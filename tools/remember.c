@@ -53,7 +53,9 @@ void data_recall(const cf_model *m, const args *a, args *out, FILE *said)
         if (said) fprintf(said, "data: %s", data);
         told = 1;
     }
-    /* the checkpoint's reading goes with its own data, or with data the user names */
+    /* the checkpoint's reading goes with its own data, or with other CSV data the user
+       names */
+    if (out->data && strncmp(out->data, "csv:", 4)) label = features = NULL;
     if (!a->label_col && label) {
         out->label_col = label;
         if (said) fprintf(said, "%slabel column %s", told ? ", " : "", label);
@@ -139,4 +141,17 @@ cf_model *load_model_and_weights(const args *a, const char *cmd, const char **pa
         return NULL;
     }
     return m;
+}
+
+int data_options_fit(const args *a, const char *data, const char *cmd)
+{
+    data = data ? data : "fashion-mnist";
+    int csv = !strncmp(data, "csv:", 4), images = !strncmp(data, "images:", 7);
+    const char *opt = !csv && a->label_col ? "--label-col" : !csv && a->features ? "--features"
+                    : !images && a->skip_bad ? "--skip-bad" : !images && a->exact_size ? "--exact-size" : NULL;
+    if (!opt) return 0;
+    int columns = !strcmp(opt, "--label-col") || !strcmp(opt, "--features");
+    fprintf(stderr, "cflux %s: %s is for %s, and --data %s is not\n", cmd, opt,
+            columns ? "CSV data (csv:FILE)" : "image folders (images:DIR)", data);
+    return 2;
 }

@@ -415,6 +415,7 @@ static int train_run(const args *a, int ranks)
     const char *schedule = a->schedule ? a->schedule : "cosine";
     float lr0;
     if (cf_schedule_lr(schedule, 1, 0, 1, 1, &lr0)) return fail();
+    if (data_options_fit(a, a->data, "train")) return 2;
     if (apply_common(a) || check_outputs(a)) return 1;
     catch_signals();
 
@@ -680,6 +681,10 @@ int cmd_eval(const args *a)
     /* the checkpoint's weights and class names (or --classes) first: word labels are read as them */
     data_recall(m, a, &eff, a->json ? NULL : stdout);
     eff.params = params;   /* what the classes are said to be of */
+    if (data_options_fit(a, eff.data, "eval")) {
+        rc = 2;
+        goto done;
+    }
     if (class_names_set(m, a->classes, eff.data, NULL)) goto done;
     if (open_data(&eff, m, &train, &test)) goto out;
     if (data_contradicts(m, a, train, params)) goto done;

@@ -66,10 +66,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (mlen || hlen || a.npos < c->npos || (!command_repeats(c) && a.npos != c->npos)) abort();
         const char *strs[] = {a.pos[0], a.pos[1], a.data, a.optim, a.schedule, a.save, a.resume, a.log, a.plot,
                               a.init, a.params, a.loss, a.out, a.max_memory, a.from_torch, a.to_torch, a.onnx, a.map,
-                              a.classes, a.keep_best, a.report};
+                              a.classes, a.keep_best, a.report, a.label_col, a.features};
         for (size_t i = 0; i < sizeof strs / sizeof *strs; i++)
             if (strs[i] && !is_arg(strs[i], argv + 1, argc - 1)) abort();
-        double nums[] = {a.epochs, a.batch, a.stop_after, a.lr, a.wd, a.clip, a.val, a.momentum, a.threads, a.label_col};
+        double nums[] = {a.epochs, a.batch, a.stop_after, a.lr, a.wd, a.clip, a.val, a.momentum, a.threads,
+                         a.limit_batches};
         for (size_t i = 0; i < sizeof nums / sizeof *nums; i++)
             if (!isnan(nums[i]) && !(nums[i] >= -1e6 && nums[i] <= 1e12)) abort();
         if (!isnan(a.batch) && (a.batch < 1 || a.batch != floor(a.batch))) abort();

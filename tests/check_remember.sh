@@ -14,6 +14,7 @@ head -n 400 "$t/all.csv" > "$t/h.csv"
 tail -n 100 "$t/all.csv" > "$t/ht.csv"
 cut -d, -f1-3 "$t/ht.csv" > "$t/hx.csv"   # features alone, for predict
 echo 'model = Chain(Input(3), Affine(16), relu, Affine(1))' > "$t/h.flux"
+echo 'model = Chain(Input(2), Affine(8), tanh, Affine(3), softmax)' > "$t/m4.flux"
 "$tool" train "$t/h.flux" --data "csv:$t/h.csv,$t/ht.csv" --label-col -1 --normalize --epochs 80 --lr 0.01 \
   --save "$t/h.ckpt" > "$t/train.out" 2> "$t/train.err"
 rc=$?
@@ -40,6 +41,13 @@ awk -v m="$mae" 'BEGIN { exit !(m > 300 && m < 20000) }' && ok || bad "MAE $mae 
   ok || bad "contradicting --label-col: exit $rc: $(cat "$t/err")"
 "$tool" eval "$t/h.ckpt" --features 0,1 > "$t/out" 2> "$t/err"; rc=$?
 [ $rc -eq 1 ] && grep -q "error: --features 0,1 contradicts .*h.ckpt" "$t/err" && ok || bad "contradicting --features: exit $rc: $(cat "$t/err")"
+
+# --features by name or number: the same columns agree, others are refused
+"$tool" train "$t/m4.flux" --data "csv:$t/train.csv" --features b,c --epochs 1 --save "$t/f.ckpt" --quiet > /dev/null 2>&1
+"$tool" eval "$t/f.ckpt" --features 2,3 > /dev/null 2> "$t/err"; rc=$?
+"$tool" eval "$t/f.ckpt" --features 3,2 > /dev/null 2>> "$t/err"; rc2=$?
+[ $rc -eq 0 ] && [ $rc2 -eq 1 ] && grep -q "error: --features 3,2 contradicts .*f.ckpt, which was trained on the features b,c" "$t/err" &&
+  ok || bad "--features by number: exits $rc $rc2: $(cat "$t/err")"
 
 # ---- predict: the checkpoint alone; features alone or the training file's layout ----
 "$tool" predict "$t/h.ckpt" "$t/hx.csv" > "$t/p1" 2> "$t/err"; rc=$?

@@ -69,6 +69,37 @@ void data_recall(const cf_model *m, const args *a, args *out, FILE *said)
     if (said && told) fprintf(said, " (as the checkpoint remembers)\n");
 }
 
+/* A --features list as column numbers of d (names by its header, numbers as they are,
+ * negative from the end): the count, or -1 when an item is neither. */
+static int feature_columns(const cf_dataset *d, const char *list, int *cols, int max)
+{
+    int n = 0, ncols = cf_dataset_column_count(d);
+    for (const char *p = list; *p && n < max; n++) {
+        size_t len = strcspn(p, ",");
+        char item[256];
+        if (len >= sizeof item) return -1;
+        memcpy(item, p, len);
+        item[len] = 0;
+        char *end;
+        long v = strtol(item, &end, 10);
+        cols[n] = -1;
+        if (*item && !*end) cols[n] = (int)(v < 0 ? v + ncols : v);
+        for (int c = 0; cols[n] < 0 && c < ncols; c++)
+            if (cf_dataset_column_name(d, c) && !strcmp(cf_dataset_column_name(d, c), item)) cols[n] = c;
+        if (cols[n] < 0) return -1;
+        p += len + (p[len] == ',');
+    }
+    return n;
+}
+
+/* Do two --features lists name the same columns of d, in the same order? */
+static int same_features(const cf_dataset *d, const char *a, const char *b)
+{
+    int ca[256], cb[256], na = feature_columns(d, a, ca, 256), nb = feature_columns(d, b, cb, 256);
+    if (na < 0 || nb < 0) return !strcmp(a, b);
+    return na == nb && !memcmp(ca, cb, (size_t)na * sizeof *ca);
+}
+
 int data_contradicts(const cf_model *m, const args *a, const cf_dataset *d, const char *ckpt)
 {
     char have[256];
@@ -81,7 +112,7 @@ int data_contradicts(const cf_model *m, const args *a, const cf_dataset *d, cons
                 ql ? "'" : "");
         return 1;
     }
-    if (a->features && features && strcmp(a->features, features)) {
+    if (a->features && features && !same_features(d, a->features, features)) {
         fprintf(stderr, "error: --features %s contradicts %s, which was trained on the features %s; leave --features "
                         "out to use the checkpoint's\n", a->features, ckpt, features);
         return 1;

@@ -186,18 +186,29 @@ static int same_file(const char *a, const char *b)
     return same;
 }
 
+/* The Fashion-MNIST folder tmp(name) as images:DIR/train,DIR/test (made first, with
+ * JPEGs among its PNGs when jpeg, unless make is 0: made by an earlier test). 0, or
+ * -1 with the error printed. */
+static int open_fm(const char *name, int make, int jpeg, int stream_only, cf_dataset **tr, cf_dataset **te)
+{
+    char root[300], spec[700];
+    snprintf(root, sizeof root, "%s", tmp(name));
+    if (make) make_folder(root, jpeg);
+    snprintf(spec, sizeof spec, "images:%s/train,%s/test", root, root);
+    cf_data_opts o = image_opts();
+    o.stream_only = stream_only;
+    if (cf_data_open_opts(spec, &o, tr, te) == 0) return 0;
+    fprintf(stderr, "  %s\n", cf_last_error());
+    return -1;
+}
+
 TEST(folder_trains_as_idx)
 {
     CHECK(have_fm);
     if (!have_fm) return;
-    char root[300], spec[700];
-    snprintf(root, sizeof root, "%s", tmp("fm"));
-    make_folder(root, 1);
-    snprintf(spec, sizeof spec, "images:%s/train,%s/test", root, root);
-    cf_data_opts o = image_opts();
     cf_dataset *tr, *te;
-    CHECK(cf_data_open_opts(spec, &o, &tr, &te) == 0);
-    if (!tr || !te) return (void)fprintf(stderr, "  %s\n", cf_last_error());
+    CHECK(open_fm("fm", 1, 1, 0, &tr, &te) == 0);
+    if (!tr || !te) return;
     CHECK(cf_dataset_streamed(tr) && cf_dataset_streamed(te));
     CHECK(cf_dataset_x(tr) == NULL);
     CHECK(cf_dataset_count(tr) == NTRAIN && cf_dataset_count(te) == NTEST);
@@ -229,13 +240,9 @@ TEST(streamed_is_memory_bitwise)
 {
     CHECK(have_fm);
     if (!have_fm) return;
-    char root[300], spec[700];
-    snprintf(root, sizeof root, "%s", tmp("fm"));   /* made by folder_trains_as_idx */
-    snprintf(spec, sizeof spec, "images:%s/train,%s/test", root, root);
-    cf_data_opts o = image_opts();
     cf_dataset *tr, *te;
-    CHECK(cf_data_open_opts(spec, &o, &tr, &te) == 0);
-    if (!tr) return (void)fprintf(stderr, "  %s\n", cf_last_error());
+    CHECK(open_fm("fm", 0, 0, 0, &tr, &te) == 0);   /* made by folder_trains_as_idx */
+    if (!tr) return;
     size_t n = cf_dataset_count(tr), nt = cf_dataset_count(te);
     float *x = malloc(n * 784 * sizeof *x), *xt = malloc(nt * 784 * sizeof *xt);
     CHECK(cf_dataset_read(tr, 0, n, x) == 0 && cf_dataset_read(te, 0, nt, xt) == 0);
@@ -293,14 +300,8 @@ TEST(streamed_memory_is_the_queue)
 {
     CHECK(have_fm);
     if (!have_fm) return;
-    char root[300], spec[700];
-    snprintf(root, sizeof root, "%s", tmp("png"));
-    make_folder(root, 0);
-    snprintf(spec, sizeof spec, "images:%s/train,%s/test", root, root);
-    cf_data_opts o = image_opts();
-    o.stream_only = 1;   /* no images kept decoded: the queue alone */
     cf_dataset *tr, *te;
-    CHECK(cf_data_open_opts(spec, &o, &tr, &te) == 0);
+    CHECK(open_fm("png", 1, 0, 1, &tr, &te) == 0);   /* stream_only: no images kept decoded, the queue alone */
     if (!tr) return;
     cf_dataset *itr = idx_in_folder_order(trpx, trlab, NTRAIN), *ite = idx_in_folder_order(tepx, telab, NTEST);
     size_t streamed = fit_growth(tr, te), held = fit_growth(itr, ite), queue = 4 * 32 * 784 * sizeof(float);
@@ -320,19 +321,15 @@ TEST(a_folder_that_fits_is_decoded_once)
 {
     CHECK(have_fm);
     if (!have_fm) return;
-    char root[300], spec[700], cmd[800];
-    snprintf(root, sizeof root, "%s", tmp("kept"));
-    make_folder(root, 0);
-    snprintf(spec, sizeof spec, "images:%s/train,%s/test", root, root);
-    cf_data_opts o = image_opts();
+    char cmd[800];
     cf_dataset *tr, *te;
-    CHECK(cf_data_open_opts(spec, &o, &tr, &te) == 0);
+    CHECK(open_fm("kept", 1, 0, 0, &tr, &te) == 0);
     if (!tr) return;
     size_t base = cf_memory_in_use();
     double a = train_cnn(tr, te, 1, 0, tmp("k1.st"));
     size_t kept = cf_memory_in_use() - base;
     CHECK(kept == (NTRAIN + NTEST) * 784);
-    snprintf(cmd, sizeof cmd, "rm -r '%s'", root);
+    snprintf(cmd, sizeof cmd, "rm -r '%s'", tmp("kept"));
     CHECK(system(cmd) == 0);
     double b = train_cnn(tr, te, 1, 0, tmp("k2.st"));
     cf_dataset *itr = idx_in_folder_order(trpx, trlab, NTRAIN), *ite = idx_in_folder_order(tepx, telab, NTEST);

@@ -763,7 +763,8 @@ TEST(every_op_has_a_row_a_name_and_a_check)
             CHECK(checked[op]);
         }
         if (d->flags & CF_CALL) CHECK(d->nin == 1);
-        if (d->flags & CF_CALL_NUM) CHECK((d->flags & CF_CALL) && d->a_name);
+        for (int a = 0; a < CF_OP_ATTRS && d->attrs[a].name; a++)   /* numbers only after a value */
+            CHECK((d->flags & CF_CALL) && (d->attrs[a].kind == 'f' || d->attrs[a].kind == 'i'));
     }
 }
 

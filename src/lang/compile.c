@@ -1275,6 +1275,64 @@ out:
     return rc;
 }
 
+/* An op's function of one value, with the numbers its row declares (cf_opdef.attrs)
+ * after the value, by position or by name: leakyrelu(x, 0.2), clamp(x, lo = 0). */
+static int op_call(cc *c, env *en, const ast *e, cf_opcode op, value *args, int nargs, const char **kwn, value *kwv,
+                   int nkw, value *out)
+{
+    const cf_opdef *od = cf_ops[op];
+    const char *name = od->name;
+    int na = 0;
+    while (na < CF_OP_ATTRS && od->attrs[na].name) na++;
+    if (nargs - 1 > na) {
+        if (!na) return ERR(c, en, e, "%s takes one value but was given %d arguments", name, nargs);
+        char usage[160];
+        int u = snprintf(usage, sizeof usage, "%s(x", name);
+        for (int k = 0; k < na && u < (int)sizeof usage; k++)
+            u += isnan(od->attrs[k].def) ? snprintf(usage + u, sizeof usage - u, ", %s", od->attrs[k].name)
+                                         : snprintf(usage + u, sizeof usage - u, ", %g", (double)od->attrs[k].def);
+        return ERR(c, en, e, "%s takes a value and at most %d number%s: %s)", name, na, na == 1 ? "" : "s", usage);
+    }
+    const value *given[CF_OP_ATTRS] = {0};
+    for (int k = 1; k < nargs; k++) given[k - 1] = &args[k];
+    for (int k = 0; k < nkw; k++) {
+        int j = 0;
+        while (j < na && strcmp(od->attrs[j].name, kwn[k]) != 0) j++;
+        if (j == na) {
+            if (!na) return no_keywords(c, en, e, name, nkw, kwn);
+            return ERR(c, en, e, "%s has no argument named '%s'", name, kwn[k]);
+        }
+        if (given[j]) return ERR(c, en, e, "%s's %s is given twice", name, kwn[k]);
+        given[j] = &kwv[k];
+    }
+    int ia[CF_ATTR_INTS] = {0}, nia = 0, nfa = 0;
+    float fa[CF_ATTR_FLOATS] = {0};
+    for (int j = 0; j < na; j++) {
+        const cf_attrdef *d = &od->attrs[j];
+        double v = d->def;
+        if (given[j]) {
+            if (given[j]->kind != V_NUM) return ERR(c, en, e, "the %s of %s must be a number", d->name, name);
+            v = given[j]->num;
+        } else if (isnan(v)) {
+            return ERR(c, en, e, "%s needs its %s: %s(x, %s = ...)", name, d->name, name, d->name);
+        }
+        if (d->kind == 'i') {
+            if (v != floor(v) || fabs(v) > 1e9) return ERR(c, en, e, "the %s of %s must be a whole number", d->name, name);
+            ia[d->slot] = (int)v;
+            if (d->slot + 1 > nia) nia = d->slot + 1;
+        } else {
+            fa[d->slot] = (float)v;
+            if (d->slot + 1 > nfa) nfa = d->slot + 1;
+        }
+    }
+    if (args[0].kind != V_TENSOR) return ERR(c, en, e, "%s needs a value, not %s", od->what, kind_name(&args[0]));
+    if (is_unresolved(c, args[0].node)) return unresolved_error(c, en, e, args[0].node, name);
+    cf_node *n = cf_op_at(c->m, op, 1, &args[0].node, ia, nia, fa, nfa, en->file, e->line, e->col);
+    if (made(c, en, e, n)) return -1;
+    *out = tensor_value(n);
+    return 0;
+}
+
 static int call_builtin(cc *c, env *en, const ast *e, int fi, value *args, int nargs, const char **kwn, value *kwv,
                         int nkw, value *out)
 {
@@ -1431,7 +1489,7 @@ static int call_builtin(cc *c, env *en, const ast *e, int fi, value *args, int n
     }
 
     /* functions of values */
-    if (no_keywords(c, en, e, b->name, nkw, kwn)) return -1;
+    if (b->id != B_OP && no_keywords(c, en, e, b->name, nkw, kwn)) return -1;
     if (!c->in_forward)
         return ERR(c, en, e, "%s(...) works on values inside a forward function; in a Chain write just %s",
                    b->name, b->name);
@@ -1471,19 +1529,7 @@ static int call_builtin(cc *c, env *en, const ast *e, int fi, value *args, int n
         *out = tensor_value(n);
         return 0;
     }
-    const cf_opdef *od = cf_ops[b->op];
-    float a = od->a0;
-    if (od->flags & CF_CALL_NUM) {
-        if (nargs > 2)
-            return ERR(c, en, e, "%s takes a value and a %s: %s(x, %g)", b->name, od->a_name, b->name, (double)od->a0);
-        if (nargs == 2) {
-            if (args[1].kind != V_NUM) return ERR(c, en, e, "the %s of %s must be a number", od->a_name, b->name);
-            a = (float)args[1].num;
-        }
-    } else if (nargs != 1) {
-        return ERR(c, en, e, "%s takes one value but was given %d arguments", b->name, nargs);
-    }
-    return unary_node(c, en, e, b->op, &args[0], a, out);
+    return op_call(c, en, e, b->op, args, nargs, kwn, kwv, nkw, out);
 }
 
 static int eval_call_with(cc *c, env *en, const ast *e, const value *callee, value *args, value *kwv,
@@ -1752,7 +1798,7 @@ static int apply(cc *c, const value *f, value *x, int nx, const char *file, cons
         env tmp = {.file = file};
         struct builtin b = builtin_at(f->fn);
         if (nx != 1) return cerr(c, file, where->line, where->col, "%s takes one value", b.name);
-        return unary_node(c, &tmp, where, b.op, &x[0], cf_ops[b.op]->a0, out);
+        return op_call(c, &tmp, where, b.op, x, 1, NULL, NULL, 0, out);
     }
     /* a partial: give it the size of what flows in, once */
     partial *p = f->partial;
@@ -1841,13 +1887,7 @@ static int positionwise_op(const value *v)
     if (v->kind != V_BUILTIN) return 0;
     struct builtin b = builtin_at(v->fn);
     if (!b.unary) return 0;   /* an op's (B_OP), or gelu's */
-    switch (b.op) {
-    case CF_OP_SOFTMAX: case CF_OP_LOGSOFTMAX: case CF_OP_SIGMOID: case CF_OP_TANH: case CF_OP_RELU:
-    case CF_OP_LEAKYRELU: case CF_OP_EXP: case CF_OP_LOG: case CF_OP_SOFTPLUS: case CF_OP_NEG: case CF_OP_GELU:
-        return 1;
-    default:
-        return 0;
-    }
+    return (cf_ops[b.op]->flags & CF_POSITIONWISE) != 0;
 }
 
 /* Can unroll(m, n) be built layer by layer, and does it gain by it? */

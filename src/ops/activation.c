@@ -89,10 +89,32 @@ static void act_backward(const cf_inst *k)
     cf_parallel_range(cf_shape_count_b(k->ys, 1), 2, backward_range, &j);
 }
 
-const cf_opdef cf_op_neg = {"-", "negation", cf_same_shape, NULL, NULL, act_forward, act_backward, 0, 0, 1, 0, NULL};
-const cf_opdef cf_op_sigmoid = {"sigmoid", "sigmoid", cf_same_shape, NULL, NULL, act_forward, act_backward, CF_BWD_Y | CF_CALL, 0, 1, 0, NULL};
-const cf_opdef cf_op_tanh = {"tanh", "tanh", cf_same_shape, NULL, NULL, act_forward, act_backward, CF_BWD_Y | CF_CALL, 0, 1, 0, NULL};
-const cf_opdef cf_op_relu = {"relu", "relu", cf_same_shape, NULL, NULL, act_forward, act_backward, CF_BWD_Y | CF_CALL, 0, 1, 0, NULL};
-const cf_opdef cf_op_leakyrelu = {"leakyrelu", "leakyrelu", cf_same_shape, NULL, NULL, act_forward, act_backward, CF_BWD_X | CF_CALL | CF_CALL_NUM, 0, 1, 0.01f, "slope"};
-const cf_opdef cf_op_exp = {"exp", "exp", cf_same_shape, NULL, NULL, act_forward, act_backward, CF_BWD_Y | CF_CALL, 0, 1, 0, NULL};
-const cf_opdef cf_op_log = {"log", "log", cf_same_shape, NULL, NULL, act_forward, act_backward, CF_BWD_X | CF_CALL, 0, 1, 0, NULL};
+const cf_opdef cf_op_neg = {
+    .name = "-", .what = "negation", .infer = cf_same_shape, .forward = act_forward, .backward = act_backward,
+    .flags = CF_POSITIONWISE, .nin = 1,
+};
+const cf_opdef cf_op_sigmoid = {
+    .name = "sigmoid", .what = "sigmoid", .infer = cf_same_shape, .forward = act_forward,
+    .backward = act_backward, .flags = CF_BWD_Y | CF_CALL | CF_POSITIONWISE, .nin = 1,
+};
+const cf_opdef cf_op_tanh = {
+    .name = "tanh", .what = "tanh", .infer = cf_same_shape, .forward = act_forward, .backward = act_backward,
+    .flags = CF_BWD_Y | CF_CALL | CF_POSITIONWISE, .nin = 1,
+};
+const cf_opdef cf_op_relu = {
+    .name = "relu", .what = "relu", .infer = cf_same_shape, .forward = act_forward, .backward = act_backward,
+    .flags = CF_BWD_Y | CF_CALL | CF_POSITIONWISE, .nin = 1,
+};
+const cf_opdef cf_op_leakyrelu = {
+    .name = "leakyrelu", .what = "leakyrelu", .infer = cf_same_shape, .forward = act_forward,
+    .backward = act_backward, .flags = CF_BWD_X | CF_CALL | CF_POSITIONWISE, .nin = 1,
+    .attrs = {{"slope", 'f', 0, 0.01f}},
+};
+const cf_opdef cf_op_exp = {
+    .name = "exp", .what = "exp", .infer = cf_same_shape, .forward = act_forward, .backward = act_backward,
+    .flags = CF_BWD_Y | CF_CALL | CF_POSITIONWISE, .nin = 1,
+};
+const cf_opdef cf_op_log = {
+    .name = "log", .what = "log", .infer = cf_same_shape, .forward = act_forward, .backward = act_backward,
+    .flags = CF_BWD_X | CF_CALL | CF_POSITIONWISE, .nin = 1,
+};

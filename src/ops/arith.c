@@ -213,7 +213,19 @@ static int arith_infer(cf_node *n)
                                n->in[1]->batched, &n->shape, &n->batched);
 }
 
-const cf_opdef cf_op_add = {"+", "addition", arith_infer, NULL, NULL, arith_forward, arith_backward, 0, 0, 2, 0, NULL};
-const cf_opdef cf_op_sub = {"-", "subtraction", arith_infer, NULL, NULL, arith_forward, arith_backward, 0, 0, 2, 0, NULL};
-const cf_opdef cf_op_mul = {".*", "elementwise product", arith_infer, NULL, NULL, arith_forward, arith_backward, CF_BWD_X, 0, 2, 0, NULL};
-const cf_opdef cf_op_div = {"./", "elementwise division", arith_infer, NULL, NULL, arith_forward, arith_backward, CF_BWD_X, 0, 2, 0, NULL};
+const cf_opdef cf_op_add = {
+    .name = "+", .what = "addition", .infer = arith_infer, .forward = arith_forward,
+    .backward = arith_backward, .nin = 2,
+};
+const cf_opdef cf_op_sub = {
+    .name = "-", .what = "subtraction", .infer = arith_infer, .forward = arith_forward,
+    .backward = arith_backward, .nin = 2,
+};
+const cf_opdef cf_op_mul = {
+    .name = ".*", .what = "elementwise product", .infer = arith_infer, .forward = arith_forward,
+    .backward = arith_backward, .flags = CF_BWD_X, .nin = 2,
+};
+const cf_opdef cf_op_div = {
+    .name = "./", .what = "elementwise division", .infer = arith_infer, .forward = arith_forward,
+    .backward = arith_backward, .flags = CF_BWD_X, .nin = 2,
+};

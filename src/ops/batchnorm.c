@@ -174,5 +174,7 @@ static void bn_backward(const cf_inst *k)
     cf_parallel_range(j.C, 4 * j.B * j.S + 1, backward_range, &j);
 }
 
-const cf_opdef cf_op_batchnorm = {"batchnorm", "batch normalisation", bn_infer, bn_aux, NULL, bn_forward,
-                                  bn_backward, CF_BWD_X, 1u << 3 | 1u << 4, 5, 0, NULL};
+const cf_opdef cf_op_batchnorm = {
+    .name = "batchnorm", .what = "batch normalisation", .infer = bn_infer, .aux = bn_aux,
+    .forward = bn_forward, .backward = bn_backward, .flags = CF_BWD_X, .nograd = 1u << 3 | 1u << 4, .nin = 5,
+};

@@ -462,5 +462,8 @@ static void conv_backward(const cf_inst *k)
     for (int c = 1; c < nc; c++) cf_put(dw, k->ws + c * stride, wsz, 1);
 }
 
-const cf_opdef cf_op_conv2d = {"conv2d", "2-D convolution", conv_infer, conv_aux, conv_workspace, conv_forward,
-                               conv_backward, CF_BWD_X, 0, 2, 0, NULL};
+const cf_opdef cf_op_conv2d = {
+    .name = "conv2d", .what = "2-D convolution", .infer = conv_infer, .aux = conv_aux,
+    .workspace = conv_workspace, .forward = conv_forward, .backward = conv_backward, .flags = CF_BWD_X,
+    .nin = 2,
+};

@@ -88,5 +88,7 @@ static void dropout_backward(const cf_inst *k)
     cf_parallel_range(cf_shape_count_b(k->ys, 1), 2, backward_range, &j);
 }
 
-const cf_opdef cf_op_dropout = {"dropout", "dropout", dropout_infer, dropout_aux, NULL, dropout_forward,
-                                dropout_backward, 0, 0, 1, 0, NULL};
+const cf_opdef cf_op_dropout = {
+    .name = "dropout", .what = "dropout", .infer = dropout_infer, .aux = dropout_aux,
+    .forward = dropout_forward, .backward = dropout_backward, .nin = 1,
+};

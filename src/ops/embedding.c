@@ -110,8 +110,10 @@ static void embedding_backward(const cf_inst *k)
     cf_parallel_range((size_t)j.D, j.rows + (size_t)j.V, scatter_cols, &j);
 }
 
-const cf_opdef cf_op_embedding = {"embedding", "embedding", embedding_infer, NULL, NULL, embedding_forward,
-                                  embedding_backward, CF_BWD_X, 1u, 2, 0, NULL};
+const cf_opdef cf_op_embedding = {
+    .name = "embedding", .what = "embedding", .infer = embedding_infer, .forward = embedding_forward,
+    .backward = embedding_backward, .flags = CF_BWD_X, .nograd = 1u, .nin = 2,
+};
 
 /* The input whose values reach x unchanged, seen through ops that only move values
  * (reshape, flatten, slice), or NULL. */

@@ -66,5 +66,7 @@ static void gelu_backward(const cf_inst *k)
     cf_parallel_range(cf_shape_count_b(k->ys, 1), 16, backward_range, &j);
 }
 
-const cf_opdef cf_op_gelu = {"gelu", "gelu", cf_same_shape, NULL, NULL, gelu_forward, gelu_backward,
-                             CF_BWD_X | CF_CALL, 0, 1, 0, NULL};
+const cf_opdef cf_op_gelu = {
+    .name = "gelu", .what = "gelu", .infer = cf_same_shape, .forward = gelu_forward,
+    .backward = gelu_backward, .flags = CF_BWD_X | CF_CALL | CF_POSITIONWISE, .nin = 1,
+};

@@ -231,5 +231,7 @@ static void ln_backward(const cf_inst *k)
     }
 }
 
-const cf_opdef cf_op_layernorm = {"layernorm", "layer normalisation", ln_infer, ln_aux, ln_workspace, ln_forward,
-                                  ln_backward, CF_BWD_X, 0, 3, 0, NULL};
+const cf_opdef cf_op_layernorm = {
+    .name = "layernorm", .what = "layer normalisation", .infer = ln_infer, .aux = ln_aux,
+    .workspace = ln_workspace, .forward = ln_forward, .backward = ln_backward, .flags = CF_BWD_X, .nin = 3,
+};

@@ -63,8 +63,14 @@ static void copy_backward(const cf_inst *k)
     cf_put(k->dx[0], k->dy, cf_shape_count_b(k->ys, 1), k->acc[0]);
 }
 
-const cf_opdef cf_op_reshape = {"reshape", "reshape", reshape_infer, NULL, NULL, copy_forward, copy_backward, CF_OWN_BUILDER, 0, 1, 0, NULL};
-const cf_opdef cf_op_flatten = {"flatten", "flatten", reshape_infer, NULL, NULL, copy_forward, copy_backward, CF_CALL, 0, 1, 0, NULL};
+const cf_opdef cf_op_reshape = {
+    .name = "reshape", .what = "reshape", .infer = reshape_infer, .forward = copy_forward,
+    .backward = copy_backward, .flags = CF_OWN_BUILDER, .nin = 1,
+};
+const cf_opdef cf_op_flatten = {
+    .name = "flatten", .what = "flatten", .infer = reshape_infer, .forward = copy_forward,
+    .backward = copy_backward, .flags = CF_CALL, .nin = 1,
+};
 
 /* ---- concat (dim in ia[0]) ---- */
 
@@ -129,7 +135,10 @@ static void concat_backward(const cf_inst *k)
     }
 }
 
-const cf_opdef cf_op_concat = {"concat", "concat", concat_infer, NULL, NULL, concat_forward, concat_backward, CF_OWN_BUILDER, 0, CF_NIN_ANY, 0, NULL};
+const cf_opdef cf_op_concat = {
+    .name = "concat", .what = "concat", .infer = concat_infer, .forward = concat_forward,
+    .backward = concat_backward, .flags = CF_OWN_BUILDER, .nin = CF_NIN_ANY,
+};
 
 /* ---- slice (dim, start, len in ia[0..2]) ---- */
 
@@ -177,4 +186,7 @@ static void slice_backward(const cf_inst *k)
     for (size_t o = 0; o < outer; o++) cf_put(dx + o * row + off, k->dy + o * len, len, 1);
 }
 
-const cf_opdef cf_op_slice = {"slice", "slice", slice_infer, NULL, NULL, slice_forward, slice_backward, CF_OWN_BUILDER, 0, 1, 0, NULL};
+const cf_opdef cf_op_slice = {
+    .name = "slice", .what = "slice", .infer = slice_infer, .forward = slice_forward,
+    .backward = slice_backward, .flags = CF_OWN_BUILDER, .nin = 1,
+};

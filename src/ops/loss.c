@@ -112,7 +112,10 @@ static void xent_backward(const cf_inst *k)
     }
 }
 
-const cf_opdef cf_op_xent = {"crossentropy", "cross-entropy", xent_infer, NULL, NULL, xent_forward, xent_backward, CF_BWD_X | CF_FUSE_SOFTMAX, 2u, 2, 0, NULL};
+const cf_opdef cf_op_xent = {
+    .name = "crossentropy", .what = "cross-entropy", .infer = xent_infer, .forward = xent_forward,
+    .backward = xent_backward, .flags = CF_BWD_X | CF_FUSE_SOFTMAX, .nograd = 2u, .nin = 2,
+};
 
 static int mse_infer(cf_node *n)
 {
@@ -155,4 +158,7 @@ static void mse_backward(const cf_inst *k)
     }
 }
 
-const cf_opdef cf_op_mse = {"mse", "mean squared error", mse_infer, NULL, NULL, mse_forward, mse_backward, CF_BWD_X, 0, 2, 0, NULL};
+const cf_opdef cf_op_mse = {
+    .name = "mse", .what = "mean squared error", .infer = mse_infer, .forward = mse_forward,
+    .backward = mse_backward, .flags = CF_BWD_X, .nin = 2,
+};

@@ -472,6 +472,8 @@ static void lstm_backward(const cf_inst *k)
     }
 }
 
-const cf_opdef cf_op_lstm = {"lstm", "LSTM layer", lstm_infer, lstm_aux, lstm_workspace, lstm_forward,
-                             lstm_backward, CF_BWD_X | CF_BWD_Y, (1u << IN_H0) | (1u << IN_C0) | (1u << IN_IDS),
-                             CF_NIN_ANY, 0, NULL};
+const cf_opdef cf_op_lstm = {
+    .name = "lstm", .what = "LSTM layer", .infer = lstm_infer, .aux = lstm_aux, .workspace = lstm_workspace,
+    .forward = lstm_forward, .backward = lstm_backward, .flags = CF_BWD_X | CF_BWD_Y,
+    .nograd = (1u << IN_H0) | (1u << IN_C0) | (1u << IN_IDS), .nin = CF_NIN_ANY,
+};

@@ -150,4 +150,7 @@ static void matmul_backward(const cf_inst *k)
     else backward_range(&j, 0, j.L.count);
 }
 
-const cf_opdef cf_op_matmul = {"*", "matrix product", matmul_infer, NULL, NULL, matmul_forward, matmul_backward, CF_BWD_X, 0, 2, 0, NULL};
+const cf_opdef cf_op_matmul = {
+    .name = "*", .what = "matrix product", .infer = matmul_infer, .forward = matmul_forward,
+    .backward = matmul_backward, .flags = CF_BWD_X, .nin = 2,
+};

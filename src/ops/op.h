@@ -53,13 +53,28 @@ typedef struct cf_inst {
  * hidden last input, whose gradient is the only one computed (d logits = p - onehot). */
 #define CF_FUSE_SOFTMAX 4u
 /* In the notation, a function of one value, called by its name: relu(x), and usable
- * as a Chain element. With CF_CALL_NUM it also takes a number after the value, the
- * attribute `fa` (leakyrelu(x, 0.2)), a0 when it is not given. */
+ * as a Chain element; the numbers it takes after the value are its attrs. */
 #define CF_CALL 8u
-#define CF_CALL_NUM 16u
 /* Made by a constructor of its own (cf_reshape, cf_slice, cf_concat), which sets its
  * attributes; cf_unary_at and cf_binary_at refuse it. */
 #define CF_OWN_BUILDER 32u
+
+/* Treats every position of (B, n, ...) alike (a function of each element, or of each
+ * row of the last dimension): unroll may run it once over a whole sequence. */
+#define CF_POSITIONWISE 64u
+/* Does no arithmetic (copies at most): its FLOPs are none, and it has no flops(). */
+#define CF_NO_FLOPS 128u
+
+/* A number an op takes after its value in the notation, by position or by name
+ * (leakyrelu(x, 0.2), clamp(x, lo = 0, hi = 6)): kept in attr.f[slot] (kind 'f') or
+ * attr.i[slot] (kind 'i', a whole number). */
+typedef struct cf_attrdef {
+    const char *name;     /* its keyword, and its name in messages: "slope" */
+    char kind;            /* 'f' or 'i' */
+    int slot;
+    float def;            /* when it is not given; NAN: it must be */
+} cf_attrdef;
+#define CF_OP_ATTRS 4
 
 /* cf_opdef.nin for an op of any number of inputs (concat). */
 #define CF_NIN_ANY (-1)
@@ -84,8 +99,13 @@ typedef struct cf_opdef {
     unsigned flags;
     unsigned nograd;                      /* bit i: input i is not differentiable */
     int nin;                              /* inputs: 0 (a leaf), their count, or CF_NIN_ANY */
-    float a0;                             /* CF_CALL_NUM: the number's default */
-    const char *a_name;                   /* CF_CALL_NUM: what the number is, in messages */
+    /* Forward and backward FLOPs of node n for one sample (symbolic shapes, the batch
+     * taken as 1); want[j]: input j's gradient is computed (j up to its effective
+     * inputs, as the executor counts them). NULL only with CF_NO_FLOPS. */
+    void (*flops)(const cf_node *n, const unsigned char *want, double *fwd, double *bwd);
+    /* The numbers the notation takes after the value (CF_CALL), in order; name NULL
+     * ends the list. */
+    cf_attrdef attrs[CF_OP_ATTRS];
 } cf_opdef;
 
 /* Mutable only so that tests can plant a broken op and see the gradient check fail. */

@@ -377,9 +377,15 @@ static void global_backward(const cf_inst *k)
     cf_parallel_range(cf_shape_count_b(k->ys, 1), plane_size(k), global_backward_range, &j);
 }
 
-const cf_opdef cf_op_maxpool = {"maxpool", "max pooling", pool_infer, max_aux, NULL, max_forward,
-                                max_backward, 0, 0, 1, 0, NULL};
-const cf_opdef cf_op_avgpool = {"avgpool", "average pooling", pool_infer, NULL, NULL, avg_forward,
-                                avg_backward, 0, 0, 1, 0, NULL};
-const cf_opdef cf_op_globalavgpool = {"globalavgpool", "global average pooling", global_infer, NULL, NULL,
-                                      global_forward, global_backward, CF_CALL, 0, 1, 0, NULL};
+const cf_opdef cf_op_maxpool = {
+    .name = "maxpool", .what = "max pooling", .infer = pool_infer, .aux = max_aux, .forward = max_forward,
+    .backward = max_backward, .nin = 1,
+};
+const cf_opdef cf_op_avgpool = {
+    .name = "avgpool", .what = "average pooling", .infer = pool_infer, .forward = avg_forward,
+    .backward = avg_backward, .nin = 1,
+};
+const cf_opdef cf_op_globalavgpool = {
+    .name = "globalavgpool", .what = "global average pooling", .infer = global_infer,
+    .forward = global_forward, .backward = global_backward, .flags = CF_CALL, .nin = 1,
+};

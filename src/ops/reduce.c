@@ -38,5 +38,11 @@ static void reduce_backward(const cf_inst *k)
     }
 }
 
-const cf_opdef cf_op_sum = {"sum", "sum", reduce_infer, NULL, NULL, reduce_forward, reduce_backward, CF_CALL, 0, 1, 0, NULL};
-const cf_opdef cf_op_mean = {"mean", "mean", reduce_infer, NULL, NULL, reduce_forward, reduce_backward, CF_CALL, 0, 1, 0, NULL};
+const cf_opdef cf_op_sum = {
+    .name = "sum", .what = "sum", .infer = reduce_infer, .forward = reduce_forward,
+    .backward = reduce_backward, .flags = CF_CALL, .nin = 1,
+};
+const cf_opdef cf_op_mean = {
+    .name = "mean", .what = "mean", .infer = reduce_infer, .forward = reduce_forward,
+    .backward = reduce_backward, .flags = CF_CALL, .nin = 1,
+};

@@ -103,5 +103,11 @@ static void softmax_backward(const cf_inst *k)
     cf_parallel_range(cf_shape_count_b(k->ys, 1) / j.n, j.n * 4, backward_rows, &j);
 }
 
-const cf_opdef cf_op_softmax = {"softmax", "softmax", rows_infer, NULL, NULL, softmax_forward, softmax_backward, CF_BWD_Y | CF_CALL, 0, 1, 0, NULL};
-const cf_opdef cf_op_logsoftmax = {"logsoftmax", "logsoftmax", rows_infer, NULL, NULL, softmax_forward, softmax_backward, CF_BWD_Y | CF_CALL, 0, 1, 0, NULL};
+const cf_opdef cf_op_softmax = {
+    .name = "softmax", .what = "softmax", .infer = rows_infer, .forward = softmax_forward,
+    .backward = softmax_backward, .flags = CF_BWD_Y | CF_CALL | CF_POSITIONWISE, .nin = 1,
+};
+const cf_opdef cf_op_logsoftmax = {
+    .name = "logsoftmax", .what = "logsoftmax", .infer = rows_infer, .forward = softmax_forward,
+    .backward = softmax_backward, .flags = CF_BWD_Y | CF_CALL | CF_POSITIONWISE, .nin = 1,
+};

@@ -42,5 +42,7 @@ static void softplus_backward(const cf_inst *k)
     cf_parallel_range(cf_shape_count_b(k->ys, 1), 8, backward_range, &j);
 }
 
-const cf_opdef cf_op_softplus = {"softplus", "softplus", cf_same_shape, NULL, NULL, softplus_forward,
-                                 softplus_backward, CF_BWD_X | CF_CALL, 0, 1, 0, NULL};
+const cf_opdef cf_op_softplus = {
+    .name = "softplus", .what = "softplus", .infer = cf_same_shape, .forward = softplus_forward,
+    .backward = softplus_backward, .flags = CF_BWD_X | CF_CALL | CF_POSITIONWISE, .nin = 1,
+};

@@ -3,10 +3,18 @@
 
 /* Leaves: their values come from the executor (inputs) or the model (parameters,
  * constants); their shapes are set when they are made. */
-const cf_opdef cf_op_input = {"input", "input", NULL, NULL, NULL, NULL, NULL, 0, 0, 0, 0, NULL};
-const cf_opdef cf_op_param = {"param", "parameter", NULL, NULL, NULL, NULL, NULL, 0, 0, 0, 0, NULL};
-const cf_opdef cf_op_const = {"const", "constant", NULL, NULL, NULL, NULL, NULL, 0, 0, 0, 0, NULL};
-const cf_opdef cf_op_state = {"state", "state", NULL, NULL, NULL, NULL, NULL, 0, 0, 0, 0, NULL};
+const cf_opdef cf_op_input = {
+    .name = "input", .what = "input",
+};
+const cf_opdef cf_op_param = {
+    .name = "param", .what = "parameter",
+};
+const cf_opdef cf_op_const = {
+    .name = "const", .what = "constant",
+};
+const cf_opdef cf_op_state = {
+    .name = "state", .what = "state",
+};
 
 extern const cf_opdef cf_op_matmul, cf_op_add, cf_op_sub, cf_op_mul, cf_op_div, cf_op_neg,
     cf_op_sigmoid, cf_op_tanh, cf_op_relu, cf_op_leakyrelu, cf_op_exp, cf_op_log, cf_op_softmax,

@@ -93,5 +93,7 @@ static void transpose_backward(const cf_inst *k)
     move(k->dy, k->dx[0], b, k->acc[0]);
 }
 
-const cf_opdef cf_op_transpose = {"transpose", "transpose", transpose_infer, NULL, NULL, transpose_forward,
-                                  transpose_backward, 0, 0, 1, 0, NULL};
+const cf_opdef cf_op_transpose = {
+    .name = "transpose", .what = "transpose", .infer = transpose_infer, .forward = transpose_forward,
+    .backward = transpose_backward, .nin = 1,
+};

@@ -139,6 +139,20 @@ TEST(matmul_shapes)
     CHECK(check_model(m, -1, 1, 0) == 0);
 }
 
+/* The fused product of the passes (ops/affine.c), made directly: with and without
+ * relu, x of rank 2 and 3. */
+TEST(affine)
+{
+    for (int relu = 0; relu < 2; relu++)
+        for (int rank3 = 0; rank3 < 2; rank3++) {
+            cf_model *m = cf_model_new();
+            cf_node *x = cf_input(m, "x", rank3 ? CF_SHAPE(2, 4) : CF_SHAPE(4));
+            cf_node *in[3] = {x, cf_param(m, "W", CF_SHAPE(4, 5), CF_GLOROT), cf_param(m, "b", CF_SHAPE(1, 5), CF_UNIFORM(1))};
+            cf_output(m, cf_op_at(m, CF_OP_AFFINE, 3, in, &relu, 1, NULL, 0, __FILE__, __LINE__, 0));
+            CHECK(check_model(m, -1, 1, 0) == 0);
+        }
+}
+
 TEST(layout_ops)
 {
     cf_model *m = cf_model_new();
@@ -773,6 +787,7 @@ int main(void)
     RUN(unary_ops);
     RUN(arithmetic_broadcasting);
     RUN(matmul_shapes);
+    RUN(affine);
     RUN(layout_ops);
     RUN(losses);
     RUN(reduce_over_batch);

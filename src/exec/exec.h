@@ -8,6 +8,7 @@
 #ifndef CF_EXEC_EXEC_H
 #define CF_EXEC_EXEC_H
 
+#include "exec/analysis.h"
 #include "ops/op.h"
 
 /* One buffer to place: `size` floats, alive over steps [first, last]. */
@@ -28,17 +29,20 @@ struct cf_exec {
     unsigned flags;
     int nantrap;
 
-    int nn;              /* nodes in the model when it was bound (more may come later) */
+    cf_graph *g;         /* the model's graph after the passes: what this executor runs */
+    cf_analysis an;      /* g's analysis in this executor's mode */
+    int nn;              /* slots of g: the model's nodes when it was bound (more may come later) */
     int ninputs, noutputs;
     cf_shape *shape;     /* concrete shape of each node */
     float **val;         /* value of each node (NULL: not computed) */
     float **grad;        /* gradient of each node (NULL: none) */
     unsigned char *gz;   /* during backward: gradient still all zero */
     cf_inst *inst;       /* per node */
-    int *src;            /* effective inputs of all nodes, by node: srcs[node] .. */
-    int *src_at;         /* node i's effective inputs: src[src_at[i] .. src_at[i+1]) */
-    int *fwd, nfwd;      /* forward order */
-    int *bwd, nbwd;      /* backward order */
+    int *src;            /* the analysis's: node i's effective inputs src[src_at[i] .. src_at[i+1]) */
+    int *src_at;
+    int *fwd, nfwd;      /* forward order (the analysis's) */
+    int *bwd, nbwd;      /* backward order (the analysis's) */
+    int *tf, *tb;        /* per node: its forward's and its backward's step, or -1 */
 
     float **head;        /* per output: its head gradient */
     int loss;            /* the loss node, when this executor computes it; else -1 */
@@ -48,13 +52,6 @@ struct cf_exec {
     cf_shape *xsp;
     float **dxp;
     unsigned char *accp;
-
-    /* fusion (see fuse_chain in exec.c): per node, the bias a matrix product adds in
-       its epilogue (-1: none) and whether it applies relu; for the addition and relu
-       it absorbed, the product at the head of their chain (-1: not fused), whose
-       forward computed their value into its buffer */
-    int *fuse_bias, *fuse_head;
-    unsigned char *fuse_relu;
 
     float **aux;         /* per node: what its forward saves for its backward (aux()) */
     float **fws, **bws;  /* per node: its forward's and its backward's scratch */
@@ -70,6 +67,7 @@ struct cf_exec {
     size_t *carry_off;
     int carry_pending;
 
+    unsigned char *block;   /* the arrays above, sized by the graph (bind.c) */
     float *arena;
     size_t arena_floats, unplanned_floats;
 

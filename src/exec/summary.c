@@ -47,6 +47,7 @@
 #include "core/error.h"
 #include "core/graph.h"
 #include "core/mem.h"
+#include "exec/analysis.h"
 #include "ops/op.h"
 
 enum { ROW_INPUT, ROW_NET, ROW_OP };
@@ -77,6 +78,8 @@ typedef struct summary {
     int nrows, cap_rows;
     int *slots, nslots;        /* hash of keys -> row index + 1 */
     int *rowof;                /* per node: its deepest row (a weight: the row listing it), -1 when dead */
+    cf_graph *g;
+    cf_analysis an;            /* g's, for training: live, hasgrad, bstep per node */
     unsigned char *live, *hasgrad, *bstep;
     double fwd, bwd, act, act_fixed;
     double trained, frozen, stats;   /* numbers in parameters and statistics */
@@ -84,68 +87,10 @@ typedef struct summary {
     int nunused;
 } summary;
 
-/* ---- cf_bind's view of the graph: effective inputs, liveness, gradients ---- */
-
-static int model_held(const cf_node *n)
-{
-    return n->op == CF_OP_PARAM || n->op == CF_OP_STATE || n->op == CF_OP_CONST;
-}
-
-static int is_leaf(const cf_node *n) { return n->op == CF_OP_INPUT || model_held(n); }
-
-/* A loss fused with the softmax before it also reads that softmax's input (exec.c). */
-static int fused(const cf_node *n)
-{
-    return (cf_ops[n->op]->flags & CF_FUSE_SOFTMAX) && n->in[0]->op == CF_OP_SOFTMAX;
-}
-
-static int nsrc(const cf_node *n) { return n->nin + fused(n); }
-
-static const cf_node *src(const cf_node *n, int j) { return j < n->nin ? n->in[j] : n->in[0]->in[0]; }
-
-static int differentiable(const cf_node *n, int j)
-{
-    if (fused(n)) return j == n->nin;
-    if (j >= (int)(sizeof cf_ops[n->op]->nograd * 8)) return 1;
-    return !(cf_ops[n->op]->nograd >> j & 1u);
-}
-
-/* live, hasgrad and bstep (runs a backward) per node, as cf_bind finds them. */
-static void plan(summary *s)
-{
-    cf_model *m = s->m;
-    int nn = m->nnodes;
-    for (int i = 0; i < m->noutputs; i++) s->live[m->outputs[i]->id] = 1;
-    for (int i = 0; i < m->ncarries; i++)
-        if (m->carries[i].next) s->live[m->carries[i].next->id] = 1;
-    for (int i = nn - 1; i >= 0; i--)
-        if (s->live[i])
-            for (int j = 0; j < nsrc(m->nodes[i]); j++) s->live[src(m->nodes[i], j)->id] = 1;
-    unsigned char *needs = s->hasgrad, *reach = s->bstep;   /* scratch, then narrowed */
-    for (int i = 0; i < nn; i++) {
-        const cf_node *n = m->nodes[i];
-        if (n->op == CF_OP_PARAM) needs[i] = n->req != CF_GRAD_NONE;
-        else if (!is_leaf(n) && cf_ops[n->op]->backward)
-            for (int j = 0; j < nsrc(n); j++)
-                if (needs[src(n, j)->id] && differentiable(n, j)) needs[i] = 1;
-        needs[i] &= s->live[i];
-    }
-    for (int i = 0; i < m->noutputs; i++) reach[m->outputs[i]->id] = 1;
-    for (int i = nn - 1; i >= 0; i--) {
-        const cf_node *n = m->nodes[i];
-        if (!reach[i] || !needs[i] || is_leaf(n)) continue;
-        for (int j = 0; j < nsrc(n); j++)
-            if (differentiable(n, j)) reach[src(n, j)->id] = 1;
-    }
-    for (int i = 0; i < nn; i++) s->hasgrad[i] = needs[i] && reach[i];
-    for (int i = 0; i < nn; i++) {
-        const cf_node *n = m->nodes[i];
-        s->bstep[i] = 0;
-        if (!s->hasgrad[i] || is_leaf(n)) continue;
-        for (int j = 0; j < nsrc(n); j++)
-            if (s->hasgrad[src(n, j)->id] && differentiable(n, j)) s->bstep[i] = 1;
-    }
-}
+/* The rows are of the graph as the model made it (no pass runs), analysed for
+ * training without the loss: what cf_bind would run for the outputs. */
+static int nsrc(const summary *s, int i) { return CF_NSRC(&s->an, i); }
+static const cf_node *src(const summary *s, int i, int j) { return s->m->nodes[CF_SRC(&s->an, i, j)]; }
 
 /* ---- FLOPs of one node, per sample ---- */
 
@@ -161,12 +106,16 @@ static void node_flops(const cf_node *n, const unsigned char *want, double *fwd,
 {
     double E = count1(n->shape), f = 0, b = 0;
     int ngrads = 0;
-    for (int j = 0; j < nsrc(n); j++) ngrads += want[j] != 0;
+    for (int j = 0; j < n->nin + ((cf_ops[n->op]->flags & CF_FUSE_SOFTMAX) && n->in[0]->op == CF_OP_SOFTMAX); j++)
+        ngrads += want[j] != 0;
     switch ((cf_opcode)n->op) {
     case CF_OP_INPUT: case CF_OP_PARAM: case CF_OP_CONST: case CF_OP_STATE:
     case CF_OP_RESHAPE: case CF_OP_FLATTEN: case CF_OP_CONCAT: case CF_OP_SLICE: case CF_OP_TRANSPOSE:
     case CF_OP_COUNT_:
         break;                                  /* no arithmetic: copies at most */
+    case CF_OP_AFFINE:                          /* the passes' (not in a model as made): its row's */
+        cf_ops[n->op]->flops(n, want, &f, &b);
+        break;
     case CF_OP_MATMUL: {                        /* each output element a dot product of k */
         cf_shape a = n->in[0]->shape;
         f = 2 * E * a.d[a.rank - 1];
@@ -427,12 +376,13 @@ static void summary_free(summary *s)
     free(s->rows);
     free(s->slots);
     free(s->rowof);
-    free(s->live);
+    cf_analysis_free(&s->an);
+    cf_graph_free(s->g);
     free(s->unused);
 }
 
 /* A node whose figures a row counts: live and computed (not an input or a weight). */
-static int counted(const summary *s, int i) { return s->live[i] && !is_leaf(s->m->nodes[i]); }
+static int counted(const summary *s, int i) { return s->live[i] && !cf_is_leaf(s->m->nodes[i]); }
 
 /* Is row a the row r or one above it? */
 static int row_within(const summary *s, int r, int a)
@@ -534,8 +484,8 @@ static int count_nodes(summary *s)
     for (int i = 0; i < s->m->nnodes; i++) {
         if (!counted(s, i)) continue;
         const cf_node *n = s->m->nodes[i];
-        for (int j = 0; j < nsrc(n) && j <= CF_MAX_INPUTS; j++)
-            want[j] = s->bstep[i] && s->hasgrad[src(n, j)->id] && differentiable(n, j);
+        for (int j = 0; j < nsrc(s, i) && j <= CF_MAX_INPUTS; j++)
+            want[j] = s->bstep[i] && s->hasgrad[src(s, i, j)->id] && cf_slot_differentiable(&s->an, n, j);
         double f, b, bytes = 4 * count1(n->shape);
         node_flops(n, want, &f, &b);
         for (int r = s->rowof[i]; r >= 0; r = s->rows[r].parent) {
@@ -670,12 +620,12 @@ static int summarise(cf_model *m, int depth, summary *s)
     if (cf_model_infer_shapes(m)) return -1;
     int nn = m->nnodes;
     s->rowof = malloc((size_t)(nn ? nn : 1) * sizeof *s->rowof);
-    s->live = calloc((size_t)(nn ? nn : 1), 3);
     s->unused = malloc((size_t)(m->nparams + m->nstates + 1) * sizeof *s->unused);
-    if (!s->rowof || !s->live || !s->unused) return cf_oom((size_t)nn * (sizeof(int) + 3));
-    s->hasgrad = s->live + nn;
-    s->bstep = s->hasgrad + nn;
-    plan(s);
+    if (!s->rowof || !s->unused) return cf_oom((size_t)nn * sizeof(int));
+    if (!(s->g = cf_graph_new(m)) || cf_analyse(&s->an, s->g, CF_TRAIN | CF_ANALYSE_NO_LOSS)) return -1;
+    s->live = s->an.live;
+    s->hasgrad = s->an.hasgrad;
+    s->bstep = s->an.bstep;
     for (int i = 0; i < nn; i++) s->rowof[i] = -1;
     if (input_rows(s)) return -1;
     for (int level = 1; level <= depth; level++) {

@@ -27,6 +27,7 @@
 #include "core/error.h"
 #include "core/graph.h"
 #include "core/safetensors.h"
+#include "exec/analysis.h"
 #include "interop/protobuf.h"
 #include "ops/op.h"
 
@@ -63,7 +64,9 @@ typedef struct {
     cf_arena arena;            /* names */
     const char **val;          /* per node id: the name of its value, once written */
     const char **claim;        /* per node id: the output name ("y") its value takes, or NULL */
-    unsigned char *live;       /* per node id: an output needs it */
+    cf_graph *g;
+    cf_analysis an;            /* the graph's, for inference */
+    unsigned char *live;       /* per node id: an output needs it (an's) */
     cf_pb nodes;               /* GraphProto.node fields, in order */
     cf_pb consts;              /* GraphProto.initializer fields of the constants made here */
     cf_pb node, attr, tensor;  /* the node, attribute and tensor being built */
@@ -692,16 +695,17 @@ static int build(ox *o, cf_pb *io)
     size_t nn = (size_t)m->nnodes;
     o->val = calloc(nn, sizeof *o->val);
     o->claim = calloc(nn, sizeof *o->claim);
-    o->live = calloc(nn, 1);
     const char **outs = calloc((size_t)m->noutputs, sizeof *outs);
-    if (!o->val || !o->claim || !o->live || !outs) {
+    if (!o->val || !o->claim || !outs) {
         free(outs);
-        return cf_oom(nn * (2 * sizeof *o->val + 1));
+        return cf_oom(nn * 2 * sizeof *o->val);
     }
-    for (int i = 0; i < m->noutputs; i++) o->live[m->outputs[i]->id] = 1;
-    for (int k = m->nnodes - 1; k >= 0; k--)
-        if (o->live[k])
-            for (int i = 0; i < m->nodes[k]->nin; i++) o->live[m->nodes[k]->in[i]->id] = 1;
+    /* what the outputs need, as cf_bind finds it for inference */
+    if (!(o->g = cf_graph_new(m)) || cf_analyse(&o->an, o->g, CF_ANALYSE_NO_CARRY)) {
+        free(outs);
+        return -1;
+    }
+    o->live = o->an.live;
     /* An output computed by a node of its own takes the output's name; the rest (a
      * leaf, a value that is two outputs) get an Identity at the end. */
     for (int i = 0; i < m->noutputs; i++) {
@@ -882,7 +886,8 @@ int cf_model_export_onnx(cf_model *m, const char *path)
     cf_pb_free(&o.tensor);
     free(o.val);
     free(o.claim);
-    free(o.live);
+    cf_analysis_free(&o.an);
+    cf_graph_free(o.g);
     free(o.i64);
     free(o.defined);
     cf_arena_free(&o.arena);

@@ -76,6 +76,9 @@ typedef struct cf_attrdef {
 } cf_attrdef;
 #define CF_OP_ATTRS 4
 
+/* Its workspace() is scratch for its backward only; its forward needs none. */
+#define CF_WS_BACKWARD 256u
+
 /* cf_opdef.nin for an op of any number of inputs (concat). */
 #define CF_NIN_ANY (-1)
 

@@ -1,0 +1,74 @@
+/* fuse_affine.c - the pass that makes  x * W -> + b -> relu  one affine node
+ * (ops/affine.c), whose product adds the bias and applies relu in its epilogue.
+ *
+ * Only where nothing else reads the product or the sum and neither is an output, the
+ * loss or a carried state's next value (their values are gone once fused); the relu
+ * (or the sum, when no relu follows) may be anything, since the fused node takes its
+ * slot and computes its value. W is a matrix and the bias a row of the product's
+ * columns, the same for every row. */
+#include <stdlib.h>
+
+#include "core/error.h"
+#include "exec/passes.h"
+#include "ops/op.h"
+
+/* The one live reader of each slot read once (uses 1), else -1. */
+static int *sole_readers(const cf_analysis *a)
+{
+    int *reader = malloc((size_t)(a->nn ? a->nn : 1) * sizeof *reader);
+    if (!reader) return cf_oom((size_t)a->nn * sizeof *reader), NULL;
+    for (int i = 0; i < a->nn; i++) reader[i] = -1;
+    for (int c = 0; c < a->nn; c++)
+        if (a->live[c])
+            for (int j = 0; j < CF_NSRC(a, c); j++) reader[CF_SRC(a, c, j)] = c;
+    for (int i = 0; i < a->nn; i++)
+        if (a->uses[i] != 1) reader[i] = -1;
+    return reader;
+}
+
+/* The bias the addition `add` adds to the product in slot mm; NULL when it is not a
+ * row of the product's columns. */
+static const cf_node *bias_of(const cf_graph *g, const cf_node *add, int mm)
+{
+    if (add->op != CF_OP_ADD || add->nin != 2 || add->in[0]->id == add->in[1]->id) return NULL;
+    const cf_node *bias = g->node[add->in[add->in[0]->id == mm]->id], *p = g->node[mm];
+    if (!bias) return NULL;
+    cf_shape ys = p->shape, bs = bias->shape;
+    int n = ys.d[ys.rank - 1];
+    if (bias->batched || cf_shape_count(bs) != (size_t)n || bs.d[bs.rank - 1] != n) return NULL;
+    if (add->batched != p->batched || cf_shape_count_b(add->shape, 1) != cf_shape_count_b(ys, 1)) return NULL;
+    return bias;
+}
+
+static int fuse_affine(cf_graph *g, const cf_analysis *a, int *changed)
+{
+    int *reader = sole_readers(a);
+    if (!reader) return -1;
+    int rc = 0;
+    for (int i = 0; i < a->nn && rc == 0; i++) {
+        const cf_node *mm = g->node[i];   /* NULL: removed by this pass, a slot the analysis saw */
+        if (!mm || !a->live[i] || mm->op != CF_OP_MATMUL || mm->in[1]->shape.rank != 2 || reader[i] < 0) continue;
+        const cf_node *add = g->node[reader[i]], *relu = NULL, *bias;
+        if (!add) continue;
+        if (!(bias = bias_of(g, add, i))) continue;
+        if (reader[add->id] >= 0 && g->node[reader[add->id]] && g->node[reader[add->id]]->op == CF_OP_RELU)
+            relu = g->node[reader[add->id]];
+        const cf_node *last = relu ? relu : add;
+        cf_node *in[3] = {mm->in[0], mm->in[1], (cf_node *)bias};
+        cf_node *f = cf_graph_node(g, last->id, CF_OP_AFFINE, 3, in, last);
+        if (!f) {
+            rc = -1;
+            break;
+        }
+        f->attr.i[0] = relu != NULL;
+        f->loc = mm->loc, f->frame = mm->frame;   /* the product's place: the layer's */
+        g->node[last->id] = f;
+        g->node[i] = NULL;
+        if (relu) g->node[add->id] = NULL;
+        *changed = 1;
+    }
+    free(reader);
+    return rc;
+}
+
+const cf_pass cf_pass_fuse_affine = {"fuse_affine", fuse_affine};

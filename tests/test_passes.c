@@ -1,0 +1,145 @@
+/* test_passes.c - the passes between compiling and binding (src/exec/passes.c): each
+ * leaves the results as they were, and CFLUX_PASSES switches each off.
+ *
+ * fuse_affine runs the kernels of the ops it replaces in their order, so training with
+ * it and without it must agree to the bit: the losses of every step and the weights
+ * after them. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cflux.h"
+#include "core/graph.h"
+#include "exec/exec.h"
+#include "test.h"
+
+/* Nodes of op `op` in the graph e runs. */
+static int count_op(const cf_exec *e, cf_opcode op)
+{
+    int n = 0;
+    for (int i = 0; i < e->nn; i++) n += e->g->node[i] && e->g->node[i]->op == op;
+    return n;
+}
+
+/* The model `src` bound at batch 5 for training with cross-entropy (or for inference),
+ * under CFLUX_PASSES `passes` (NULL: unset). */
+static cf_exec *bind_with(cf_model **m, const char *src, const char *passes, unsigned flags)
+{
+    if (passes) setenv("CFLUX_PASSES", passes, 1);
+    else unsetenv("CFLUX_PASSES");
+    *m = cf_model_parse(src, "passes.flux");
+    if (*m && (flags & CF_TRAIN) && cf_model_add_loss(*m, CF_LOSS_XENT)) fprintf(stderr, "loss: %s\n", cf_last_error());
+    cf_exec *e = *m ? cf_bind(*m, 5, flags) : NULL;
+    unsetenv("CFLUX_PASSES");
+    if (!e) fprintf(stderr, "bind: %s\n", cf_last_error());
+    return e;
+}
+
+/* Four SGD steps on fixed data: each step's loss into loss[], then the weights into
+ * *w (malloc'd, *nw floats). The fused ops found into *fused. 0 or -1. */
+static int train(const char *src, const char *passes, float *loss, float **w, size_t *nw, int *fused)
+{
+    cf_model *m;
+    cf_exec *e = bind_with(&m, src, passes, CF_TRAIN);
+    if (!e) return cf_model_free(m), -1;
+    *fused = count_op(e, CF_OP_AFFINE);
+    for (int step = 0; step < 4; step++) {
+        for (int i = 0; i < cf_exec_input_count(e); i++) {
+            size_t n;
+            float *x = cf_exec_input(e, i, &n);
+            int labels = i == cf_exec_input_count(e) - 1;
+            for (size_t j = 0; j < n; j++)
+                x[j] = labels ? (float)((j + step) % 3) : (float)((j * 7 + i * 3 + step) % 11) / 5.0f - 1.0f;
+        }
+        if (cf_forward(e, 1) || cf_backward(e) || cf_update_sgd(e, 0.1f)) {
+            fprintf(stderr, "step: %s\n", cf_last_error());
+            cf_exec_free(e);
+            cf_model_free(m);
+            return -1;
+        }
+        loss[step] = cf_exec_loss(e);
+    }
+    *nw = m->nweights;   /* the parameters' block, as the model carves it */
+    if ((*w = malloc(*nw * sizeof **w))) memcpy(*w, m->pdata, *nw * sizeof **w);
+    cf_exec_free(e);
+    cf_model_free(m);
+    return 0;
+}
+
+/* Trained with fuse_affine and without: the same bits; `want` fused nodes with it. */
+static void same_bits(const char *src, int want)
+{
+    float l1[4], l2[4], *w1 = NULL, *w2 = NULL;
+    size_t n1 = 0, n2 = 0;
+    int f1 = -1, f2 = -1;
+    CHECK(train(src, NULL, l1, &w1, &n1, &f1) == 0);
+    CHECK(train(src, "-fuse_affine", l2, &w2, &n2, &f2) == 0);
+    CHECK(f1 == want);
+    CHECK(f2 == 0);
+    CHECK(memcmp(l1, l2, sizeof l1) == 0);
+    CHECK(n1 == n2 && n1 > 0 && w1 && w2 && memcmp(w1, w2, n1 * sizeof *w1) == 0);
+    free(w1);
+    free(w2);
+}
+
+TEST(fuse_affine_keeps_the_bits)
+{
+    /* two products with relu, one without (a softmax follows the last) */
+    same_bits("model = Chain(Input(6), Affine(8), relu, Affine(7), relu, Affine(3), softmax)\n", 3);
+    /* the bias on the left of the addition, and sequences (B, 4, 6) */
+    same_bits("net Left(in, out) {\n  W = param(in, out)\n  b = param(1, out)\n  x -> relu(b + x * W)\n}\n"
+              "model = Chain(Input(4, 6), Left(5), Left(3), softmax)\n",
+              2);
+}
+
+TEST(fusion_leaves_a_value_that_is_read)
+{
+    /* the product is an output too: its value must stay, so nothing is fused; the
+       sum is read twice: the product and bias fuse, the relu stays */
+    cf_model *m;
+    const char *src = "net Two(in, out) {\n  W = param(in, out)\n  b = param(1, out)\n"
+                      "  x -> { p = x * W\n  (softmax(relu(p + b)), p) }\n}\nmodel = Chain(Input(4), Two(3))\n";
+    cf_exec *e = bind_with(&m, src, NULL, CF_TRAIN);
+    CHECK(e && count_op(e, CF_OP_AFFINE) == 0 && count_op(e, CF_OP_MATMUL) == 1);
+    cf_exec_free(e);
+    cf_model_free(m);
+    src = "net Two(in, out) {\n  W = param(in, out)\n  b = param(1, out)\n"
+          "  x -> { s = x * W + b\n  softmax(relu(s) + s) }\n}\nmodel = Chain(Input(4), Two(3))\n";
+    e = bind_with(&m, src, NULL, 0);
+    CHECK(e && count_op(e, CF_OP_AFFINE) == 1 && count_op(e, CF_OP_RELU) == 1 && count_op(e, CF_OP_MATMUL) == 0);
+    CHECK(e && e->g->node[e->nn - 1] && e->g->node[e->nn - 1]->op == CF_OP_SOFTMAX);
+    cf_exec_free(e);
+    cf_model_free(m);
+}
+
+TEST(cflux_passes_switches_them)
+{
+    const char *src = "model = Chain(Input(6), Affine(8), relu, Affine(3), softmax)\n";
+    cf_model *m;
+    cf_exec *e = bind_with(&m, src, "none", 0);
+    CHECK(e && count_op(e, CF_OP_AFFINE) == 0);
+    cf_exec_free(e);
+    cf_model_free(m);
+    e = bind_with(&m, src, "none,+fuse_affine", 0);
+    CHECK(e && count_op(e, CF_OP_AFFINE) == 2);
+    cf_exec_free(e);
+    cf_model_free(m);
+    e = bind_with(&m, src, "-fuse_afine", 0);
+    CHECK(e == NULL);
+    CHECK_HAS(cf_last_error(), "error: CFLUX_PASSES: no pass is called 'fuse_afine' (the passes: fuse_affine");
+    cf_model_free(m);
+    /* CFLUX_NANTRAP names the op that made a NaN: nothing is fused under it */
+    setenv("CFLUX_NANTRAP", "1", 1);
+    e = bind_with(&m, src, NULL, 0);
+    unsetenv("CFLUX_NANTRAP");
+    CHECK(e && count_op(e, CF_OP_AFFINE) == 0);
+    cf_exec_free(e);
+    cf_model_free(m);
+}
+
+int main(void)
+{
+    RUN(fuse_affine_keeps_the_bits);
+    RUN(fusion_leaves_a_value_that_is_read);
+    RUN(cflux_passes_switches_them);
+    return test_summary("passes");
+}

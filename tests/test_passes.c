@@ -125,7 +125,7 @@ TEST(cflux_passes_switches_them)
     cf_model_free(m);
     e = bind_with(&m, src, "-fuse_afine", 0);
     CHECK(e == NULL);
-    CHECK_HAS(cf_last_error(), "error: CFLUX_PASSES: no pass is called 'fuse_afine' (the passes: fuse_affine");
+    CHECK_HAS(cf_last_error(), "error: CFLUX_PASSES: no pass is called 'fuse_afine' (the passes: fuse_lstm, fuse_affine; write -NAME");
     cf_model_free(m);
     /* CFLUX_NANTRAP names the op that made a NaN: nothing is fused under it */
     setenv("CFLUX_NANTRAP", "1", 1);

@@ -73,6 +73,7 @@ void cf_model_free(cf_model *m)
     free(m->params);
     free(m->states);
     free(m->carries);
+    free(m->regions);
     free(m->layers);
     free(m->class_names);
     free(m->class_text);
@@ -398,6 +399,19 @@ int cf_carry_set_next(cf_model *m, cf_node *carry, cf_node *next)
     if (!carry || !next || carry->op != CF_OP_STATE || !carry->batched || carry->model != m || next->model != m)
         return cf_seterr("error: cf_carry_set_next: not a carried state of this model");
     m->carries[carry->index].next = next;
+    return 0;
+}
+
+int cf_model_add_region(cf_model *m, const cf_region *r)
+{
+    if (m->nregions == m->cap_regions) {
+        int cap = m->cap_regions ? 2 * m->cap_regions : 4;
+        cf_region *p = realloc(m->regions, (size_t)cap * sizeof *p);
+        if (!p) return cf_oom((size_t)cap * sizeof *p);
+        m->regions = p;
+        m->cap_regions = cap;
+    }
+    m->regions[m->nregions++] = *r;
     return 0;
 }
 

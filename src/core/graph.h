@@ -144,6 +144,25 @@ char *cf_model_class_meta(const cf_model *m);
 char *cf_model_class_json(const cf_model *m);
 int cf_model_set_class_meta(cf_model *m, const char *s);
 
+/* A net run over a whole sequence step by step, whose net declared the op that does
+ * the same at once (sequence(lstm(...)) in its body): nodes lo..hi are the steps, and a
+ * pass (src/exec/fuse_lstm.c) may put the op in their place. The op reads in[]; what
+ * the rest of the model reads of the steps is `seq`, all steps' outputs (B, T, ...),
+ * and last[], each state's value after the last step (for the next call to carry on). */
+#define CF_REGION_IN 8
+typedef struct cf_region {
+    cf_opcode op;
+    int lo, hi;
+    cf_node *in[CF_REGION_IN];
+    int nin;
+    cf_node *seq, *last[2];
+    cf_srcloc loc;               /* where the net was called, and the frame of that call: */
+    const cf_frame *frame;       /* the fused nodes' place */
+} cf_region;
+
+/* Add a region (copied into the model). 0 or -1. */
+int cf_model_add_region(cf_model *m, const cf_region *r);
+
 #define CF_MAX_SCOPES 256
 #define CF_INTERN_SLOTS 64
 
@@ -177,6 +196,9 @@ struct cf_model {
      * start). Not saved: a run's position in its data, not the model's. */
     struct cf_carry { cf_node *state, *next; } *carries;
     int ncarries, cap_carries;
+
+    cf_region *regions;      /* sequences a pass may fuse (cf_region) */
+    int nregions, cap_regions;
 
     cf_node *loss;           /* the training loss (cf_model_add_loss), or NULL */
     cf_node *target;         /* its label or target input */

@@ -71,4 +71,4 @@ static int fuse_affine(cf_graph *g, const cf_analysis *a, int *changed)
     return rc;
 }
 
-const cf_pass cf_pass_fuse_affine = {"fuse_affine", fuse_affine};
+const cf_pass cf_pass_fuse_affine = {"fuse_affine", fuse_affine, 0};

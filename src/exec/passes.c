@@ -6,6 +6,7 @@
 #include "exec/passes.h"
 
 static const cf_pass *const passes[] = {
+    &cf_pass_fuse_lstm,
     &cf_pass_fuse_affine,
 };
 #define NPASSES ((int)(sizeof passes / sizeof passes[0]))
@@ -41,7 +42,7 @@ static int passes_on(unsigned char *on)
         while (k < NPASSES && strcmp(passes[k]->name, name) != 0) k++;
         if (k == NPASSES) {
             cf_seterr("error: CFLUX_PASSES: no pass is called '%s' (the passes:", name);
-            for (int i = 0; i < NPASSES; i++) cf_adderr(" %s", passes[i]->name);
+            for (int i = 0; i < NPASSES; i++) cf_adderr("%s %s", i ? "," : "", passes[i]->name);
             cf_adderr("; write -NAME to switch one off, or none)");
             return -1;
         }
@@ -50,15 +51,15 @@ static int passes_on(unsigned char *on)
     return 0;
 }
 
-int cf_graph_lower(cf_graph *g, cf_analysis *a, unsigned flags)
+int cf_graph_lower(cf_graph *g, cf_analysis *a, unsigned flags, int all)
 {
     unsigned char on[NPASSES];
     cf_analysis_free(a);
     if (passes_on(on) || cf_analyse(a, g, flags)) return -1;
-    if (env_on("CFLUX_NANTRAP")) return 0;
+    int trap = env_on("CFLUX_NANTRAP");
     for (int i = 0; i < NPASSES; i++) {
         int changed = 0;
-        if (!on[i]) continue;
+        if (!on[i] || (!passes[i]->structural && (!all || trap))) continue;
         if (passes[i]->run(g, a, &changed)) return -1;
         if (!changed) continue;
         cf_analysis_free(a);

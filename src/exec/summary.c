@@ -47,7 +47,7 @@
 #include "core/error.h"
 #include "core/graph.h"
 #include "core/mem.h"
-#include "exec/analysis.h"
+#include "exec/passes.h"
 #include "ops/op.h"
 
 enum { ROW_INPUT, ROW_NET, ROW_OP };
@@ -87,10 +87,11 @@ typedef struct summary {
     int nunused;
 } summary;
 
-/* The rows are of the graph as the model made it (no pass runs), analysed for
- * training without the loss: what cf_bind would run for the outputs. */
+/* The rows are of the graph as the structural passes leave it (an LSTM over its
+ * sequence is one node), analysed for training without the loss: what cf_bind would
+ * run for the outputs, before the passes that only make a step faster. */
 static int nsrc(const summary *s, int i) { return CF_NSRC(&s->an, i); }
-static const cf_node *src(const summary *s, int i, int j) { return s->m->nodes[CF_SRC(&s->an, i, j)]; }
+static const cf_node *src(const summary *s, int i, int j) { return s->g->node[CF_SRC(&s->an, i, j)]; }
 
 /* ---- FLOPs of one node, per sample ---- */
 
@@ -382,7 +383,7 @@ static void summary_free(summary *s)
 }
 
 /* A node whose figures a row counts: live and computed (not an input or a weight). */
-static int counted(const summary *s, int i) { return s->live[i] && !cf_is_leaf(s->m->nodes[i]); }
+static int counted(const summary *s, int i) { return s->live[i] && !cf_is_leaf(s->g->node[i]); }
 
 /* Is row a the row r or one above it? */
 static int row_within(const summary *s, int r, int a)
@@ -425,7 +426,7 @@ static int mark_composite(summary *s, int level)
     for (int i = 0; i < s->m->nnodes; i++) {
         if (!counted(s, i)) continue;
         row *w = &s->rows[s->rowof[i]];
-        if (w->depth == level && w->kind == ROW_NET && level_frame(s->m->nodes[i], level + 1))
+        if (w->depth == level && w->kind == ROW_NET && level_frame(s->g->node[i], level + 1))
             any = w->composite = 1;
     }
     return any;
@@ -445,7 +446,7 @@ static int level_rows(summary *s, int level)
         int kind, made;
         cf_srcloc place;
         const cf_frame *frame;
-        row_of(s->m->nodes[i], level, parent, key, sizeof key, &name, &kind, &place, &frame);
+        row_of(s->g->node[i], level, parent, key, sizeof key, &name, &kind, &place, &frame);
         int r = find_row(s, key, &made);
         if (r < 0) return -1;
         if (made) {
@@ -483,7 +484,7 @@ static int count_nodes(summary *s)
     unsigned char want[CF_MAX_INPUTS + 1];
     for (int i = 0; i < s->m->nnodes; i++) {
         if (!counted(s, i)) continue;
-        const cf_node *n = s->m->nodes[i];
+        const cf_node *n = s->g->node[i];
         for (int j = 0; j < nsrc(s, i) && j <= CF_MAX_INPUTS; j++)
             want[j] = s->bstep[i] && s->hasgrad[src(s, i, j)->id] && cf_slot_differentiable(&s->an, n, j);
         double f, b, bytes = 4 * count1(n->shape);
@@ -523,9 +524,9 @@ static void row_outputs(summary *s)
     const cf_model *m = s->m;
     for (int i = 0; i < m->nnodes; i++) {
         if (!counted(s, i)) continue;
-        const cf_node *n = m->nodes[i];
+        const cf_node *n = s->g->node[i];
         for (int j = 0; j < n->nin; j++) {
-            const cf_node *x = n->in[j];
+            const cf_node *x = s->g->node[n->in[j]->id];
             if (is_weight(x)) continue;
             /* x's rows from the deepest up, until one that holds n too */
             for (int r = s->rowof[x->id]; r >= 0 && !row_within(s, s->rowof[i], r); r = s->rows[r].parent)
@@ -535,9 +536,9 @@ static void row_outputs(summary *s)
     for (int o = 0; o < m->noutputs; o++)
         for (int r = s->rowof[m->outputs[o]->id]; r >= 0; r = s->rows[r].parent) offer_out(s, r, m->outputs[o]);
     for (int i = 0; i < m->nnodes; i++)
-        if (!is_weight(m->nodes[i]))
+        if (s->g->node[i] && !is_weight(s->g->node[i]))
             for (int r = s->rowof[i]; r >= 0; r = s->rows[r].parent)
-                if (!s->rows[r].out) s->rows[r].out = m->nodes[i];
+                if (!s->rows[r].out) s->rows[r].out = s->g->node[i];
 }
 
 /* Row r and the rows under it, depth first, into order[*n]. */
@@ -600,8 +601,8 @@ static void totals(summary *s)
         s->act_fixed += w->act_fixed;
     }
     for (int i = 0; i < s->m->nnodes; i++) {
-        const cf_node *n = s->m->nodes[i];
-        if (!is_weight(n)) continue;
+        const cf_node *n = s->g->node[i];
+        if (!n || !is_weight(n)) continue;
         double c = count1(n->shape);
         if (n->op == CF_OP_STATE) s->stats += c;
         else if (n->req == CF_GRAD_NONE) s->frozen += c;
@@ -622,7 +623,7 @@ static int summarise(cf_model *m, int depth, summary *s)
     s->rowof = malloc((size_t)(nn ? nn : 1) * sizeof *s->rowof);
     s->unused = malloc((size_t)(m->nparams + m->nstates + 1) * sizeof *s->unused);
     if (!s->rowof || !s->unused) return cf_oom((size_t)nn * sizeof(int));
-    if (!(s->g = cf_graph_new(m)) || cf_analyse(&s->an, s->g, CF_TRAIN | CF_ANALYSE_NO_LOSS)) return -1;
+    if (!(s->g = cf_graph_new(m)) || cf_graph_lower(s->g, &s->an, CF_TRAIN | CF_ANALYSE_NO_LOSS, 0)) return -1;
     s->live = s->an.live;
     s->hasgrad = s->an.hasgrad;
     s->bstep = s->an.bstep;

@@ -27,7 +27,7 @@
 #include "core/error.h"
 #include "core/graph.h"
 #include "core/safetensors.h"
-#include "exec/analysis.h"
+#include "exec/passes.h"
 #include "interop/protobuf.h"
 #include "ops/op.h"
 
@@ -700,8 +700,9 @@ static int build(ox *o, cf_pb *io)
         free(outs);
         return cf_oom(nn * 2 * sizeof *o->val);
     }
-    /* what the outputs need, as cf_bind finds it for inference */
-    if (!(o->g = cf_graph_new(m)) || cf_analyse(&o->an, o->g, CF_ANALYSE_NO_CARRY)) {
+    /* what the outputs need, as cf_bind finds it for inference after the structural
+       passes (an LSTM over its sequence is one node) */
+    if (!(o->g = cf_graph_new(m)) || cf_graph_lower(o->g, &o->an, CF_ANALYSE_NO_CARRY, 0)) {
         free(outs);
         return -1;
     }
@@ -727,7 +728,7 @@ static int build(ox *o, cf_pb *io)
     }
     int rc = 0;
     for (int k = 0; k < m->nnodes && rc == 0; k++) {
-        const cf_node *n = m->nodes[k];
+        const cf_node *n = o->g->node[k];
         if (!o->live[k]) continue;
         int param = n->op == CF_OP_PARAM, stat = n->op == CF_OP_STATE && !n->batched;
         if ((param && (n->index < 0 || n->index >= m->nparams || m->params[n->index] != n)) ||

@@ -93,6 +93,12 @@ struct inst {
     int line, col;
     struct tdecl *torch;      /* I_NET: its parameters in PyTorch (torch(...), or as is) */
     int ntorch, declared;
+    /* I_NET: the op that runs it over a whole sequence, as its body declares with
+       sequence(lstm(W, U, b, h, c)) (CF_OP_INPUT: none), and that op's parameters and
+       states */
+    cf_opcode seq_op;
+    param *seq_p[3];
+    rstate *seq_s[2];
     int layer;                /* added to the model's layers */
 };
 
@@ -655,6 +661,33 @@ static int torch_decl(cc *c, env *body, inst *self, const ast *decl)
             return ERR(c, body, decl, "torch(...) does not say which PyTorch tensor holds '%s' of %s", body->names[i],
                        self->tname);
     }
+    return 0;
+}
+
+/* A net's sequence(lstm(W, U, b, h, c)): over a whole sequence, its steps compute what
+ * the lstm op does at once (PyTorch's LSTM: the gates i, f, g, o side by side in the
+ * columns of W (in, 4 out), U (out, 4 out) and b (1, 4 out); states h and c), so that
+ * unroll may record them for the pass that fuses them (src/exec/fuse_lstm.c). */
+static int sequence_decl(cc *c, env *body, inst *self, const ast *decl)
+{
+    self->seq_op = CF_OP_INPUT;
+    if (!decl) return 0;
+    static const char *form = "sequence(lstm(W, U, b, h, c)), with the net's parameters W, U, b and states h, c";
+    const ast *f = decl->n == 1 ? decl->items[0] : NULL;
+    if (!f || f->kind != AST_CALL || f->a->kind != AST_NAME || strcmp(f->a->name, "lstm") != 0 || f->n != 5)
+        return ERR(c, body, decl, "sequence(...) declares the one fused form cflux has: %s", form);
+    for (int k = 0; k < 5; k++) {
+        const ast *a = f->items[k];
+        const value *v = a->kind == AST_NAME && local_index(body, a->name) >= 0 ? lookup(body, a->name) : NULL;
+        int want_state = k >= 3;
+        if (!v || (want_state ? v->kind != V_STATE || v->state->owner != self
+                              : v->kind != V_PARAM || v->param->state || v->param->owner != self))
+            return ERR(c, body, a, "sequence(lstm(...)): argument %d must be a %s of %s: %s", k + 1,
+                       want_state ? "state" : "parameter", self->tname, form);
+        if (want_state) self->seq_s[k - 3] = v->state;
+        else self->seq_p[k] = v->param;
+    }
+    self->seq_op = CF_OP_LSTM;
     return 0;
 }
 
@@ -1713,10 +1746,18 @@ static int instantiate(cc *c, const value *tmpl, value *args, int nargs, const c
         if (bind(c, body, par->name, v, par)) goto done;
     }
     /* the body's bindings, then its forward function */
-    const ast *blk = net->a, *decl = NULL;
+    const ast *blk = net->a, *decl = NULL, *seq = NULL;
     for (int i = 0; i < blk->n - 1; i++) {
         const ast *s = blk->items[i];
         value v;
+        if (s->kind == AST_CALL && !strcmp(s->a->name, "sequence")) {
+            if (seq) {
+                ERR(c, body, s, "%s declares sequence(...) twice (first at %d:%d)", net->name, seq->line, seq->col);
+                goto done;
+            }
+            seq = s;
+            continue;
+        }
         if (s->kind == AST_CALL) {   /* torch(...), the parser made sure */
             if (decl) {
                 ERR(c, body, s, "%s declares torch(...) twice (first at %d:%d)", net->name, decl->line, decl->col);
@@ -1741,7 +1782,7 @@ static int instantiate(cc *c, const value *tmpl, value *args, int nargs, const c
         if (v.kind == V_MODEL) place(v.model, self, s->name);
         if (bind(c, body, s->name, v, s)) goto done;
     }
-    if (torch_decl(c, body, self, decl)) goto done;
+    if (torch_decl(c, body, self, decl) || sequence_decl(c, body, self, seq)) goto done;
     self->lambda = blk->items[blk->n - 1];
     self->env = body;
     *out = model_value(self);
@@ -1855,14 +1896,13 @@ static cf_node *stack_steps(cc *c, cf_node **ys, int n, const char *file, int li
  *
  * unroll(Chain(l1, ..., lk), n) runs l1 .. lk at each step; since a layer's state is
  * its own, the same values come from running l1 over all n steps, then l2 over all,
- * and so on. Built that way, a standard-library LSTM becomes one lstm node over the
- * whole sequence (ops/lstm.c) instead of n copies of its cell, and the layers around
- * it that treat each position alike (Affine, Embedding, LayerNorm, elementwise functions,
- * softmax) run once over (B, n, ...) instead of once per step. Only Chains made of
- * such layers and at least one LSTM are built this way; the LSTM's definition in the
- * notation stays what it means, and tests/test_lstm_fused.c holds the two to the
- * same numbers. cf_lang_fuse = 0 turns it off. */
-int cf_lang_fuse = 1;
+ * and so on. Built that way, the layers around a recurrent one that treat each
+ * position alike (Affine, Embedding, LayerNorm, elementwise functions, softmax) run
+ * once over (B, n, ...) instead of once per step, and the steps of a net that declares
+ * its sequence form (sequence(lstm(...)), as the standard library's LSTM does) are
+ * recorded as a region, which a pass before binding replaces by one node over the
+ * whole sequence (src/exec/fuse_lstm.c; CFLUX_PASSES=-fuse_lstm keeps the steps).
+ * Only Chains made of such layers and at least one such net are built this way. */
 
 /* v is the standard library's net `name` (a made instance, or a template waiting
  * for its input size in a Chain), not a net of the user's that is called so too. */
@@ -1881,6 +1921,17 @@ static int stdlib_net(const value *v, const char *name)
     return def && strncmp(def->file, "<stdlib>/", 9) == 0;
 }
 
+/* v is a net that declares its sequence form (made, or a template in a Chain). */
+static int declares_sequence(const value *v)
+{
+    if (v->kind == V_MODEL) return v->model->kind == I_NET && v->model->seq_op != CF_OP_INPUT;
+    if (v->kind != V_PARTIAL) return 0;
+    const ast *blk = v->partial->tmpl.net->a;
+    for (int i = 0; i < blk->n; i++)
+        if (blk->items[i]->kind == AST_CALL && !strcmp(blk->items[i]->a->name, "sequence")) return 1;
+    return 0;
+}
+
 /* A function of one value that treats every position of (B, n, ...) alike. */
 static int positionwise_op(const value *v)
 {
@@ -1893,83 +1944,69 @@ static int positionwise_op(const value *v)
 /* Can unroll(m, n) be built layer by layer, and does it gain by it? */
 static int unroll_by_layers(const inst *m)
 {
-    if (!cf_lang_fuse || m->kind != I_CHAIN) return 0;
-    int lstm = 0;
+    if (m->kind != I_CHAIN) return 0;
+    int seq = 0;
     for (int k = 0; k < m->n; k++) {
         const value *v = &m->items[k];
         for (int j = 0; j < k; j++)   /* one instance twice: its state would be shared */
             if (v->kind == V_MODEL && m->items[j].kind == V_MODEL && m->items[j].model == v->model) return 0;
-        if (stdlib_net(v, "LSTM")) lstm = 1;
+        if (declares_sequence(v)) seq = 1;
         else if (v->kind == V_MODEL && v->model->kind == I_INPUT) { if (k != 0) return 0; }
         else if (!stdlib_net(v, "Affine") && !stdlib_net(v, "Embedding") && !stdlib_net(v, "LayerNorm") &&
                  !positionwise_op(v))
             return 0;
     }
-    return lstm;
+    return seq;
 }
 
-/* A parameter or state of a made net, by its name in the net's body. */
-static const value *net_local(const inst *net, const char *name, vkind kind)
+/* A net that declared its sequence form, over sequences x (B, n, ...): its steps one
+ * after another, as its body defines them, recorded as a region for the pass that
+ * fuses them. Its states start from their carried leaves and end as the last step's
+ * (for unroll to carry on). */
+static int sequence_layer(cc *c, inst *net, cf_node *x, int n, const char *file, int line, int col, value *out)
 {
-    const value *v = lookup(net->env, name);
-    return v && v->kind == kind ? v : NULL;
-}
-
-/* The LSTM net over whole sequences x (B, n, I), or over the rows of the table E
- * picked by indices x (B, n): one lstm node, which then answers for the Embedding too
- * (emb_loc in frame emb: where its errors are traced). Its states start from their
- * carried leaves, and end as the last step's h and c (for unroll to carry on). */
-static int lstm_layer(cc *c, const inst *net, cf_node *x, cf_node *E, cf_srcloc emb_loc, const cf_frame *emb,
-                      const char *file, int line, int col, value *out)
-{
-    const value *W = net_local(net, "W", V_PARAM), *U = net_local(net, "U", V_PARAM), *b = net_local(net, "b", V_PARAM);
-    const value *h = net_local(net, "h", V_STATE), *cs = net_local(net, "c", V_STATE);
-    if (!W || !U || !b || !h || !cs) return cerr(c, file, line, col, "LSTM: the standard library's net has changed");
     env here = {.file = file};
     ast where = {.line = line, .col = col};
-    cf_node *in[7];
+    cf_region r = {.op = net->seq_op, .nin = 6, .in = {[5] = x}, .loc = {file, line, col}};
     value v;
-    rstate *st[2] = {h->state, cs->state};
     for (int i = 0; i < 2; i++) {
-        if (state_start(c, st[i], &here, &where)) return -1;
-        in[i] = st[i]->start;
+        if (state_start(c, net->seq_s[i], &here, &where)) return -1;
+        r.in[i] = net->seq_s[i]->start;
     }
-    if (param_node(c, W->param, &v)) return -1;
-    in[2] = v.node;
-    if (param_node(c, U->param, &v)) return -1;
-    in[3] = v.node;
-    if (param_node(c, b->param, &v)) return -1;
-    in[4] = v.node;
-    int nin = 6;
-    in[5] = x;
-    if (E) {
-        in[5] = E;
-        in[6] = x;
-        nin = 7;
+    for (int i = 0; i < 3; i++) {
+        if (param_node(c, net->seq_p[i], &v)) return -1;
+        r.in[2 + i] = v.node;
     }
     if (enter(c, net->tname, file, line, col)) return -1;
-    int rc = -1, T = x->shape.d[1], H = in[3]->shape.d[0];
-    cf_node *y = cf_op_at(c->m, CF_OP_LSTM, nin, in, NULL, 0, NULL, 0, file, line, col);
-    if (made(c, &here, &where, y)) goto done;
-    if (E) y->folded_loc = emb_loc, y->folded_frame = emb;
-    cf_node *hs = cf_slice_at(c->m, y, 2, 0, H, file, line, col);
-    if (made(c, &here, &where, hs)) goto done;
-    cf_node *last = cf_slice_at(c->m, y, 1, T - 1, 1, file, line, col);
-    if (made(c, &here, &where, last)) goto done;
-    cf_shape one = {1, {H}};
-    for (int i = 0; i < 2; i++) {
-        cf_node *s = cf_slice_at(c->m, last, 2, i * H, H, file, line, col);
-        if (made(c, &here, &where, s)) goto done;
-        s = cf_reshape_at(c->m, s, one, file, line, col);
-        if (made(c, &here, &where, s)) goto done;
-        st[i]->prev = s;
-        st[i]->touched = 1;
-    }
-    *out = tensor_value(hs);
-    rc = 0;
-done:
+    r.frame = c->m->frame;   /* the fused nodes' place: a call of the net */
     leave(c);
-    return rc;
+    cf_shape step = {x->shape.rank - 2, {0}};
+    for (int i = 2; i < x->shape.rank; i++) step.d[i - 2] = x->shape.d[i];
+    cf_node **ys = cf_arena_alloc(&c->arena, (size_t)n * sizeof *ys);
+    if (!ys) return cf_oom((size_t)n * sizeof *ys);
+    r.lo = c->m->nnodes;
+    for (int t = 0; t < n; t++) {
+        cf_node *xt = cf_slice_at(c->m, x, 1, t, 1, file, line, col);
+        if (made(c, &here, &where, xt)) return -1;
+        xt = cf_reshape_at(c->m, xt, step, file, line, col);
+        if (made(c, &here, &where, xt)) return -1;
+        value xv = tensor_value(xt), yv;
+        if (call_model(c, net, &xv, 1, file, line, col, &yv)) return -1;
+        if (yv.kind != V_TENSOR || !yv.node->batched)
+            return cerr(c, file, line, col, "unroll: %s must give one value with the batch dimension", net->tname);
+        ys[t] = yv.node;
+        for (rstate *st = c->states; st; st = st->next)
+            if (st->cur) st->prev = st->cur, st->cur = NULL;
+    }
+    cf_node *seq = stack_steps(c, ys, n, file, line, col);
+    if (made(c, &here, &where, seq)) return -1;
+    r.hi = c->m->nnodes - 1;
+    r.seq = seq;
+    r.last[0] = net->seq_s[0]->prev;
+    r.last[1] = net->seq_s[1]->prev;
+    if (r.last[0] && r.last[1] && cf_model_add_region(c->m, &r)) return -1;
+    *out = tensor_value(seq);
+    return 0;
 }
 
 /* unroll(m, n) of a Chain, layer by layer (see above), on sequences x (B, n, d...). */
@@ -1999,30 +2036,8 @@ static int unroll_layers(cc *c, inst *m, cf_node *x, int n, const char *file, in
             if (make_partial(c, m, k, features_from(x->shape, 2), &mv)) return -1;
         }
         value xv = tensor_value(x), yv;
-        if (stdlib_net(item, "Embedding") && k + 1 < m->n && stdlib_net(&m->items[k + 1], "LSTM") &&
-            x->shape.rank == 2) {
-            /* folded into the LSTM: its input products become a look-up in E W */
-            const value *E = net_local(item->model, "E", V_PARAM);
-            value ev;
-            if (!E) return cerr(c, f, where->line, where->col, "Embedding: the standard library's net has changed");
-            if (enter(c, item->model->tname, f, where->line, where->col)) return -1;
-            /* an index out of range is the Embedding's: traced from its body's embedding(x, E) */
-            const cf_frame *emb = c->m->frame;
-            const ast *body = item->model->lambda ? item->model->lambda->a : NULL;
-            cf_srcloc emb_loc = {item->model->env ? item->model->env->file : f, body ? body->line : where->line,
-                                 body ? body->col : where->col};
-            int rc = param_node(c, E->param, &ev);
-            leave(c);
-            if (rc) return -1;
-            k++;
-            if (m->items[k].kind == V_PARTIAL) {
-                value mv;
-                if (make_partial(c, m, k, ev.node->shape.d[1], &mv)) return -1;
-            }
-            where = m->item_ast[k];
-            if (lstm_layer(c, m->items[k].model, x, ev.node, emb_loc, emb, f, where->line, where->col, &yv)) return -1;
-        } else if (stdlib_net(item, "LSTM")) {
-            if (lstm_layer(c, item->model, x, NULL, (cf_srcloc){0}, NULL, f, where->line, where->col, &yv)) return -1;
+        if (declares_sequence(item)) {
+            if (sequence_layer(c, item->model, x, n, f, where->line, where->col, &yv)) return -1;
         } else if (apply(c, item, &xv, 1, f, where, &yv, m, k)) {
             return -1;
         }

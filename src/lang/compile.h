@@ -23,10 +23,6 @@ extern const int cf_stdlib_count;
  * not fit is returned as far as it got, with *failed set (and the error message). */
 cf_model *cf_lang_compile(const char *text, size_t len, const char *file, int keep, int *failed);
 
-/* Build unroll(Chain(...), n) layer by layer, a standard-library LSTM as one fused
- * node (1, the default), or step by step as written (0: tests compare the two). */
-extern int cf_lang_fuse;
-
 /* Read a model file (at most CF_PARSE_MAX_BYTES); malloc'd and NUL-terminated. */
 char *cf_lang_read_file(const char *path, size_t *len);
 

@@ -602,8 +602,9 @@ static ast *parse_block(parser *p, int netbody)
             if (last && last->kind == AST_LAMBDA)
                 return fail_at(p, s->line, s->col,
                                "the forward function must come last in a net body");
-            int torch = s->kind == AST_CALL && s->a->kind == AST_NAME && !strcmp(s->a->name, "torch");
-            if (s->kind != AST_ASSIGN && s->kind != AST_LAMBDA && !torch)
+            int decl = s->kind == AST_CALL && s->a->kind == AST_NAME &&
+                       (!strcmp(s->a->name, "torch") || !strcmp(s->a->name, "sequence"));
+            if (s->kind != AST_ASSIGN && s->kind != AST_LAMBDA && !decl)
                 return fail_at(p, s->line, s->col, "%s", need_fn);
         }
         if (!push(p, &items, s)) return NULL;

@@ -23,6 +23,7 @@ net LSTM(in, out) {
   torch(W = transpose(weight_ih_l0), U = transpose(weight_hh_l0), b = bias_ih_l0 + bias_hh_l0)   # nn.LSTM
   h = state(out)
   c = state(out)
+  sequence(lstm(W, U, b, h, c))   # over a whole sequence: one lstm op, as the steps below compute
   x -> {
     z = x * W + h{-1} * U + b
     i = σ(chunk(z, 1, 4))

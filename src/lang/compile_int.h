@@ -156,19 +156,41 @@ typedef struct cc {
 
 /* ---- built-ins ---- */
 
-/* The functions of one value that ops define (relu, softmax, ...: CF_CALL in the op
- * table) are found there, by their names; this table holds the rest, and aliases. */
-enum {
-    B_OP, B_RESHAPE, B_HCAT, B_PARAM, B_STAT, B_STATE, B_NORMAL, B_UNIFORM, B_INPUT, B_CHAIN, B_UNROLL,
-    B_CONV2D, B_MAXPOOL, B_AVGPOOL, B_DROPOUT, B_BATCHNORM, B_CHUNK, B_EMBEDDING, B_LAYERNORM, B_GELU,
-    B_SOFTMAX, B_TRANSPOSE, B_SQRT, B_REPEAT, B_POSITIONS
-};
+/* The built-ins that code apart from their own function tells apart; the rest are
+ * B_CALL. */
+enum { B_CALL, B_OP, B_PARAM, B_STAT, B_NORMAL, B_UNIFORM, B_CHAIN, B_REPEAT };
 
+/* A keyword a built-in takes, and what its value must be. */
+struct kwspec {
+    const char *name;
+    char kind;          /* 'i': a whole number of at least lo (at most 1e6); 'b': true or false; 'n': a number
+                           in (lo, hi), 'N': in (lo, hi]; 'I': an initialiser; 'Z': zeros or ones */
+    double lo, hi;
+    double def;         /* its value when not given (a cf_init_kind for 'I' and 'Z') */
+    const char *note;   /* added to the message for a value that does not fit */
+};
+#define BUILTIN_KWS 4
+
+/* A built-in function, and what it takes: one row of cc_builtins (builtins.c), whose
+ * call is held to the row before its function runs. */
 struct builtin {
     const char *name;
     int id;
-    cf_opcode op;     /* for functions of one tensor */
-    int unary;        /* usable as a Chain element / a model of one input */
+    cf_opcode op;       /* its op, for functions of values */
+    int unary;          /* usable as a Chain element / a model of one input */
+    char where;         /* 'f': on values, so inside a forward function; 'F': so, and the message outside one
+                           says to write it bare in a Chain; 'b': in a net body, before its forward function */
+    const char *hint;   /* after the message for 'F' outside a forward function */
+    const char *args;   /* its positional arguments' kinds: v a value, n a number, m a model, x anything (its
+                           function checks it); a last '*' repeats the kind before it */
+    int min;            /* positional arguments it needs */
+    const char *usage;  /* when they do not fit (NULL: "NAME needs a value as its first argument", or
+                           "NAME takes one value but was given N arguments") */
+    int each;           /* a positional of the wrong kind is named by its number, not by the usage */
+    struct kwspec kw[BUILTIN_KWS];   /* its keywords; name NULL ends them */
+    /* after the checks: kw holds the keywords' values in the row's order */
+    int (*call)(cc *c, env *en, const ast *e, const struct builtin *b, value *args, int nargs, const value *kw,
+                value *out);
 };
 extern const struct builtin cc_builtins[];
 extern const int cc_nbuiltins;

@@ -4,7 +4,8 @@
  *   names.c     errors and their traces, environments, names and "did you mean"
  *   values.c    values, models made, and the checks around every graph node made
  *   eval.c      evaluating expressions, arguments and calls
- *   builtins.c  the built-in functions (conv2d, param, Chain, ...) and the ops' own
+ *   builtins.c  the built-in functions (conv2d, param, Chain, ...), each a row that says
+ *               what it takes, held to it by one check; and the ops called by name
  *   nets.c      nets: instantiation, parameters, torch(...), Chains, calling a model
  *   unroll.c    recurrent states and unroll (with the standard library's LSTM fused)
  *   compile.c   files, the model's inputs and outputs, the entry points
@@ -188,7 +189,8 @@ struct builtin {
                            "NAME takes one value but was given N arguments") */
     int each;           /* a positional of the wrong kind is named by its number, not by the usage */
     struct kwspec kw[BUILTIN_KWS];   /* its keywords; name NULL ends them */
-    /* after the checks: kw holds the keywords' values in the row's order */
+    /* runs after the checks, kw the keywords' values in the row's order; NULL for an op
+       (cc_op_call) and for repeat (cc_repeat_call, called before its arguments are evaluated) */
     int (*call)(cc *c, env *en, const ast *e, const struct builtin *b, value *args, int nargs, const value *kw,
                 value *out);
 };

@@ -7,6 +7,7 @@
 
 #include "lang/compile_int.h"
 
+/* The initialisers that are names (normal(std) and uniform(a) are built-ins). */
 static const struct { const char *name; cf_init init; } inits[] = {
     {"glorot", {CF_INIT_GLOROT, 0}}, {"zeros", {CF_INIT_ZEROS, 0}}, {"ones", {CF_INIT_ONES, 0}},
 };

@@ -586,6 +586,65 @@ TEST(huge_counts_and_sizes_are_refused_quickly)
     }
 }
 
+/* Every built-in's call is held to its row of the table (builtins.c: where it belongs,
+ * its keywords and their kinds, its arguments' count and kinds) by one check, whose
+ * messages follow one pattern: the whole first line of each is compared. */
+TEST(builtins_are_held_to_their_rows)
+{
+    static const struct { const char *src, *msg; } bad[] = {
+        /* where it belongs */
+        {"model = Chain(Input(4), x -> x * param(4, 4))\n",
+         "error: param(...) belongs in a net body, before the forward function\n"},
+        {"net N(in) {\n  T = transpose(in, 0, 1)\n  x -> x\n}\nmodel = Chain(Input(4), N(4))\n",
+         "error: transpose(...) works on values inside a forward function\n"},
+        {"model = Chain(Input(4), hcat(1))\n",
+         "error: hcat(...) works on values inside a forward function; in a Chain write just hcat\n"},
+        /* keywords: none taken, one meant, the ones taken */
+        {"model = Chain(Input(4), x -> dropout(x, 0.5, p = 1))\n", "error: dropout has no argument named 'p'\n"},
+        {"model = Chain(Input(1, 8, 8), x -> maxpool(x, 2, strid = 1))\n",
+         "error: maxpool has no argument named 'strid' (did you mean 'stride'?)\n"},
+        {"model = Chain(Input(1, 8, 8), x -> conv2d(x, x, padding = 1))\n",
+         "error: conv2d has no argument named 'padding' (it takes stride, pad, dilation and groups)\n"},
+        {"net N(in) {\n  s = state(in, start = zeros)\n  x -> x\n}\nmodel = Chain(Input(4), N(4))\n",
+         "error: state has no argument named 'start' (it takes init)\n"},
+        /* each kind of keyword */
+        {"model = Chain(Input(1, 8, 8), x -> avgpool(x, 2, pad = -1))\n",
+         "error: avgpool's pad must be a whole number of at least 0\n"},
+        {"model = Chain(Input(1, 8, 8), x -> avgpool(x, 2, stride = 1.5))\n",
+         "error: avgpool's stride must be a whole number of at least 0 (0: the window's size)\n"},
+        {"model = Chain(Input(4), unroll(Chain(Input(4), relu), 3, stateful = 2))\n",
+         "error: unroll's stateful is true or false\n"},
+        {"model = Chain(Input(4), x -> softmax(x, causal = relu))\n", "error: softmax's causal is true or false\n"},
+        {"model = Chain(Input(4), BatchNorm(4, momentum = 0))\n",
+         "error: batchnorm's momentum must be a number in (0, 1]\n"},
+        {"net N(in) {\n  W = stat(in, init = 1)\n  x -> x\n}\nmodel = Chain(Input(4), N(4))\n",
+         "error: init must be an initialiser (glorot, zeros, ones, normal(std), uniform(a)), not a number\n"},
+        {"net N(in) {\n  s = state(in, init = glorot)\n  x -> x\n}\nmodel = Chain(Input(4), N(4))\n",
+         "error: state's init must be zeros or ones\n"},
+        /* the arguments' count and kinds */
+        {"model = Chain(Input(4), x -> embedding(x, x, x))\n",
+         "error: embedding takes indices and a table: embedding(x, E)\n"},
+        {"model = Chain(Input(4), x -> softmax())\n", "error: softmax takes one value but was given 0 arguments\n"},
+        {"model = Chain(Input(4), x -> reshape())\n",
+         "error: reshape needs a value as its first argument: nothing was given\n"},
+        {"model = Chain(Input(4), x -> chunk(2, 1, 2))\n",
+         "error: chunk takes a value, a part and a number of parts: chunk(z, 2, 4)\n"},
+        {"model = Chain(Input(4), x -> layernorm(x, 1, x))\n",
+         "error: layernorm's argument 2 must be a value, not a number\n"},
+        {"model = Chain(Input(4), x -> hcat(x, 3))\n", "error: hcat's argument 2 must be a value, not a number\n"},
+        {"model = Chain(Input(4), unroll(relu, 3))\n",
+         "error: unroll takes a model and a number of steps: unroll(m, 50, stateful = true)\n"},
+        {"model = x -> dropout(x, 0.5)\n",
+         "error: cannot tell the shape of the input 'x' from dropout: begin the model with Input(...)\n"},
+    };
+    for (int i = 0; i < (int)(sizeof bad / sizeof bad[0]); i++) {
+        cf_model *m = cf_model_parse(bad[i].src, "b.flux");
+        CHECK(m == NULL);
+        CHECK_HAS(cf_last_error(), bad[i].msg);
+        cf_model_free(m);
+    }
+}
+
 int main(void)
 {
     RUN(tlp_trace_points_into_the_source);
@@ -602,5 +661,6 @@ int main(void)
     RUN(attention_in_the_notation);
     RUN(positions_are_the_tables_first_rows);
     RUN(huge_counts_and_sizes_are_refused_quickly);
+    RUN(builtins_are_held_to_their_rows);
     return test_summary("notation");
 }

@@ -1,6 +1,6 @@
 /* lstm.c - a whole LSTM layer over a sequence in one node: what the standard
  * library's LSTM computes at every step of an unroll, fused (the compiler puts it in
- * place of the per-step graphs, lang/compile.c; the notation stays the definition, and
+ * place of the per-step graphs, lang/unroll.c; the notation stays the definition, and
  * tests/test_lstm_fused.c holds the two to the same numbers).
  *
  *   inputs: h0, c0 (B, H) the carried states, W (I, 4H), U (H, 4H), b (1, 4H) with

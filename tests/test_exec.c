@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cflux.h"
+#include "exec/exec.h"
 #include "test.h"
 
 static float frand(void) { return (float)rand() / (float)RAND_MAX * 2.0f - 1.0f; }
@@ -33,6 +34,65 @@ static cf_model *small_mlp(void)
     cf_output(m, cf_node_input(loss, 0));
     cf_output(m, loss);
     return m;
+}
+
+/* Views: a reshape is its input's memory, with no copy and no buffer; a slice is too
+ * where the range is contiguous (a batch of 1), and a transpose where the floats keep
+ * their order; the values are those the copies gave, forward and backward. */
+TEST(views_share_memory)
+{
+    for (int batch = 1; batch <= 2; batch++) {
+        cf_model *m = cf_model_new();
+        cf_node *x = cf_input(m, "x", CF_SHAPE(2, 3));
+        cf_node *y = cf_tanh(m, x);
+        cf_node *r = cf_reshape(m, y, CF_SHAPE(6));                   /* (B, 6) */
+        cf_node *s = cf_slice(m, r, 1, 2, 3);                           /* (B, 3): elements 2..4 */
+        cf_node *t = cf_transpose(m, cf_reshape(m, s, CF_SHAPE(1, 3)), 1, 2);   /* (B, 3, 1) */
+        cf_output(m, cf_tanh(m, t));
+        /* r read long after y's step, past values that could take y's memory if it
+           were free */
+        cf_node *a = cf_tanh(m, cf_tanh(m, cf_tanh(m, cf_neg(m, x))));
+        cf_output(m, cf_add(m, cf_reshape(m, a, CF_SHAPE(6)), r));
+        cf_exec *e = cf_bind(m, batch, CF_INPUT_GRADS);
+        CHECK(e != NULL);
+        if (!e) continue;
+        CHECK(e->vsrc[r->id] == y->id && e->val[r->id] == e->val[y->id]);
+        CHECK((e->vsrc[s->id] >= 0) == (batch == 1));
+        CHECK(e->vsrc[t->id] >= 0);
+        size_t n;
+        float *xv = cf_exec_input(e, 0, &n);
+        for (size_t i = 0; i < n; i++) xv[i] = 0.3f * (float)i - 1.0f;
+        float *head = cf_exec_output_grad(e, 0, NULL);
+        for (size_t i = 0; i < 3 * (size_t)batch; i++) head[i] = 1.0f + (float)i;
+        CHECK(cf_forward(e, 1) == 0 && cf_backward(e) == 0);
+        const float *out = cf_exec_output(e, 0, NULL), *dx = cf_exec_input_grad(e, 0, NULL);
+        const float *sum = cf_exec_output(e, 1, NULL);
+        for (size_t i = 0; i < n; i++)
+            CHECK_NEAR(sum[i], tanhf(tanhf(tanhf(-xv[i]))) + tanhf(xv[i]), 1e-6);
+        for (int b = 0; b < batch; b++)
+            for (int j = 0; j < 6; j++) {
+                float a = tanhf(xv[6 * b + j]), want_dx = 0;
+                if (j >= 2 && j < 5) {
+                    float o = tanhf(a), g = 1.0f + (float)(3 * b + j - 2);
+                    CHECK_NEAR(out[3 * b + j - 2], o, 1e-6);
+                    want_dx = g * (1 - o * o) * (1 - a * a);
+                }
+                CHECK_NEAR(dx[6 * b + j], want_dx, 1e-5);
+            }
+        cf_exec_free(e);
+        /* inference: nothing else keeps y's memory alive for r */
+        e = cf_bind(m, batch, 0);
+        CHECK(e != NULL);
+        if (!e) continue;
+        xv = cf_exec_input(e, 0, &n);
+        for (size_t i = 0; i < n; i++) xv[i] = 0.3f * (float)i - 1.0f;
+        CHECK(cf_forward(e, 0) == 0);
+        sum = cf_exec_output(e, 1, NULL);
+        for (size_t i = 0; i < n; i++)
+            CHECK_NEAR(sum[i], tanhf(tanhf(tanhf(-xv[i]))) + tanhf(xv[i]), 1e-6);
+        cf_exec_free(e);
+        cf_model_free(m);
+    }
 }
 
 TEST(shape_error_names_op_shapes_and_line)
@@ -764,6 +824,7 @@ TEST(no_fusion_where_the_sum_has_another_reader)
 
 int main(void)
 {
+    RUN(views_share_memory);
     RUN(shape_error_names_op_shapes_and_line);
     RUN(deep_traces_fold);
     RUN(conv2d_shape_errors);

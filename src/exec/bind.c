@@ -40,6 +40,7 @@ static size_t exec_arrays(cf_exec *e, unsigned char *base)
         {&e->grad, nn * sizeof *e->grad},     {&e->gz, nn},
         {&e->inst, nn * sizeof *e->inst},     {&e->tf, nn * sizeof *e->tf},
         {&e->tb, nn * sizeof *e->tb},         {&e->aux, nn * sizeof *e->aux},
+        {&e->vsrc, nn * sizeof *e->vsrc},     {&e->voff, nn * sizeof *e->voff},
         {&e->fws, nn * sizeof *e->fws},       {&e->bws, nn * sizeof *e->bws},
         {&e->head, no * sizeof *e->head},     {&e->own_input, (size_t)e->ninputs * sizeof *e->own_input},
         {&e->xp, nsrc * sizeof *e->xp},       {&e->xsp, nsrc * sizeof *e->xsp},
@@ -119,6 +120,23 @@ static void timeline(cf_exec *e)
     }
 }
 
+/* Views: a computed node whose op can give its input's memory as its value (a reshape,
+ * a contiguous slice: cf_opdef.view) takes it, with no copy and no buffer of its own,
+ * unless the input is a model input (cf_exec_set_input may point that elsewhere). */
+static void views(cf_exec *e)
+{
+    for (int i = 0; i < e->nn; i++) {
+        const cf_node *n = e->g->node[i];
+        e->vsrc[i] = -1;
+        if (!n || e->tf[i] < 0 || !cf_ops[n->op]->view || CF_NSRC(&e->an, i) != 1) continue;
+        int s = CF_SRC(&e->an, i, 0);
+        if (e->g->node[s]->op == CF_OP_INPUT) continue;
+        cf_inst k = {.node = n, .nin = 1, .xs = &e->shape[s], .ys = e->shape[i]};
+        size_t off;
+        if (cf_ops[n->op]->view(&k, &off)) e->vsrc[i] = s, e->voff[i] = off;
+    }
+}
+
 /* The last step that reads each value (a consumer's forward, its backward if that
  * reads inputs, its own backward if that reads the output), and the first backward
  * that writes each gradient. Outputs, the loss and inputs are kept for the whole
@@ -150,6 +168,10 @@ static void lifetimes(const cf_exec *e, int *last, int *gfirst)
     if (e->loss >= 0) last[e->loss] = end, gfirst[e->loss] = e->nfwd;
     for (int i = 0; i < m->ncarries; i++)
         if (m->carries[i].next) last[m->carries[i].next->id] = end;
+    /* a view's memory is its source's: the source lives as long (views of views: the
+       later first) */
+    for (int i = e->nn - 1; i >= 0; i--)
+        if (e->vsrc[i] >= 0 && last[i] > last[e->vsrc[i]]) last[e->vsrc[i]] = last[i];
 }
 
 /* The buffers of values and gradients, with their lifetimes, appended to bufs. */
@@ -163,7 +185,8 @@ static int value_buffers(cf_exec *e, cf_buf *bufs, int *nbuf)
         if (!arena_value(e, i)) continue;
         size_t size = cf_shape_count_b(e->g->node[i]->shape, e->batch);
         int input = e->g->node[i]->op == CF_OP_INPUT;
-        bufs[(*nbuf)++] = (cf_buf){size, 0, input ? 0 : e->tf[i], last[i], &e->val[i]};
+        if (e->vsrc[i] < 0)   /* a view's value: its source's memory (wire) */
+            bufs[(*nbuf)++] = (cf_buf){size, 0, input ? 0 : e->tf[i], last[i], &e->val[i]};
         if (!e->an.hasgrad[i]) continue;
         int gf = input ? 0 : gfirst[i], gl = input ? end : e->tb[i];   /* an input's: until the next backward */
         bufs[(*nbuf)++] = (cf_buf){size, 0, gf, gl < gf ? gf : gl, &e->grad[i]};
@@ -262,9 +285,12 @@ static int plan(cf_exec *e)
     return rc;
 }
 
-/* Head gradients (1 for a scalar, a loss; else 0) and each kernel instance's buffers. */
+/* Views' values (in order: a view of a view after its source), head gradients (1 for
+ * a scalar, a loss; else 0) and each kernel instance's buffers. */
 static void wire(cf_exec *e)
 {
+    for (int i = 0; i < e->nn; i++)
+        if (e->vsrc[i] >= 0) e->val[i] = e->val[e->vsrc[i]] + e->voff[i];
     if (e->flags & CF_TRAIN)
         for (int o = 0; o < e->noutputs; o++)
             if (e->m->outputs[o]->shape.rank == 0) e->head[o][0] = 1.0f;
@@ -303,6 +329,7 @@ cf_exec *cf_bind(cf_model *m, int batch, unsigned flags)
     e->nantrap = trap && *trap && strcmp(trap, "0") != 0;
     if (lower(e) || check_sizes(e)) goto fail;
     timeline(e);
+    views(e);
     if (plan(e)) goto fail;
     wire(e);
     return e;

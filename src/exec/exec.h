@@ -43,6 +43,8 @@ struct cf_exec {
     int *fwd, nfwd;      /* forward order (the analysis's) */
     int *bwd, nbwd;      /* backward order (the analysis's) */
     int *tf, *tb;        /* per node: its forward's and its backward's step, or -1 */
+    int *vsrc;           /* per node: the node whose memory its value is (a view), or -1 */
+    size_t *voff;        /* and where in that memory it starts, in floats */
 
     float **head;        /* per output: its head gradient */
     int loss;            /* the loss node, when this executor computes it; else -1 */

@@ -63,13 +63,21 @@ static void copy_backward(const cf_inst *k)
     cf_put(k->dx[0], k->dy, cf_shape_count_b(k->ys, 1), k->acc[0]);
 }
 
+/* The same floats in the same order: always the input's memory. */
+static int reshape_view(const cf_inst *k, size_t *off)
+{
+    (void)k;
+    *off = 0;
+    return 1;
+}
+
 const cf_opdef cf_op_reshape = {
     .name = "reshape", .what = "reshape", .infer = reshape_infer, .forward = copy_forward,
-    .backward = copy_backward, .flags = CF_OWN_BUILDER, .nin = 1,
+    .backward = copy_backward, .flags = CF_OWN_BUILDER, .nin = 1, .view = reshape_view,
 };
 const cf_opdef cf_op_flatten = {
     .name = "flatten", .what = "flatten", .infer = reshape_infer, .forward = copy_forward,
-    .backward = copy_backward, .flags = CF_CALL, .nin = 1,
+    .backward = copy_backward, .flags = CF_CALL, .nin = 1, .view = reshape_view,
 };
 
 /* ---- concat (dim in ia[0]) ---- */
@@ -186,7 +194,17 @@ static void slice_backward(const cf_inst *k)
     for (size_t o = 0; o < outer; o++) cf_put(dx + o * row + off, k->dy + o * len, len, 1);
 }
 
+/* One range when nothing comes before the cut dimension but dimensions of 1 (a batch
+ * of one, say). */
+static int slice_view(const cf_inst *k, size_t *off)
+{
+    size_t outer, inner;
+    cf_shape_split(k->xs[0], k->node->attr.i[3], &outer, &inner);
+    *off = (size_t)k->node->attr.i[1] * inner;
+    return outer == 1;
+}
+
 const cf_opdef cf_op_slice = {
     .name = "slice", .what = "slice", .infer = slice_infer, .forward = slice_forward,
-    .backward = slice_backward, .flags = CF_OWN_BUILDER, .nin = 1,
+    .backward = slice_backward, .flags = CF_OWN_BUILDER, .nin = 1, .view = slice_view,
 };

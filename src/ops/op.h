@@ -106,6 +106,11 @@ typedef struct cf_opdef {
      * taken as 1); want[j]: input j's gradient is computed (j up to its effective
      * inputs, as the executor counts them). NULL only with CF_NO_FLOPS. */
     void (*flops)(const cf_node *n, const unsigned char *want, double *fwd, double *bwd);
+    /* The output is the input's memory from *off floats on, as it lies, when the
+     * layout of these concrete shapes (k's node and shapes only) allows: 1, and the
+     * executor skips the forward (a reshape; a slice of one contiguous range); else 0
+     * (optional: NULL for an op that always computes). */
+    int (*view)(const cf_inst *k, size_t *off);
     /* The numbers the notation takes after the value (CF_CALL), in order; name NULL
      * ends the list. */
     cf_attrdef attrs[CF_OP_ATTRS];

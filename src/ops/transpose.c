@@ -93,7 +93,17 @@ static void transpose_backward(const cf_inst *k)
     move(k->dy, k->dx[0], b, k->acc[0]);
 }
 
+/* The floats keep their order when, of the two dimensions and those between them,
+ * at most one is longer than 1 (a transpose of a single step, or of one head). */
+static int transpose_view(const cf_inst *k, size_t *off)
+{
+    int longer = 0;
+    for (int d = k->node->attr.i[2]; d <= k->node->attr.i[3]; d++) longer += k->xs[0].d[d] > 1;
+    *off = 0;
+    return longer <= 1;
+}
+
 const cf_opdef cf_op_transpose = {
     .name = "transpose", .what = "transpose", .infer = transpose_infer, .forward = transpose_forward,
-    .backward = transpose_backward, .nin = 1,
+    .backward = transpose_backward, .nin = 1, .view = transpose_view,
 };

@@ -762,6 +762,10 @@ TEST(every_op_has_a_row_a_name_and_a_check)
             fprintf(stderr, "  op %s (%d) has a backward but no passing gradient check in test_grad.c\n", d->name, op);
             CHECK(checked[op]);
         }
+        if (!d->flops == !(d->flags & CF_NO_FLOPS)) {   /* cflux summary would show 0 FLOPs unawares */
+            fprintf(stderr, "  op %s (%d) needs exactly one of a flops function and CF_NO_FLOPS\n", d->name, op);
+            CHECK(!d->flops != !(d->flags & CF_NO_FLOPS));
+        }
         if (d->flags & CF_CALL) CHECK(d->nin == 1);
         for (int a = 0; a < CF_OP_ATTRS && d->attrs[a].name; a++)   /* numbers only after a value */
             CHECK((d->flags & CF_CALL) && (d->attrs[a].kind == 'f' || d->attrs[a].kind == 'i'));

@@ -100,8 +100,13 @@ typedef struct cf_opdef {
     unsigned nograd;                      /* bit i: input i is not differentiable */
     int nin;                              /* inputs: 0 (a leaf), their count, or CF_NIN_ANY */
     /* Forward and backward FLOPs of node n for one sample (symbolic shapes, the batch
-     * taken as 1); want[j]: input j's gradient is computed (j up to its effective
-     * inputs, as the executor counts them). NULL only with CF_NO_FLOPS. */
+     * taken as 1), for cflux summary and cf_model_flops; want[j]: input j's gradient is
+     * computed (j up to its effective inputs, as the executor counts them). The counts,
+     * which cflux.h and the tool's help give: matrix products and convolutions 2 per
+     * multiply-add, each gradient product the same again; elementwise ops 1 per output
+     * element, and backward 1 per element for each input that takes a gradient
+     * (cf_flops_elementwise); the rest from their kernels' arithmetic. NULL only with
+     * CF_NO_FLOPS (the contract test in tests/test_grad.c holds every op to one). */
     void (*flops)(const cf_node *n, const unsigned char *want, double *fwd, double *bwd);
     /* The numbers the notation takes after the value (CF_CALL), in order; name NULL
      * ends the list. */
@@ -162,6 +167,16 @@ int cf_check_indices(const float *x, cf_shape xs, int V);
  * to the message, CF_FWD_TRACED returned; -1 for a node with nothing folded in. */
 #define CF_FWD_TRACED (-2)
 int cf_fail_folded(const cf_node *n);
+
+/* Elements of symbolic shape s in one sample (the batch taken as 1): what FLOPs count. */
+double cf_count1(cf_shape s);
+
+/* The input gradients that want (cf_opdef.flops) asks for, among n's inputs. */
+int cf_grads_wanted(const cf_node *n, const unsigned char *want);
+
+/* The FLOPs of an elementwise op (cf_opdef.flops): 1 per output element, and backward
+ * 1 per element for each input that takes a gradient. */
+void cf_flops_elementwise(const cf_node *n, const unsigned char *want, double *fwd, double *bwd);
 
 /* dst = src (acc 0) or dst += src (acc 1). */
 void cf_put(float *dst, const float *src, size_t n, int acc);

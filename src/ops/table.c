@@ -4,16 +4,16 @@
 /* Leaves: their values come from the executor (inputs) or the model (parameters,
  * constants); their shapes are set when they are made. */
 const cf_opdef cf_op_input = {
-    .name = "input", .what = "input",
+    .name = "input", .what = "input", .flags = CF_NO_FLOPS,
 };
 const cf_opdef cf_op_param = {
-    .name = "param", .what = "parameter",
+    .name = "param", .what = "parameter", .flags = CF_NO_FLOPS,
 };
 const cf_opdef cf_op_const = {
-    .name = "const", .what = "constant",
+    .name = "const", .what = "constant", .flags = CF_NO_FLOPS,
 };
 const cf_opdef cf_op_state = {
-    .name = "state", .what = "state",
+    .name = "state", .what = "state", .flags = CF_NO_FLOPS,
 };
 
 extern const cf_opdef cf_op_matmul, cf_op_add, cf_op_sub, cf_op_mul, cf_op_div, cf_op_neg,

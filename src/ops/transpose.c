@@ -95,5 +95,5 @@ static void transpose_backward(const cf_inst *k)
 
 const cf_opdef cf_op_transpose = {
     .name = "transpose", .what = "transpose", .infer = transpose_infer, .forward = transpose_forward,
-    .backward = transpose_backward, .nin = 1,
+    .backward = transpose_backward, .flags = CF_NO_FLOPS, .nin = 1,
 };

@@ -75,3 +75,19 @@ void cf_put(float *dst, const float *src, size_t n, int acc)
     }
     for (size_t i = 0; i < n; i++) dst[i] += src[i];
 }
+
+double cf_count1(cf_shape s) { return (double)cf_shape_count_b(s, 1); }
+
+int cf_grads_wanted(const cf_node *n, const unsigned char *want)
+{
+    int c = 0;
+    for (int j = 0; j < n->nin; j++) c += want[j] != 0;
+    return c;
+}
+
+void cf_flops_elementwise(const cf_node *n, const unsigned char *want, double *fwd, double *bwd)
+{
+    double E = cf_count1(n->shape);
+    *fwd = E;
+    *bwd = E * cf_grads_wanted(n, want);
+}

@@ -162,4 +162,5 @@ const cf_opdef cf_op_matmul = {
     .name = "*", .what = "matrix product", .infer = matmul_infer, .forward = matmul_forward,
     .backward = matmul_backward, .flags = CF_BWD_X, .nin = 2,
     .flops = matmul_flops,
+    .onnx = "MatMul",   /* numpy's matmul, as cflux's */
 };

@@ -67,12 +67,16 @@ typedef struct cf_inst {
 
 /* A number an op takes after its value in the notation, by position or by name
  * (leakyrelu(x, 0.2), clamp(x, lo = 0, hi = 6)): kept in attr.f[slot] (kind 'f') or
- * attr.i[slot] (kind 'i', a whole number). */
+ * attr.i[slot] (kind 'i', a whole number). In ONNX (cf_opdef.onnx) it is the
+ * operator's attribute onnx_attr ("alpha"), or its next input onnx_input, a constant
+ * of one number (Clip's "min"; float, or int64 for kind 'i'), or neither (not written). */
 typedef struct cf_attrdef {
     const char *name;     /* its keyword, and its name in messages: "slope" */
     char kind;            /* 'f' or 'i' */
     int slot;
     float def;            /* when it is not given; NAN: it must be */
+    const char *onnx_attr;
+    const char *onnx_input;
 } cf_attrdef;
 #define CF_OP_ATTRS 4
 
@@ -111,6 +115,13 @@ typedef struct cf_opdef {
     /* The numbers the notation takes after the value (CF_CALL), in order; name NULL
      * ends the list. */
     cf_attrdef attrs[CF_OP_ATTRS];
+    /* The ONNX operator that computes it in evaluation ("Relu"), over its inputs in
+     * order and then its numbers that are inputs, with its numbers that are attributes
+     * (cf_attrdef.onnx_*): all that src/interop/onnx.c needs to write it, unless it has
+     * a writer there for what this cannot say (softmax's axis and causal mask). NULL:
+     * only a writer there exports it; without one, the export is refused, naming the
+     * op and where the model made it. */
+    const char *onnx;
 } cf_opdef;
 
 /* Mutable only so that tests can plant a broken op and see the gradient check fail. */

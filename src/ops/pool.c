@@ -401,11 +401,11 @@ static void global_flops(const cf_node *n, const unsigned char *want, double *fw
 
 const cf_opdef cf_op_maxpool = {
     .name = "maxpool", .what = "max pooling", .infer = pool_infer, .aux = max_aux, .forward = max_forward,
-    .backward = max_backward, .nin = 1, .flops = max_flops,
+    .backward = max_backward, .nin = 1, .flops = max_flops, .onnx = "MaxPool",
 };
 const cf_opdef cf_op_avgpool = {
     .name = "avgpool", .what = "average pooling", .infer = pool_infer, .forward = avg_forward,
-    .backward = avg_backward, .nin = 1, .flops = avg_flops,
+    .backward = avg_backward, .nin = 1, .flops = avg_flops, .onnx = "AveragePool",
 };
 const cf_opdef cf_op_globalavgpool = {
     .name = "globalavgpool", .what = "global average pooling", .infer = global_infer,

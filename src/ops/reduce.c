@@ -48,10 +48,10 @@ static void reduce_flops(const cf_node *n, const unsigned char *want, double *fw
 const cf_opdef cf_op_sum = {
     .name = "sum", .what = "sum", .infer = reduce_infer, .forward = reduce_forward,
     .backward = reduce_backward, .flags = CF_CALL, .nin = 1,
-    .flops = reduce_flops,
+    .flops = reduce_flops, .onnx = "ReduceSum",
 };
 const cf_opdef cf_op_mean = {
     .name = "mean", .what = "mean", .infer = reduce_infer, .forward = reduce_forward,
     .backward = reduce_backward, .flags = CF_CALL, .nin = 1,
-    .flops = reduce_flops,
+    .flops = reduce_flops, .onnx = "ReduceMean",
 };

@@ -114,10 +114,10 @@ static void softmax_flops(const cf_node *n, const unsigned char *want, double *f
 const cf_opdef cf_op_softmax = {
     .name = "softmax", .what = "softmax", .infer = rows_infer, .forward = softmax_forward,
     .backward = softmax_backward, .flags = CF_BWD_Y | CF_CALL | CF_POSITIONWISE, .nin = 1,
-    .flops = softmax_flops,
+    .flops = softmax_flops, .onnx = "Softmax",
 };
 const cf_opdef cf_op_logsoftmax = {
     .name = "logsoftmax", .what = "logsoftmax", .infer = rows_infer, .forward = softmax_forward,
     .backward = softmax_backward, .flags = CF_BWD_Y | CF_CALL | CF_POSITIONWISE, .nin = 1,
-    .flops = softmax_flops,
+    .flops = softmax_flops, .onnx = "LogSoftmax",
 };

@@ -179,6 +179,12 @@ int cf_check_indices(const float *x, cf_shape xs, int V);
 #define CF_FWD_TRACED (-2)
 int cf_fail_folded(const cf_node *n);
 
+/* Op d's numbers (cf_opdef.attrs) as a node's attributes: v[k] for the k-th, NAN where
+ * it is not given (its default then), into ia and fa and the counts of them used, as
+ * cf_op_at takes them. 0, or k + 1 for the k-th when it has no value (required and not
+ * given) or, of kind 'i', is not a whole number. */
+int cf_attrs_decode(const cf_opdef *d, const double *v, int *ia, int *nia, float *fa, int *nfa);
+
 /* Elements of symbolic shape s in one sample (the batch taken as 1): what FLOPs count. */
 double cf_count1(cf_shape s);
 

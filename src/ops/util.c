@@ -1,4 +1,5 @@
 /* util.c - helpers shared by the ops' shape rules and kernels. */
+#include <math.h>
 #include <string.h>
 
 #include "core/error.h"
@@ -90,4 +91,23 @@ void cf_flops_elementwise(const cf_node *n, const unsigned char *want, double *f
     double E = cf_count1(n->shape);
     *fwd = E;
     *bwd = E * cf_grads_wanted(n, want);
+}
+
+int cf_attrs_decode(const cf_opdef *d, const double *v, int *ia, int *nia, float *fa, int *nfa)
+{
+    *nia = *nfa = 0;
+    for (int k = 0; k < CF_OP_ATTRS && d->attrs[k].name; k++) {
+        const cf_attrdef *a = &d->attrs[k];
+        double x = isnan(v[k]) ? a->def : v[k];
+        if (isnan(x)) return k + 1;
+        if (a->kind == 'i') {
+            if (x != floor(x) || fabs(x) > 1e9) return k + 1;
+            ia[a->slot] = (int)x;
+            if (a->slot + 1 > *nia) *nia = a->slot + 1;
+        } else {
+            fa[a->slot] = (float)x;
+            if (a->slot + 1 > *nfa) *nfa = a->slot + 1;
+        }
+    }
+    return 0;
 }

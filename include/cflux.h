@@ -533,6 +533,7 @@ typedef enum cf_opcode {
     CF_OP_LSTM,
     CF_OP_LAYERNORM, CF_OP_GELU,
     CF_OP_TRANSPOSE,
+    CF_OP_CLAMP,
     CF_OP_COUNT_
 } cf_opcode;
 
@@ -1222,8 +1223,8 @@ CF_API double cf_trainer_wait_seconds(const cf_trainer *t);
  * FLOPs per sample, as the kernels compute them: a matrix product or convolution 2
  * per multiply-add (x (n, k) W (k, m): 2nkm), and as much again backward for each of
  * its inputs that takes a gradient (W unless frozen; x when a trainable parameter lies
- * before it, so never the model's inputs). Elementwise ops (+ - .* ./ relu σ tanh exp
- * log softplus gelu dropout) 1 per output element, and backward 1 per element for each
+ * before it, so never the model's inputs). Elementwise ops (+ - .* ./ relu clamp σ tanh
+ * exp log softplus gelu dropout) 1 per output element, and backward 1 per element for each
  * input that takes a gradient. Per element: softmax 5 forward, 4 backward; batchnorm
  * (training) 6, and 5 backward plus 4 for dx; layernorm 8, and 5 backward plus 11 for
  * dx; maxpool k·k (comparisons) per output, 1 back; avgpool k·k + 1 both ways; sum,

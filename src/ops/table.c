@@ -20,7 +20,8 @@ extern const cf_opdef cf_op_matmul, cf_op_add, cf_op_sub, cf_op_mul, cf_op_div, 
     cf_op_sigmoid, cf_op_tanh, cf_op_relu, cf_op_leakyrelu, cf_op_exp, cf_op_log, cf_op_softmax,
     cf_op_logsoftmax, cf_op_sum, cf_op_mean, cf_op_reshape, cf_op_flatten, cf_op_concat, cf_op_slice,
     cf_op_xent, cf_op_mse, cf_op_softplus, cf_op_conv2d, cf_op_maxpool, cf_op_avgpool, cf_op_globalavgpool,
-    cf_op_dropout, cf_op_batchnorm, cf_op_embedding, cf_op_lstm, cf_op_layernorm, cf_op_gelu, cf_op_transpose;
+    cf_op_dropout, cf_op_batchnorm, cf_op_embedding, cf_op_lstm, cf_op_layernorm, cf_op_gelu, cf_op_transpose,
+    cf_op_clamp;
 
 const cf_opdef *cf_ops[CF_OP_COUNT_] = {
     [CF_OP_INPUT] = &cf_op_input,         [CF_OP_PARAM] = &cf_op_param,
@@ -42,5 +43,5 @@ const cf_opdef *cf_ops[CF_OP_COUNT_] = {
     [CF_OP_STATE] = &cf_op_state,         [CF_OP_BATCHNORM] = &cf_op_batchnorm,
     [CF_OP_EMBEDDING] = &cf_op_embedding, [CF_OP_LSTM] = &cf_op_lstm,
     [CF_OP_LAYERNORM] = &cf_op_layernorm, [CF_OP_GELU] = &cf_op_gelu,
-    [CF_OP_TRANSPOSE] = &cf_op_transpose,
+    [CF_OP_TRANSPOSE] = &cf_op_transpose, [CF_OP_CLAMP] = &cf_op_clamp,
 };

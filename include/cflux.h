@@ -1229,8 +1229,8 @@ CF_API double cf_trainer_wait_seconds(const cf_trainer *t);
  * (training) 6, and 5 backward plus 4 for dx; layernorm 8, and 5 backward plus 11 for
  * dx; maxpool k·k (comparisons) per output, 1 back; avgpool k·k + 1 both ways; sum,
  * mean 1 per element summed, 1 per output back; embedding 0, 1 per output element back
- * into the table; reshape, flatten, slice, concat 0. An LSTM over T steps of I
- * inputs, H units (G = 4H): 2TIG + TG + 2THG + 9TH forward; backward 24TH +
+ * into the table; reshape, flatten, slice, concat, transpose 0. An LSTM over T steps
+ * of I inputs, H units (G = 4H): 2TIG + TG + 2THG + 9TH forward; backward 24TH +
  * 2(T-1)HG, plus 2THG for U, TG for b, 2TIG for W and 2TIG for its input as wanted (an
  * Embedding folded in is counted so, though the engine does E W once a batch).
  * docs/training.md has the whole table.

@@ -2,8 +2,12 @@
  *
  * Adding an op: append its code to cf_opcode (cflux.h), write src/ops/NAME.c with its
  * cf_opdef (its notation name, input count and CF_CALL make it a function of the
- * notation: nothing in src/lang changes), add the row to the table in src/ops/table.c,
- * and a gradient check to tests/test_grad.c (which fails for an op without one).
+ * notation, and its attrs the numbers it takes there and in cf_call: nothing in
+ * src/lang changes; its flops, or CF_NO_FLOPS, are what cflux summary counts; its
+ * onnx operator is how it is exported, with no writer in src/interop), add the row to
+ * the table in src/ops/table.c, and a gradient check to tests/test_grad.c (which fails
+ * for an op without one, or without flops or CF_NO_FLOPS). src/ops/clamp.c is an
+ * example.
  *
  * Kernels see a cf_inst: the concrete shapes and buffers of one node in one executor.
  * A backward kernel writes the gradient of input i into dx[i] (NULL: not wanted),

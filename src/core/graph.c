@@ -452,15 +452,16 @@ cf_node *cf_call_at(cf_model *m, cf_opcode op, cf_node *x, const double *num, in
     int na = 0;
     while (na < CF_OP_ATTRS && d->attrs[na].name) na++;
     if (nnum < 0 || nnum > na || (nnum && !num))
-        return cf_build_fail(m, loc, "%s takes a value and at most %d number%s, not %d", d->name, na, na == 1 ? "" : "s",
-                             nnum);
+        return cf_build_fail(m, loc, "%s takes a value and at most %d number%s, not %d", d->name, na,
+                             na == 1 ? "" : "s", nnum);
     double v[CF_OP_ATTRS];
     for (int k = 0; k < na; k++) v[k] = k < nnum ? num[k] : NAN;
     int ia[CF_ATTR_INTS] = {0}, nia, nfa;
     float fa[CF_ATTR_FLOATS] = {0};
     int bad = cf_attrs_decode(d, v, ia, &nia, fa, &nfa);
     if (bad && (bad > nnum || isnan(num[bad - 1])))
-        return cf_build_fail(m, loc, "%s needs its %s (number %d after the value)", d->name, d->attrs[bad - 1].name, bad);
+        return cf_build_fail(m, loc, "%s needs its %s (number %d after the value)", d->name, d->attrs[bad - 1].name,
+                             bad);
     if (bad)
         return cf_build_fail(m, loc, "the %s of %s must be a whole number, not %g", d->attrs[bad - 1].name, d->name,
                              num[bad - 1]);

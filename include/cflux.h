@@ -397,7 +397,8 @@ CF_API void cf_scope_end(cf_model *m);
 #define cf_sub(m, a, b) cf_binary_at(m, CF_OP_SUB, a, b, __FILE__, __LINE__, 0)
 #define cf_mul(m, a, b) cf_binary_at(m, CF_OP_MUL, a, b, __FILE__, __LINE__, 0)
 #define cf_div(m, a, b) cf_binary_at(m, CF_OP_DIV, a, b, __FILE__, __LINE__, 0)
-/* Elementwise functions. */
+/* Elementwise functions (these and every other function of the notation, with its
+ * numbers, are also cf_call(m, CF_OP_..., x, numbers...): see below). */
 #define cf_neg(m, x)     cf_unary_at(m, CF_OP_NEG, x, 0, __FILE__, __LINE__, 0)
 #define cf_sigmoid(m, x) cf_unary_at(m, CF_OP_SIGMOID, x, 0, __FILE__, __LINE__, 0)
 #define cf_tanh(m, x)    cf_unary_at(m, CF_OP_TANH, x, 0, __FILE__, __LINE__, 0)
@@ -470,7 +471,7 @@ CF_API void cf_scope_end(cf_model *m);
  * (B, T) whose rows of E are the sequences (an embedding folded in). y (B, T, 2H):
  * at each step h, then c. z = x_t W + h_{t-1} U + b; i, f, o = σ, g = tanh of their
  * parts; c_t = f c_{t-1} + i g; h_t = o tanh(c_t). */
-#define cf_leakyrelu(m, x, a) cf_unary_at(m, CF_OP_LEAKYRELU, x, a, __FILE__, __LINE__, 0)
+#define cf_leakyrelu(m, x, a) cf_call(m, CF_OP_LEAKYRELU, x, a)
 #define cf_exp(m, x)     cf_unary_at(m, CF_OP_EXP, x, 0, __FILE__, __LINE__, 0)
 #define cf_log(m, x)     cf_unary_at(m, CF_OP_LOG, x, 0, __FILE__, __LINE__, 0)
 /* Over the last dimension. cf_softmax_causal takes x (..., T, T), attention scores,
@@ -533,6 +534,7 @@ typedef enum cf_opcode {
     CF_OP_LAYERNORM, CF_OP_GELU,
     CF_OP_TRANSPOSE,
     CF_OP_AFFINE,      /* x W + b, then relu when attribute 0 is 1: what the fusion pass makes */
+    CF_OP_CLAMP,
     CF_OP_COUNT_
 } cf_opcode;
 
@@ -547,6 +549,18 @@ CF_API cf_node *cf_unary_at(cf_model *m, cf_opcode op, cf_node *x, float a, cons
  * (cf_conv2d, ...) are made of. NULL with the error for a wrong input count. */
 CF_API cf_node *cf_op_at(cf_model *m, cf_opcode op, int nin, cf_node *const *in, const int *ia, int nia,
                          const float *fa, int nfa, const char *file, int line, int col);
+/* Any function of one value that the notation calls by name (relu, leakyrelu,
+ * clamp, ...: every op with CF_CALL in its row), with the numbers it takes after the
+ * value, in the notation's order: cf_call(m, CF_OP_CLAMP, x, 0, 6) makes what
+ * clamp(x, 0, 6) makes; numbers left out take their defaults. An op added to cflux
+ * needs no macro of its own. NULL with the error for a number too many, a required
+ * one missing, or a fraction where a whole number belongs. */
+#define cf_call(m, op, ...) cf_call_at(m, op, CF_FIRST_(__VA_ARGS__, 0), (const double[]){CF_REST_(__VA_ARGS__, 0)}, \
+    (int)(sizeof((const double[]){CF_REST_(__VA_ARGS__, 0)}) / sizeof(double)) - 1, __FILE__, __LINE__, 0)
+#define CF_FIRST_(x, ...) (x)
+#define CF_REST_(x, ...) __VA_ARGS__   /* the numbers and a 0 ending them, so that none may follow x */
+CF_API cf_node *cf_call_at(cf_model *m, cf_opcode op, cf_node *x, const double *num, int nnum, const char *file,
+                           int line, int col);
 CF_API cf_node *cf_binary_at(cf_model *m, cf_opcode op, cf_node *a, cf_node *b, const char *file, int line, int col);
 CF_API cf_node *cf_reshape_at(cf_model *m, cf_node *x, cf_shape s, const char *file, int line, int col);
 CF_API cf_node *cf_concat_at(cf_model *m, int dim, int n, cf_node *const *xs, const char *file, int line, int col);
@@ -1210,14 +1224,14 @@ CF_API double cf_trainer_wait_seconds(const cf_trainer *t);
  * FLOPs per sample, as the kernels compute them: a matrix product or convolution 2
  * per multiply-add (x (n, k) W (k, m): 2nkm), and as much again backward for each of
  * its inputs that takes a gradient (W unless frozen; x when a trainable parameter lies
- * before it, so never the model's inputs). Elementwise ops (+ - .* ./ relu σ tanh exp
- * log softplus gelu dropout) 1 per output element, and backward 1 per element for each
+ * before it, so never the model's inputs). Elementwise ops (+ - .* ./ relu clamp σ tanh
+ * exp log softplus gelu dropout) 1 per output element, and backward 1 per element for each
  * input that takes a gradient. Per element: softmax 5 forward, 4 backward; batchnorm
  * (training) 6, and 5 backward plus 4 for dx; layernorm 8, and 5 backward plus 11 for
  * dx; maxpool k·k (comparisons) per output, 1 back; avgpool k·k + 1 both ways; sum,
  * mean 1 per element summed, 1 per output back; embedding 0, 1 per output element back
- * into the table; reshape, flatten, slice, concat 0. An LSTM over T steps of I
- * inputs, H units (G = 4H): 2TIG + TG + 2THG + 9TH forward; backward 24TH +
+ * into the table; reshape, flatten, slice, concat, transpose 0. An LSTM over T steps
+ * of I inputs, H units (G = 4H): 2TIG + TG + 2THG + 9TH forward; backward 24TH +
  * 2(T-1)HG, plus 2THG for U, TG for b, 2TIG for W and 2TIG for its input as wanted (an
  * Embedding folded in is counted so, though the engine does E W once a batch).
  * docs/training.md has the whole table.

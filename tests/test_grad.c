@@ -1,6 +1,7 @@
 /* test_grad.c - every op's backward against central differences, through the whole
  * engine (bind, forward, backward), and the checker's own test: a planted wrong
  * backward must be caught. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -655,6 +656,68 @@ TEST(kinks_at_zero)
     }
 }
 
+/* clamp(x, lo, hi) .* p against central differences, x 0.1 or more from the bounds
+ * (where the derivative jumps): inside them and beyond each; then with lo alone (hi
+ * +inf, its default). */
+TEST(clamp)
+{
+    static const float xs[24] = {-2.5f, -1.6f, -1.2f, -0.8f, -0.3f, 0.2f, 0.6f, 0.9f, 1.2f, 1.7f, 2.4f, -0.05f,
+                                 0.35f, -1.9f, 1.1f, -0.6f, 3.0f, -3.0f, 0.75f, -1.35f, 0.1f, 1.45f, -0.85f, 0.0f};
+    for (int one_sided = 0; one_sided < 2; one_sided++) {
+        cf_model *m = cf_model_new();
+        cf_node *x = cf_input(m, "x", CF_SHAPE(8));
+        cf_node *p = cf_param(m, "p", CF_SHAPE(8), CF_UNIFORM(1.0f));
+        cf_node *y = one_sided ? cf_call(m, CF_OP_CLAMP, x, -1) : cf_call(m, CF_OP_CLAMP, x, -1, 1);
+        cf_output(m, cf_mul(m, y, p));
+        cf_exec *e = cf_bind(m, 3, CF_INPUT_GRADS);
+        CHECK(e != NULL);
+        if (e) {
+            memcpy(cf_exec_input(e, 0, NULL), xs, sizeof xs);
+            CHECK(gradcheck_ops(e, m, 11) == 0);
+            cf_exec_free(e);
+        }
+        cf_model_free(m);
+    }
+}
+
+/* clamp at and beyond its bounds, exactly: the bounds themselves pass no gradient
+ * (as in PyTorch), NaN stays NaN with none, lo > hi gives hi (NaN aside) and no
+ * gradient, and a clamp with neither bound is refused at bind. */
+TEST(clamp_at_its_bounds)
+{
+    static const float xs[6] = {-1.0f, 1.0f, -1.5f, 1.5f, 0.25f, NAN};
+    static const float heads[6] = {3, 5, 7, 11, 13, 17};
+    static const float want[2][2][6] = {{{-1, 1, -1, 1, 0.25f, NAN}, {0, 0, 0, 0, 13, 0}},   /* lo -1, hi 1 */
+                                        {{-1, -1, -1, -1, -1, NAN}, {0, 0, 0, 0, 0, 0}}};   /* lo 1, hi -1 */
+    for (int crossed = 0; crossed < 2; crossed++) {
+        cf_model *m = cf_model_new();
+        cf_node *x = cf_input(m, "x", CF_SHAPE(6));
+        cf_output(m, crossed ? cf_call(m, CF_OP_CLAMP, x, 1, -1) : cf_call(m, CF_OP_CLAMP, x, -1, 1));
+        cf_exec *e = cf_bind(m, 1, CF_INPUT_GRADS);
+        CHECK(e != NULL);
+        if (!e) continue;
+        memcpy(cf_exec_input(e, 0, NULL), xs, sizeof xs);
+        memcpy(cf_exec_output_grad(e, 0, NULL), heads, sizeof heads);
+        CHECK(cf_forward(e, 1) == 0 && cf_backward(e) == 0);
+        const float *y = cf_exec_output(e, 0, NULL), *dx = cf_exec_input_grad(e, 0, NULL);
+        for (int i = 0; i < 6; i++) {
+            const float wy = want[crossed][0][i], wdx = want[crossed][1][i];
+            int ok = (y[i] == wy || (isnan(y[i]) && isnan(wy))) && dx[i] == wdx;
+            if (!ok)
+                fprintf(stderr, "  clamp(%g, %d, %d): y %g (want %g), dx %g (want %g)\n", (double)xs[i],
+                        crossed ? 1 : -1, crossed ? -1 : 1, (double)y[i], (double)wy, (double)dx[i], (double)wdx);
+            CHECK(ok);
+        }
+        cf_exec_free(e);
+        cf_model_free(m);
+    }
+    cf_model *m = cf_model_new();
+    cf_output(m, cf_call(m, CF_OP_CLAMP, cf_input(m, "x", CF_SHAPE(6))));
+    CHECK(cf_bind(m, 1, 0) == NULL);
+    CHECK_HAS(cf_last_error(), "clamp with neither lo nor hi changes nothing");
+    cf_model_free(m);
+}
+
 /* Embedding: x holds indices, with repeats (their rows' gradients add up) and a row
  * that no index picks (its gradient stays 0). x gets no gradient: the checker skips it
  * (cf_exec_input_grad is NULL) and perturbs only the table. The table feeds two
@@ -776,6 +839,10 @@ TEST(every_op_has_a_row_a_name_and_a_check)
             fprintf(stderr, "  op %s (%d) has a backward but no passing gradient check in test_grad.c\n", d->name, op);
             CHECK(checked[op]);
         }
+        if (!d->flops == !(d->flags & CF_NO_FLOPS)) {   /* cflux summary would show 0 FLOPs unawares */
+            fprintf(stderr, "  op %s (%d) needs exactly one of a flops function and CF_NO_FLOPS\n", d->name, op);
+            CHECK(!d->flops != !(d->flags & CF_NO_FLOPS));
+        }
         if (d->flags & CF_CALL) CHECK(d->nin == 1);
         for (int a = 0; a < CF_OP_ATTRS && d->attrs[a].name; a++)   /* numbers only after a value */
             CHECK((d->flags & CF_CALL) && (d->attrs[a].kind == 'f' || d->attrs[a].kind == 'i'));
@@ -803,6 +870,8 @@ int main(void)
     RUN(transpose);
     RUN(gpt_parameters);
     RUN(kinks_at_zero);
+    RUN(clamp);
+    RUN(clamp_at_its_bounds);
     RUN(checker_catches_wrong_backward);
     RUN(every_op_has_a_row_a_name_and_a_check);
     return test_summary("grad");

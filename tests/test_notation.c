@@ -216,6 +216,42 @@ static int run_model(cf_model *m, int B, const float *x, size_t n, float *y)
     return rc || ny != n ? -1 : 0;
 }
 
+/* clamp, an op with numbers, comes to the notation from its row alone: by position
+ * (clamp(x, 0, 6)), by keyword in any order, one bound left to its default: the bits
+ * of min(max(x, lo), hi) computed here. Bare in a Chain (no numbers) it is refused, as are a
+ * number too many and a keyword it does not have. */
+TEST(clamp_in_the_notation)
+{
+    enum { B = 2, D = 6, N = B * D };
+    const float x[N] = {-9, -2, -0.5f, 0.25f, 0.75f, 3, 7, 1.5f, -1, 1, 0, 5.5f};
+    float want[N], got[N];
+    cf_model *m = cf_model_parse("model = Chain(Input(6), x -> clamp(x, -4, 6) .* 0.5,\n"
+                                 "              x -> clamp(x, hi = 1, lo = -1) + clamp(x, lo = 0.5))\n", "c.flux");
+    CHECK(m != NULL);
+    if (!m) {
+        fprintf(stderr, "%s\n", cf_last_error());
+        return;
+    }
+    CHECK(run_model(m, B, x, N, got) == 0);
+    cf_model_free(m);
+    for (int i = 0; i < N; i++) {
+        float a = fminf(fmaxf(x[i], -4), 6) * 0.5f;
+        want[i] = fminf(fmaxf(a, -1), 1) + fmaxf(a, 0.5f);
+    }
+    CHECK(memcmp(got, want, sizeof got) == 0);
+    static const struct { const char *src, *msg; } bad[] = {
+        {"model = Chain(Input(4), clamp)\n", "clamp with neither lo nor hi changes nothing"},
+        {"model = Chain(Input(4), x -> clamp(x, 0, 6, 1))\n", "clamp takes a value and at most 2 numbers"},
+        {"model = Chain(Input(4), x -> clamp(x, low = 0))\n", "clamp has no argument named 'low'"},
+    };
+    for (int i = 0; i < (int)(sizeof bad / sizeof bad[0]); i++) {
+        m = cf_model_parse(bad[i].src, "b.flux");
+        CHECK(m == NULL);
+        CHECK_HAS(cf_last_error(), bad[i].msg);
+        cf_model_free(m);
+    }
+}
+
 /* The standard library's LayerNorm (γ ones, β zeros; eps given), gelu bare in a Chain
  * (the tanh form) and gelu(x, exact = true) (the erf form): the bits of the same ops
  * made in C. Their keywords are checked. */
@@ -654,6 +690,7 @@ int main(void)
     RUN(lambdas_functions_and_reshape_in_chains);
     RUN(ops_are_functions_of_the_notation_by_their_table_rows);
     RUN(layernorm_and_gelu_in_the_notation);
+    RUN(clamp_in_the_notation);
     RUN(conv2d_in_the_notation);
     RUN(chain_fills_in_channels_of_images_and_features_otherwise);
     RUN(notation_mlp_equals_c_mlp);

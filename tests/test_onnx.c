@@ -1,17 +1,18 @@
-/* test_onnx.c - cf_model_export_onnx: what it refuses (an unsealed model, a loss, a
- * path it cannot write), leaving no file; and what it writes, read back with a small
- * protobuf reader of its own: ModelProto's IR version 8, opset 17 and producer, the
- * graph's nodes, initializers (named as in cflux, holding the parameters' bytes),
- * inputs and outputs with the symbolic batch dimension, a recurrent model written
- * step by step with its carried state made batch-sized, and a convolution's and a
- * pooling's attributes in ONNX's order of axes. (tests/interop/onnx_check.py
- * runs the files in onnxruntime against cflux.) */
+/* test_onnx.c - cf_model_export_onnx: what it refuses (an unsealed model, a loss, an
+ * op with no ONNX form, a path it cannot write), leaving no file; and what it writes,
+ * read back with a small protobuf reader of its own: ModelProto's IR version 8, opset
+ * 17 and producer, the graph's nodes, initializers (named as in cflux, holding the
+ * parameters' bytes), inputs and outputs with the symbolic batch dimension, a
+ * recurrent model written step by step with its carried state made batch-sized, and a
+ * convolution's and a pooling's attributes in ONNX's order of axes.
+ * (tests/interop/onnx_check.py runs the files in onnxruntime against cflux.) */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
 #include "cflux.h"
+#include "ops/op.h"
 #include "test.h"
 #include "tmpdir.h"
 
@@ -281,6 +282,35 @@ TEST(refuses_a_loss)
     cf_model_free(m);
 }
 
+/* An op whose row says no ONNX operator (cf_opdef.onnx) and that has no writer in
+ * onnx.c: refused, naming the op and its line here, not written as something else.
+ * Planted: relu's row without its "Relu". */
+TEST(refuses_an_op_without_an_onnx_form)
+{
+    const cf_opdef *relu = cf_ops[CF_OP_RELU];
+    cf_opdef bare = *relu;
+    bare.onnx = NULL;
+    cf_ops[CF_OP_RELU] = &bare;
+    cf_model *m = cf_model_new();
+    cf_node *x = cf_input(m, "x", CF_SHAPE(4));
+    cf_node *W = cf_param(m, "W", CF_SHAPE(4, 3), CF_GLOROT);
+    int line = __LINE__ + 1;
+    cf_node *y = cf_relu(m, cf_matmul(m, x, W));
+    cf_output(m, y);
+    CHECK(cf_model_init_params(m) == 0);
+    CHECK(cf_model_export_onnx(m, tmp("bare.onnx")) == -1);
+    CHECK(strncmp(err(), "error: ", 7) == 0);
+    CHECK_HAS(err(), "cannot write relu (relu)");
+    char at[64];
+    snprintf(at, sizeof at, "test_onnx.c:%d", line);
+    CHECK_HAS(err(), at);
+    CHECK_HAS(err(), "ONNX has no operator that computes it");
+    struct stat st;
+    CHECK(stat(tmp("bare.onnx"), &st) != 0);
+    cf_ops[CF_OP_RELU] = relu;
+    cf_model_free(m);
+}
+
 TEST(refuses_a_path_it_cannot_write)
 {
     cf_model *m = cf_model_parse("model = Chain(Input(4), Affine(3), softmax)", "m.flux");
@@ -489,6 +519,7 @@ int main(void)
     if (tmpdir_make("onnx")) return 1;
     RUN(refuses_an_unsealed_model);
     RUN(refuses_a_loss);
+    RUN(refuses_an_op_without_an_onnx_form);
     RUN(refuses_a_path_it_cannot_write);
     RUN(writes_a_model_proto);
     RUN(leaves_out_the_loss);

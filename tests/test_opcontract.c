@@ -2,7 +2,8 @@
  * floats its forward saves for its backward, `ws` scratch in each step, and the run
  * context (training or evaluation, the step, a random key). A planted op, softplus
  * computed through all three, must give bitwise what the real softplus gives, in a
- * chain long enough that buffers are reused, with its scratch filled with NaN. */
+ * chain long enough that buffers are reused, with its scratch filled with NaN. And
+ * the builders that read the table: cf_op_at, and cf_call with its numbers. */
 #include <math.h>
 #include <string.h>
 
@@ -149,10 +150,63 @@ TEST(op_at_checks_against_the_table)
     cf_model_free(m);
 }
 
+/* cf_call makes a function of the notation from its code and the numbers after the
+ * value, decoded by the op's row: defaults for those left out, a required one
+ * missing, a fraction for a whole number, a number too many, an op that is no such
+ * function. A planted row declares a whole number k (required) before a slope. */
+TEST(call_takes_the_numbers_its_row_declares)
+{
+    cf_model *m = cf_model_new();
+    cf_node *x = cf_input(m, "x", CF_SHAPE(3));
+    cf_node *n = cf_call(m, CF_OP_RELU, x);
+    CHECK(n && n->op == CF_OP_RELU && n->in[0] == x);
+    n = cf_call(m, CF_OP_LEAKYRELU, x);
+    CHECK(n && n->attr.f[0] == 0.01f);   /* the row's default */
+    n = cf_call(m, CF_OP_LEAKYRELU, x, 0.2);
+    CHECK(n && n->attr.f[0] == 0.2f);
+    int line = __LINE__ + 1;
+    CHECK(cf_call(m, CF_OP_LEAKYRELU, x, 0.2, 3) == NULL);
+    CHECK_HAS(cf_last_error(), "leakyrelu takes a value and at most 1 number, not 2");
+    char at[64];
+    snprintf(at, sizeof at, "test_opcontract.c:%d", line);
+    CHECK_HAS(cf_last_error(), at);
+    cf_model_free(m);
+    m = cf_model_new();
+    x = cf_input(m, "x", CF_SHAPE(3));
+    CHECK(cf_call(m, CF_OP_MATMUL, x) == NULL);
+    CHECK_HAS(cf_last_error(), "is not a function of one value");
+    cf_model_free(m);
+
+    const cf_opdef *real = cf_ops[CF_OP_LEAKYRELU];
+    cf_opdef planted = *real;
+    planted.attrs[0] = (cf_attrdef){.name = "k", .kind = 'i', .slot = 1, .def = NAN};
+    planted.attrs[1] = (cf_attrdef){.name = "slope", .kind = 'f', .slot = 0, .def = 0.5f};
+    cf_ops[CF_OP_LEAKYRELU] = &planted;
+    m = cf_model_new();
+    x = cf_input(m, "x", CF_SHAPE(3));
+    n = cf_call(m, CF_OP_LEAKYRELU, x, 3);
+    CHECK(n && n->attr.i[1] == 3 && n->attr.f[0] == 0.5f);
+    n = cf_call(m, CF_OP_LEAKYRELU, x, -4, 0.125);
+    CHECK(n && n->attr.i[1] == -4 && n->attr.f[0] == 0.125f);
+    cf_model_free(m);
+    m = cf_model_new();
+    x = cf_input(m, "x", CF_SHAPE(3));
+    CHECK(cf_call(m, CF_OP_LEAKYRELU, x) == NULL);
+    CHECK_HAS(cf_last_error(), "leakyrelu needs its k (number 1 after the value)");
+    cf_model_free(m);
+    m = cf_model_new();
+    x = cf_input(m, "x", CF_SHAPE(3));
+    CHECK(cf_call(m, CF_OP_LEAKYRELU, x, 2.5) == NULL);
+    CHECK_HAS(cf_last_error(), "the k of leakyrelu must be a whole number, not 2.5");
+    cf_model_free(m);
+    cf_ops[CF_OP_LEAKYRELU] = real;
+}
+
 int main(void)
 {
     RUN(aux_workspace_and_context_reach_the_op);
     RUN(random_numbers_by_index);
     RUN(op_at_checks_against_the_table);
+    RUN(call_takes_the_numbers_its_row_declares);
     return test_summary("opcontract");
 }

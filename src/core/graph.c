@@ -4,6 +4,7 @@
  * returns NULL, and every later call given that NULL returns NULL too; cf_bind then
  * reports the first error. Shapes are inferred later, all at once
  * (cf_model_infer_shapes), because they are only complete when the graph is. */
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -453,6 +454,32 @@ cf_node *cf_op_at(cf_model *m, cf_opcode op, int nin, cf_node *const *in, const 
     for (int k = 0; k < nia; k++) n->attr.i[k] = ia[k];
     for (int k = 0; k < nfa; k++) n->attr.f[k] = fa[k];
     return n;
+}
+
+cf_node *cf_call_at(cf_model *m, cf_opcode op, cf_node *x, const double *num, int nnum, const char *file, int line,
+                    int col)
+{
+    cf_srcloc loc = {file, line, col};
+    if (op < 0 || op >= CF_OP_COUNT_ || !cf_ops[op] || !(cf_ops[op]->flags & CF_CALL))
+        return cf_build_fail(m, loc, "op %d is not a function of one value that cf_call makes", (int)op);
+    const cf_opdef *d = cf_ops[op];
+    int na = 0;
+    while (na < CF_OP_ATTRS && d->attrs[na].name) na++;
+    if (nnum < 0 || nnum > na || (nnum && !num))
+        return cf_build_fail(m, loc, "%s takes a value and at most %d number%s, not %d", d->name, na,
+                             na == 1 ? "" : "s", nnum);
+    double v[CF_OP_ATTRS];
+    for (int k = 0; k < na; k++) v[k] = k < nnum ? num[k] : NAN;
+    int ia[CF_ATTR_INTS] = {0}, nia, nfa;
+    float fa[CF_ATTR_FLOATS] = {0};
+    int bad = cf_attrs_decode(d, v, ia, &nia, fa, &nfa);
+    if (bad && (bad > nnum || isnan(num[bad - 1])))
+        return cf_build_fail(m, loc, "%s needs its %s (number %d after the value)", d->name, d->attrs[bad - 1].name,
+                             bad);
+    if (bad)
+        return cf_build_fail(m, loc, "the %s of %s must be a whole number, not %g", d->attrs[bad - 1].name, d->name,
+                             num[bad - 1]);
+    return cf_op_at(m, op, 1, &x, ia, nia, fa, nfa, file, line, col);
 }
 
 cf_node *cf_binary_at(cf_model *m, cf_opcode op, cf_node *a, cf_node *b, const char *file, int line, int col)

@@ -32,7 +32,7 @@
  * with GPT, not with the "+" that reads it); see param_row.
  *
  * FLOPs per sample, forward and backward, follow what the kernels compute (src/ops);
- * see cf_model_summary in cflux.h and node_flops below. Backward counts the gradients
+ * see cf_model_summary in cflux.h and each op's flops (src/ops). Backward counts the gradients
  * that a training bind (CF_TRAIN, without CF_INPUT_GRADS) computes: a node runs its
  * backward when it carries a gradient (fed by a trainable parameter, on the way to an
  * output), and computes only the input gradients that are wanted; this repeats
@@ -93,116 +93,8 @@ typedef struct summary {
 static int nsrc(const summary *s, int i) { return CF_NSRC(&s->an, i); }
 static const cf_node *src(const summary *s, int i, int j) { return s->g->node[CF_SRC(&s->an, i, j)]; }
 
-/* ---- FLOPs of one node, per sample ---- */
-
-static double count1(cf_shape s) { return (double)cf_shape_count_b(s, 1); }
-
-/* Forward and backward FLOPs of node n for one sample; want[j]: input j's gradient is
- * computed (j up to nsrc(n)). The counts, which cflux.h and the tool's help give:
- * matrix products and convolutions 2 per multiply-add, each gradient product the same
- * again; elementwise ops 1 per output element, and backward 1 per element for each
- * input that takes a gradient; the rest from their kernels' arithmetic. A switch
- * without default: a new op that is not counted here is a compiler warning. */
-static void node_flops(const cf_node *n, const unsigned char *want, double *fwd, double *bwd)
-{
-    double E = count1(n->shape), f = 0, b = 0;
-    int ngrads = 0;
-    for (int j = 0; j < n->nin + ((cf_ops[n->op]->flags & CF_FUSE_SOFTMAX) && n->in[0]->op == CF_OP_SOFTMAX); j++)
-        ngrads += want[j] != 0;
-    switch ((cf_opcode)n->op) {
-    case CF_OP_INPUT: case CF_OP_PARAM: case CF_OP_CONST: case CF_OP_STATE:
-    case CF_OP_RESHAPE: case CF_OP_FLATTEN: case CF_OP_CONCAT: case CF_OP_SLICE: case CF_OP_TRANSPOSE:
-    case CF_OP_COUNT_:
-        break;                                  /* no arithmetic: copies at most */
-    case CF_OP_AFFINE:                          /* the passes' (not in a model as made): its row's */
-        cf_ops[n->op]->flops(n, want, &f, &b);
-        break;
-    case CF_OP_MATMUL: {                        /* each output element a dot product of k */
-        cf_shape a = n->in[0]->shape;
-        f = 2 * E * a.d[a.rank - 1];
-        b = f * ngrads;                         /* da = dy b^T, db = a^T dy */
-        break;
-    }
-    case CF_OP_CONV2D: {                        /* each output element C/G KH KW multiply-adds */
-        cf_shape w = n->in[1]->shape;
-        f = 2 * E * (double)w.d[1] * w.d[2] * w.d[3];
-        b = f * ngrads;                         /* dx and dK, as the kernels count them */
-        break;
-    }
-    case CF_OP_ADD: case CF_OP_SUB: case CF_OP_MUL: case CF_OP_DIV:
-        f = E;
-        b = E * ngrads;
-        break;
-    case CF_OP_NEG: case CF_OP_SIGMOID: case CF_OP_TANH: case CF_OP_RELU: case CF_OP_LEAKYRELU:
-    case CF_OP_EXP: case CF_OP_LOG: case CF_OP_SOFTPLUS: case CF_OP_GELU: case CF_OP_DROPOUT:
-        f = E;                                  /* dropout in training: x times its mask */
-        b = E * ngrads;
-        break;
-    case CF_OP_SOFTMAX: case CF_OP_LOGSOFTMAX:
-        f = 5 * E;                              /* max, subtract, exp, sum, scale (or log-sum) */
-        b = 4 * E;                              /* sum dy y (2), y (dy - s) (2) */
-        break;
-    case CF_OP_SUM: case CF_OP_MEAN:
-        f = count1(n->in[0]->shape);            /* one addition per element summed */
-        b = E;                                  /* dy scaled per row; spreading it is a copy */
-        break;
-    case CF_OP_XENT:                            /* per probability: max, subtract, exp, sum */
-        f = 4 * count1(n->in[0]->shape);
-        b = ngrads ? 3 * count1(n->in[0]->shape) : 0;   /* g (p - t), or -g t / p */
-        break;
-    case CF_OP_MSE:                             /* subtract, square, sum; 2 per input's element */
-        f = 3 * count1(n->in[0]->shape);
-        b = 2 * count1(n->in[0]->shape) * ngrads;
-        break;
-    case CF_OP_MAXPOOL:                         /* a comparison per window element; dy to the max */
-        f = E * n->attr.i[0] * n->attr.i[1];
-        b = E;
-        break;
-    case CF_OP_AVGPOOL:                         /* the window's sum and a division, both ways */
-        f = E * ((double)n->attr.i[0] * n->attr.i[1] + 1);
-        b = f;
-        break;
-    case CF_OP_GLOBALAVGPOOL: {                 /* a plane's sum and a division; back: a division */
-        cf_shape x = n->in[0]->shape;
-        f = E * ((double)x.d[2] * x.d[3] + 1);
-        b = E;
-        break;
-    }
-    case CF_OP_BATCHNORM:
-        /* training: the mean (1), the variance (3), y = x a + c (2); backward: sum dy and
-           sum dy xhat (5), and with dx, a dy + b x + c (4) */
-        f = 6 * E;
-        b = 5 * E + (want[0] ? 4 * E : 0);
-        break;
-    case CF_OP_LAYERNORM:
-        /* the row's sum (1), its squares about the mean (3), y = (x - m) r g + b (4);
-           backward: dy's sums for dγ and dβ (5), and with dx the row's sums (5) and dx (6) */
-        f = 8 * E;
-        b = (want[1] || want[2] ? 5 * E : 0) + (want[0] ? 11 * E : 0);
-        break;
-    case CF_OP_EMBEDDING:                       /* a copy; back: dy's rows added into dE */
-        b = want[1] ? E : 0;
-        break;
-    case CF_OP_LSTM: {
-        /* I inputs, H units, T steps, G = 4H gates. Forward: the input products of all
-           steps (2 T I G) and the bias (T G), the steps' products h U (2 T H G), the cells
-           (9 T H: 4 gate functions, c, tanh c, h). Backward: the cells (24 T H), dh through
-           U^T from the second step on (2 (T-1) H G); dU (2 T H G), db (T G) and dW
-           (2 T I G) when wanted; the input's gradient dZ W^T (2 T I G), added into E's
-           rows (T I) when the input is an embedding folded in. */
-        double I = n->in[2]->shape.d[0], H = n->in[3]->shape.d[0], T = n->shape.d[1], G = 4 * H;
-        f = 2 * T * I * G + T * G + 2 * T * H * G + 9 * T * H;
-        b = 24 * T * H + 2 * (T - 1) * H * G;
-        if (want[3]) b += 2 * T * H * G;
-        if (want[4]) b += T * G;
-        if (want[2]) b += 2 * T * I * G;
-        if (want[5]) b += 2 * T * I * G + (n->nin == 7 ? T * I : 0);
-        break;
-    }
-    }
-    *fwd = f;
-    *bwd = b;
-}
+/* Elements of a shape in one sample. */
+static double count1(cf_shape s) { return cf_count1(s); }
 
 /* ---- rows ---- */
 
@@ -487,8 +379,8 @@ static int count_nodes(summary *s)
         const cf_node *n = s->g->node[i];
         for (int j = 0; j < nsrc(s, i) && j <= CF_MAX_INPUTS; j++)
             want[j] = s->bstep[i] && s->hasgrad[src(s, i, j)->id] && cf_slot_differentiable(&s->an, n, j);
-        double f, b, bytes = 4 * count1(n->shape);
-        node_flops(n, want, &f, &b);
+        double f = 0, b = 0, bytes = 4 * count1(n->shape);
+        if (cf_ops[n->op]->flops) cf_ops[n->op]->flops(n, want, &f, &b);   /* none: CF_NO_FLOPS */
         for (int r = s->rowof[i]; r >= 0; r = s->rows[r].parent) {
             row *w = &s->rows[r];
             const cf_frame *frame = w->kind == ROW_NET ? level_frame(n, w->depth) : NULL;

@@ -14,10 +14,13 @@
  * Each node's doc_string says which layer of the model's source it comes from; the
  * model's class names, when it has them, are the metadata_props entry "class_names".
  *
- * Nothing is written before the whole graph is built: an op without an ONNX
- * counterpart (a loss) is an error naming it and its place in the source. The
- * parameters are not copied: the file is streamed from the model's memory, the
- * graph's length computed beforehand, through the crash-safe writer. */
+ * Most ops are written as their rows describe them (cf_opdef.onnx: one operator, its
+ * numbers as attributes or constant inputs); the rest by writers here. Nothing is
+ * written before the whole graph is built: an op without an ONNX counterpart (a loss,
+ * an op with neither a description nor a writer) is an error naming it and its place
+ * in the source. The parameters are not copied: the file is streamed from the
+ * model's memory, the graph's length computed beforehand, through the crash-safe
+ * writer. */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -442,20 +445,39 @@ static int refuse(ox *o, const cf_node *n, const char *why)
     return -1;
 }
 
+/* Node n as its row describes it (cf_opdef.onnx): one operator over n's inputs and
+ * the numbers that are inputs (constants), with the numbers that are attributes.
+ * Returns its value's name. */
+static const char *write_described(ox *o, const cf_node *n)
+{
+    const cf_opdef *d = cf_ops[n->op];
+    const char *in[CF_MAX_INPUTS + CF_OP_ATTRS];
+    int nin = 0;
+    for (int i = 0; i < n->nin; i++) in[nin++] = V(o, n->in[i]);
+    for (int k = 0; k < CF_OP_ATTRS && d->attrs[k].name; k++) {
+        const cf_attrdef *a = &d->attrs[k];
+        if (!a->onnx_input) continue;
+        int64_t v = a->kind == 'i' ? n->attr.i[a->slot] : 0;
+        in[nin++] = a->kind == 'i' ? i64s(o, &v, 1, 1) : f32_scalar(o, n->attr.f[a->slot]);
+    }
+    const char *y = value_name(o, n, d->onnx);
+    node_begin(o, d->onnx, nin, in, 1, &y);
+    for (int k = 0; k < CF_OP_ATTRS && d->attrs[k].name; k++) {
+        const cf_attrdef *a = &d->attrs[k];
+        if (a->onnx_attr && a->kind == 'i') attr_int(o, a->onnx_attr, n->attr.i[a->slot]);
+        else if (a->onnx_attr) attr_float(o, a->onnx_attr, n->attr.f[a->slot]);
+    }
+    node_end(o, n);
+    return y;
+}
+
 /* Write node n (its inputs written): the ONNX nodes that compute its value, and the
- * name of that value in o->val. 0, or -1 with the message. */
+ * name of that value in o->val; a writer here for an op that its row alone cannot
+ * describe, else the row's description. 0, or -1 with the message. */
 static int write_node(ox *o, const cf_node *n)
 {
-    static const char *const onnx_op[CF_OP_COUNT_] = {
-        [CF_OP_MATMUL] = "MatMul", [CF_OP_ADD] = "Add", [CF_OP_SUB] = "Sub", [CF_OP_MUL] = "Mul",
-        [CF_OP_DIV] = "Div", [CF_OP_NEG] = "Neg", [CF_OP_SIGMOID] = "Sigmoid", [CF_OP_TANH] = "Tanh",
-        [CF_OP_RELU] = "Relu", [CF_OP_EXP] = "Exp", [CF_OP_LOG] = "Log", [CF_OP_SOFTPLUS] = "Softplus",
-        [CF_OP_LEAKYRELU] = "LeakyRelu", [CF_OP_SOFTMAX] = "Softmax", [CF_OP_LOGSOFTMAX] = "LogSoftmax",
-        [CF_OP_SUM] = "ReduceSum", [CF_OP_MEAN] = "ReduceMean", [CF_OP_MAXPOOL] = "MaxPool",
-        [CF_OP_AVGPOOL] = "AveragePool",
-    };
     const char *x = n->nin > 0 ? V(o, n->in[0]) : NULL, *y;
-    const char *op = n->op >= 0 && n->op < CF_OP_COUNT_ ? onnx_op[n->op] : NULL;
+    const char *op = cf_ops[n->op]->onnx;
     const int *a = n->attr.i;
     switch (n->op) {
     case CF_OP_INPUT:
@@ -471,28 +493,6 @@ static int write_node(ox *o, const cf_node *n)
     case CF_OP_CONST:
         o->val[n->id] = f32_scalar(o, n->attr.f[0]);
         return 0;
-    case CF_OP_MATMUL:   /* numpy's matmul, as cflux's */
-    case CF_OP_ADD:      /* numpy's broadcasting, as cflux's */
-    case CF_OP_SUB:
-    case CF_OP_MUL:
-    case CF_OP_DIV:
-        y = op2(o, op, n, value_name(o, n, op), x, V(o, n->in[1]));
-        break;
-    case CF_OP_NEG:
-    case CF_OP_SIGMOID:
-    case CF_OP_TANH:
-    case CF_OP_RELU:
-    case CF_OP_EXP:
-    case CF_OP_LOG:
-    case CF_OP_SOFTPLUS:
-        y = op1(o, op, n, value_name(o, n, op), x);
-        break;
-    case CF_OP_LEAKYRELU:
-        y = value_name(o, n, op);
-        node_begin(o, op, 1, &x, 1, &y);
-        attr_float(o, "alpha", n->attr.f[0]);
-        node_end(o, n);
-        break;
     case CF_OP_SOFTMAX:      /* over the last dimension */
     case CF_OP_LOGSOFTMAX:
         if (n->attr.f[0] != 0 && n->op == CF_OP_LOGSOFTMAX)
@@ -642,7 +642,9 @@ static int write_node(ox *o, const cf_node *n)
         return refuse(o, n, "it is a loss; ONNX gets the model's forward function only (leave the loss out of "
                             "the outputs)");
     default:
-        return refuse(o, n, "ONNX has no operator that computes it");
+        if (!op) return refuse(o, n, "ONNX has no operator that computes it");
+        y = write_described(o, n);
+        break;
     }
     o->val[n->id] = y;
     return 0;

@@ -92,29 +92,36 @@ static void act_backward(const cf_inst *k)
 const cf_opdef cf_op_neg = {
     .name = "-", .what = "negation", .infer = cf_same_shape, .forward = act_forward, .backward = act_backward,
     .flags = CF_POSITIONWISE, .nin = 1,
+    .flops = cf_flops_elementwise, .onnx = "Neg",
 };
 const cf_opdef cf_op_sigmoid = {
     .name = "sigmoid", .what = "sigmoid", .infer = cf_same_shape, .forward = act_forward,
     .backward = act_backward, .flags = CF_BWD_Y | CF_CALL | CF_POSITIONWISE, .nin = 1,
+    .flops = cf_flops_elementwise, .onnx = "Sigmoid",
 };
 const cf_opdef cf_op_tanh = {
     .name = "tanh", .what = "tanh", .infer = cf_same_shape, .forward = act_forward, .backward = act_backward,
     .flags = CF_BWD_Y | CF_CALL | CF_POSITIONWISE, .nin = 1,
+    .flops = cf_flops_elementwise, .onnx = "Tanh",
 };
 const cf_opdef cf_op_relu = {
     .name = "relu", .what = "relu", .infer = cf_same_shape, .forward = act_forward, .backward = act_backward,
     .flags = CF_BWD_Y | CF_CALL | CF_POSITIONWISE, .nin = 1,
+    .flops = cf_flops_elementwise, .onnx = "Relu",
 };
 const cf_opdef cf_op_leakyrelu = {
     .name = "leakyrelu", .what = "leakyrelu", .infer = cf_same_shape, .forward = act_forward,
     .backward = act_backward, .flags = CF_BWD_X | CF_CALL | CF_POSITIONWISE, .nin = 1,
-    .attrs = {{"slope", 'f', 0, 0.01f}},
+    .attrs = {{"slope", 'f', 0, 0.01f, .onnx_attr = "alpha"}},
+    .flops = cf_flops_elementwise, .onnx = "LeakyRelu",
 };
 const cf_opdef cf_op_exp = {
     .name = "exp", .what = "exp", .infer = cf_same_shape, .forward = act_forward, .backward = act_backward,
     .flags = CF_BWD_Y | CF_CALL | CF_POSITIONWISE, .nin = 1,
+    .flops = cf_flops_elementwise, .onnx = "Exp",
 };
 const cf_opdef cf_op_log = {
     .name = "log", .what = "log", .infer = cf_same_shape, .forward = act_forward, .backward = act_backward,
     .flags = CF_BWD_X | CF_CALL | CF_POSITIONWISE, .nin = 1,
+    .flops = cf_flops_elementwise, .onnx = "Log",
 };

@@ -216,16 +216,20 @@ static int arith_infer(cf_node *n)
 const cf_opdef cf_op_add = {
     .name = "+", .what = "addition", .infer = arith_infer, .forward = arith_forward,
     .backward = arith_backward, .nin = 2,
+    .flops = cf_flops_elementwise, .onnx = "Add",   /* numpy's broadcasting, as cflux's */
 };
 const cf_opdef cf_op_sub = {
     .name = "-", .what = "subtraction", .infer = arith_infer, .forward = arith_forward,
     .backward = arith_backward, .nin = 2,
+    .flops = cf_flops_elementwise, .onnx = "Sub",   /* numpy's broadcasting, as cflux's */
 };
 const cf_opdef cf_op_mul = {
     .name = ".*", .what = "elementwise product", .infer = arith_infer, .forward = arith_forward,
     .backward = arith_backward, .flags = CF_BWD_X, .nin = 2,
+    .flops = cf_flops_elementwise, .onnx = "Mul",   /* numpy's broadcasting, as cflux's */
 };
 const cf_opdef cf_op_div = {
     .name = "./", .what = "elementwise division", .infer = arith_infer, .forward = arith_forward,
     .backward = arith_backward, .flags = CF_BWD_X, .nin = 2,
+    .flops = cf_flops_elementwise, .onnx = "Div",   /* numpy's broadcasting, as cflux's */
 };

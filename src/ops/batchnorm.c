@@ -174,7 +174,17 @@ static void bn_backward(const cf_inst *k)
     cf_parallel_range(j.C, 4 * j.B * j.S + 1, backward_range, &j);
 }
 
+/* Training: the mean (1), the variance (3), y = x a + c (2); backward: sum dy and
+ * sum dy xhat (5), and with dx, a dy + b x + c (4). */
+static void bn_flops(const cf_node *n, const unsigned char *want, double *fwd, double *bwd)
+{
+    double E = cf_count1(n->shape);
+    *fwd = 6 * E;
+    *bwd = 5 * E + (want[0] ? 4 * E : 0);
+}
+
 const cf_opdef cf_op_batchnorm = {
     .name = "batchnorm", .what = "batch normalisation", .infer = bn_infer, .aux = bn_aux,
     .forward = bn_forward, .backward = bn_backward, .flags = CF_BWD_X, .nograd = 1u << 3 | 1u << 4, .nin = 5,
+    .flops = bn_flops,
 };

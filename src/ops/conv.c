@@ -462,8 +462,18 @@ static void conv_backward(const cf_inst *k)
     for (int c = 1; c < nc; c++) cf_put(dw, k->ws + c * stride, wsz, 1);
 }
 
+/* Each output element C/G KH KW multiply-adds; dx and dK the same again, as the
+ * kernels count them. */
+static void conv_flops(const cf_node *n, const unsigned char *want, double *fwd, double *bwd)
+{
+    cf_shape w = n->in[1]->shape;
+    *fwd = 2 * cf_count1(n->shape) * (double)w.d[1] * w.d[2] * w.d[3];
+    *bwd = *fwd * cf_grads_wanted(n, want);
+}
+
 const cf_opdef cf_op_conv2d = {
     .name = "conv2d", .what = "2-D convolution", .infer = conv_infer, .aux = conv_aux,
     .workspace = conv_workspace, .forward = conv_forward, .backward = conv_backward, .flags = CF_BWD_X,
     .nin = 2,
+    .flops = conv_flops,
 };

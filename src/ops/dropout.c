@@ -91,4 +91,5 @@ static void dropout_backward(const cf_inst *k)
 const cf_opdef cf_op_dropout = {
     .name = "dropout", .what = "dropout", .infer = dropout_infer, .aux = dropout_aux,
     .forward = dropout_forward, .backward = dropout_backward, .nin = 1,
+    .flops = cf_flops_elementwise,   /* in training, x times its mask */
 };

@@ -110,9 +110,17 @@ static void embedding_backward(const cf_inst *k)
     cf_parallel_range((size_t)j.D, j.rows + (size_t)j.V, scatter_cols, &j);
 }
 
+/* A copy; back: dy's rows added into dE. */
+static void embedding_flops(const cf_node *n, const unsigned char *want, double *fwd, double *bwd)
+{
+    *fwd = 0;
+    *bwd = want[1] ? cf_count1(n->shape) : 0;
+}
+
 const cf_opdef cf_op_embedding = {
     .name = "embedding", .what = "embedding", .infer = embedding_infer, .forward = embedding_forward,
     .backward = embedding_backward, .flags = CF_BWD_X, .nograd = 1u, .nin = 2,
+    .flops = embedding_flops,
 };
 
 /* The input whose values reach x unchanged, seen through ops that only move values

@@ -69,4 +69,5 @@ static void gelu_backward(const cf_inst *k)
 const cf_opdef cf_op_gelu = {
     .name = "gelu", .what = "gelu", .infer = cf_same_shape, .forward = gelu_forward,
     .backward = gelu_backward, .flags = CF_BWD_X | CF_CALL | CF_POSITIONWISE, .nin = 1,
+    .flops = cf_flops_elementwise,
 };

@@ -231,7 +231,17 @@ static void ln_backward(const cf_inst *k)
     }
 }
 
+/* The row's sum (1), its squares about the mean (3), y = (x - m) r g + b (4);
+ * backward: dy's sums for dγ and dβ (5), and with dx the row's sums (5) and dx (6). */
+static void ln_flops(const cf_node *n, const unsigned char *want, double *fwd, double *bwd)
+{
+    double E = cf_count1(n->shape);
+    *fwd = 8 * E;
+    *bwd = (want[1] || want[2] ? 5 * E : 0) + (want[0] ? 11 * E : 0);
+}
+
 const cf_opdef cf_op_layernorm = {
     .name = "layernorm", .what = "layer normalisation", .infer = ln_infer, .aux = ln_aux,
     .workspace = ln_workspace, .forward = ln_forward, .backward = ln_backward, .flags = CF_BWD_X, .nin = 3,
+    .flops = ln_flops,
 };

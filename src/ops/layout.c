@@ -73,11 +73,11 @@ static int reshape_view(const cf_inst *k, size_t *off)
 
 const cf_opdef cf_op_reshape = {
     .name = "reshape", .what = "reshape", .infer = reshape_infer, .forward = copy_forward,
-    .backward = copy_backward, .flags = CF_OWN_BUILDER, .nin = 1, .view = reshape_view,
+    .backward = copy_backward, .flags = CF_OWN_BUILDER | CF_NO_FLOPS, .nin = 1, .view = reshape_view,
 };
 const cf_opdef cf_op_flatten = {
     .name = "flatten", .what = "flatten", .infer = reshape_infer, .forward = copy_forward,
-    .backward = copy_backward, .flags = CF_CALL, .nin = 1, .view = reshape_view,
+    .backward = copy_backward, .flags = CF_CALL | CF_NO_FLOPS, .nin = 1, .view = reshape_view,
 };
 
 /* ---- concat (dim in ia[0]) ---- */
@@ -145,7 +145,7 @@ static void concat_backward(const cf_inst *k)
 
 const cf_opdef cf_op_concat = {
     .name = "concat", .what = "concat", .infer = concat_infer, .forward = concat_forward,
-    .backward = concat_backward, .flags = CF_OWN_BUILDER, .nin = CF_NIN_ANY,
+    .backward = concat_backward, .flags = CF_OWN_BUILDER | CF_NO_FLOPS, .nin = CF_NIN_ANY,
 };
 
 /* ---- slice (dim, start, len in ia[0..2]) ---- */
@@ -206,5 +206,5 @@ static int slice_view(const cf_inst *k, size_t *off)
 
 const cf_opdef cf_op_slice = {
     .name = "slice", .what = "slice", .infer = slice_infer, .forward = slice_forward,
-    .backward = slice_backward, .flags = CF_OWN_BUILDER, .nin = 1, .view = slice_view,
+    .backward = slice_backward, .flags = CF_OWN_BUILDER | CF_NO_FLOPS, .nin = 1, .view = slice_view,
 };

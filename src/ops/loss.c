@@ -112,9 +112,19 @@ static void xent_backward(const cf_inst *k)
     }
 }
 
+/* Per probability: max, subtract, exp, sum; back: g (p - t), or -g t / p. Fused, the
+ * gradient wanted is that of the softmax's input, the hidden last input (CF_FUSE_SOFTMAX). */
+static void xent_flops(const cf_node *n, const unsigned char *want, double *fwd, double *bwd)
+{
+    int fused = n->in[0]->op == CF_OP_SOFTMAX;
+    *fwd = 4 * cf_count1(n->in[0]->shape);
+    *bwd = cf_grads_wanted(n, want) || (fused && want[n->nin]) ? 3 * cf_count1(n->in[0]->shape) : 0;
+}
+
 const cf_opdef cf_op_xent = {
     .name = "crossentropy", .what = "cross-entropy", .infer = xent_infer, .forward = xent_forward,
     .backward = xent_backward, .flags = CF_BWD_X | CF_FUSE_SOFTMAX, .nograd = 2u, .nin = 2,
+    .flops = xent_flops,
 };
 
 static int mse_infer(cf_node *n)
@@ -158,7 +168,15 @@ static void mse_backward(const cf_inst *k)
     }
 }
 
+/* Subtract, square, sum; back: 2 per input's element. */
+static void mse_flops(const cf_node *n, const unsigned char *want, double *fwd, double *bwd)
+{
+    *fwd = 3 * cf_count1(n->in[0]->shape);
+    *bwd = 2 * cf_count1(n->in[0]->shape) * cf_grads_wanted(n, want);
+}
+
 const cf_opdef cf_op_mse = {
     .name = "mse", .what = "mean squared error", .infer = mse_infer, .forward = mse_forward,
     .backward = mse_backward, .flags = CF_BWD_X, .nin = 2,
+    .flops = mse_flops,
 };

@@ -472,8 +472,28 @@ static void lstm_backward(const cf_inst *k)
     }
 }
 
+/* I inputs, H units, T steps, G = 4H gates. Forward: the input products of all steps
+ * (2 T I G) and the bias (T G), the steps' products h U (2 T H G), the cells (9 T H: 4
+ * gate functions, c, tanh c, h). Backward: the cells (24 T H), dh through U^T from the
+ * second step on (2 (T-1) H G); dU (2 T H G), db (T G) and dW (2 T I G) when wanted;
+ * the input's gradient dZ W^T (2 T I G), added into E's rows (T I) when the input is
+ * an embedding folded in. */
+static void lstm_flops(const cf_node *n, const unsigned char *want, double *fwd, double *bwd)
+{
+    double I = n->in[2]->shape.d[0], H = n->in[3]->shape.d[0], T = n->shape.d[1], G = 4 * H;
+    double f = 2 * T * I * G + T * G + 2 * T * H * G + 9 * T * H;
+    double b = 24 * T * H + 2 * (T - 1) * H * G;
+    if (want[3]) b += 2 * T * H * G;
+    if (want[4]) b += T * G;
+    if (want[2]) b += 2 * T * I * G;
+    if (want[5]) b += 2 * T * I * G + (n->nin == 7 ? T * I : 0);
+    *fwd = f;
+    *bwd = b;
+}
+
 const cf_opdef cf_op_lstm = {
     .name = "lstm", .what = "LSTM layer", .infer = lstm_infer, .aux = lstm_aux, .workspace = lstm_workspace,
     .forward = lstm_forward, .backward = lstm_backward, .flags = CF_BWD_X | CF_BWD_Y,
     .nograd = (1u << IN_H0) | (1u << IN_C0) | (1u << IN_IDS), .nin = CF_NIN_ANY,
+    .flops = lstm_flops,
 };

@@ -150,7 +150,17 @@ static void matmul_backward(const cf_inst *k)
     else backward_range(&j, 0, j.L.count);
 }
 
+/* Each output element a dot product of k; da = dy b^T, db = a^T dy, each the same again. */
+static void matmul_flops(const cf_node *n, const unsigned char *want, double *fwd, double *bwd)
+{
+    cf_shape a = n->in[0]->shape;
+    *fwd = 2 * cf_count1(n->shape) * a.d[a.rank - 1];
+    *bwd = *fwd * cf_grads_wanted(n, want);
+}
+
 const cf_opdef cf_op_matmul = {
     .name = "*", .what = "matrix product", .infer = matmul_infer, .forward = matmul_forward,
     .backward = matmul_backward, .flags = CF_BWD_X, .nin = 2,
+    .flops = matmul_flops,
+    .onnx = "MatMul",   /* numpy's matmul, as cflux's */
 };

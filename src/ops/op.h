@@ -2,8 +2,12 @@
  *
  * Adding an op: append its code to cf_opcode (cflux.h), write src/ops/NAME.c with its
  * cf_opdef (its notation name, input count and CF_CALL make it a function of the
- * notation: nothing in src/lang changes), add the row to the table in src/ops/table.c,
- * and a gradient check to tests/test_grad.c (which fails for an op without one).
+ * notation, and its attrs the numbers it takes there and in cf_call: nothing in
+ * src/lang changes; its flops, or CF_NO_FLOPS, are what cflux summary counts; its
+ * onnx operator is how it is exported, with no writer in src/interop), add the row to
+ * the table in src/ops/table.c, and a gradient check to tests/test_grad.c (which fails
+ * for an op without one, or without flops or CF_NO_FLOPS). src/ops/clamp.c is an
+ * example.
  *
  * Kernels see a cf_inst: the concrete shapes and buffers of one node in one executor.
  * A backward kernel writes the gradient of input i into dx[i] (NULL: not wanted),
@@ -67,12 +71,16 @@ typedef struct cf_inst {
 
 /* A number an op takes after its value in the notation, by position or by name
  * (leakyrelu(x, 0.2), clamp(x, lo = 0, hi = 6)): kept in attr.f[slot] (kind 'f') or
- * attr.i[slot] (kind 'i', a whole number). */
+ * attr.i[slot] (kind 'i', a whole number). In ONNX (cf_opdef.onnx) it is the
+ * operator's attribute onnx_attr ("alpha"), or its next input onnx_input, a constant
+ * of one number (Clip's "min"; float, or int64 for kind 'i'), or neither (not written). */
 typedef struct cf_attrdef {
     const char *name;     /* its keyword, and its name in messages: "slope" */
     char kind;            /* 'f' or 'i' */
     int slot;
     float def;            /* when it is not given; NAN: it must be */
+    const char *onnx_attr;
+    const char *onnx_input;
 } cf_attrdef;
 #define CF_OP_ATTRS 4
 
@@ -103,8 +111,13 @@ typedef struct cf_opdef {
     unsigned nograd;                      /* bit i: input i is not differentiable */
     int nin;                              /* inputs: 0 (a leaf), their count, or CF_NIN_ANY */
     /* Forward and backward FLOPs of node n for one sample (symbolic shapes, the batch
-     * taken as 1); want[j]: input j's gradient is computed (j up to its effective
-     * inputs, as the executor counts them). NULL only with CF_NO_FLOPS. */
+     * taken as 1), for cflux summary and cf_model_flops; want[j]: input j's gradient is
+     * computed (j up to its effective inputs, as the executor counts them). The counts,
+     * which cflux.h and the tool's help give: matrix products and convolutions 2 per
+     * multiply-add, each gradient product the same again; elementwise ops 1 per output
+     * element, and backward 1 per element for each input that takes a gradient
+     * (cf_flops_elementwise); the rest from their kernels' arithmetic. NULL only with
+     * CF_NO_FLOPS (the contract test in tests/test_grad.c holds every op to one). */
     void (*flops)(const cf_node *n, const unsigned char *want, double *fwd, double *bwd);
     /* The output is the input's memory from *off floats on, as it lies, when the
      * layout of these concrete shapes (k's node and shapes only) allows: 1, and the
@@ -114,6 +127,13 @@ typedef struct cf_opdef {
     /* The numbers the notation takes after the value (CF_CALL), in order; name NULL
      * ends the list. */
     cf_attrdef attrs[CF_OP_ATTRS];
+    /* The ONNX operator that computes it in evaluation ("Relu"), over its inputs in
+     * order and then its numbers that are inputs, with its numbers that are attributes
+     * (cf_attrdef.onnx_*): all that src/interop/onnx.c needs to write it, unless it has
+     * a writer there for what this cannot say (softmax's axis and causal mask). NULL:
+     * only a writer there exports it; without one, the export is refused, naming the
+     * op and where the model made it. */
+    const char *onnx;
 } cf_opdef;
 
 /* Mutable only so that tests can plant a broken op and see the gradient check fail. */
@@ -170,6 +190,22 @@ int cf_check_indices(const float *x, cf_shape xs, int V);
  * to the message, CF_FWD_TRACED returned; -1 for a node with nothing folded in. */
 #define CF_FWD_TRACED (-2)
 int cf_fail_folded(const cf_node *n);
+
+/* Op d's numbers (cf_opdef.attrs) as a node's attributes: v[k] for the k-th, NAN where
+ * it is not given (its default then), into ia and fa and the counts of them used, as
+ * cf_op_at takes them. 0, or k + 1 for the k-th when it has no value (required and not
+ * given) or, of kind 'i', is not a whole number. */
+int cf_attrs_decode(const cf_opdef *d, const double *v, int *ia, int *nia, float *fa, int *nfa);
+
+/* Elements of symbolic shape s in one sample (the batch taken as 1): what FLOPs count. */
+double cf_count1(cf_shape s);
+
+/* The input gradients that want (cf_opdef.flops) asks for, among n's inputs. */
+int cf_grads_wanted(const cf_node *n, const unsigned char *want);
+
+/* The FLOPs of an elementwise op (cf_opdef.flops): 1 per output element, and backward
+ * 1 per element for each input that takes a gradient. */
+void cf_flops_elementwise(const cf_node *n, const unsigned char *want, double *fwd, double *bwd);
 
 /* dst = src (acc 0) or dst += src (acc 1). */
 void cf_put(float *dst, const float *src, size_t n, int acc);

@@ -377,15 +377,38 @@ static void global_backward(const cf_inst *k)
     cf_parallel_range(cf_shape_count_b(k->ys, 1), plane_size(k), global_backward_range, &j);
 }
 
+/* A comparison per window element; back: dy to the max. */
+static void max_flops(const cf_node *n, const unsigned char *want, double *fwd, double *bwd)
+{
+    *fwd = cf_count1(n->shape) * n->attr.i[0] * n->attr.i[1];
+    *bwd = cf_count1(n->shape);
+}
+
+/* The window's sum and a division, both ways. */
+static void avg_flops(const cf_node *n, const unsigned char *want, double *fwd, double *bwd)
+{
+    *fwd = cf_count1(n->shape) * ((double)n->attr.i[0] * n->attr.i[1] + 1);
+    *bwd = *fwd;
+}
+
+/* A plane's sum and a division; back: a division. */
+static void global_flops(const cf_node *n, const unsigned char *want, double *fwd, double *bwd)
+{
+    cf_shape x = n->in[0]->shape;
+    *fwd = cf_count1(n->shape) * ((double)x.d[2] * x.d[3] + 1);
+    *bwd = cf_count1(n->shape);
+}
+
 const cf_opdef cf_op_maxpool = {
     .name = "maxpool", .what = "max pooling", .infer = pool_infer, .aux = max_aux, .forward = max_forward,
-    .backward = max_backward, .nin = 1,
+    .backward = max_backward, .nin = 1, .flops = max_flops, .onnx = "MaxPool",
 };
 const cf_opdef cf_op_avgpool = {
     .name = "avgpool", .what = "average pooling", .infer = pool_infer, .forward = avg_forward,
-    .backward = avg_backward, .nin = 1,
+    .backward = avg_backward, .nin = 1, .flops = avg_flops, .onnx = "AveragePool",
 };
 const cf_opdef cf_op_globalavgpool = {
     .name = "globalavgpool", .what = "global average pooling", .infer = global_infer,
     .forward = global_forward, .backward = global_backward, .flags = CF_CALL, .nin = 1,
+    .flops = global_flops,
 };

@@ -38,11 +38,20 @@ static void reduce_backward(const cf_inst *k)
     }
 }
 
+/* One addition per element summed; back: dy scaled per row, spreading it is a copy. */
+static void reduce_flops(const cf_node *n, const unsigned char *want, double *fwd, double *bwd)
+{
+    *fwd = cf_count1(n->in[0]->shape);
+    *bwd = cf_count1(n->shape);
+}
+
 const cf_opdef cf_op_sum = {
     .name = "sum", .what = "sum", .infer = reduce_infer, .forward = reduce_forward,
     .backward = reduce_backward, .flags = CF_CALL, .nin = 1,
+    .flops = reduce_flops, .onnx = "ReduceSum",
 };
 const cf_opdef cf_op_mean = {
     .name = "mean", .what = "mean", .infer = reduce_infer, .forward = reduce_forward,
     .backward = reduce_backward, .flags = CF_CALL, .nin = 1,
+    .flops = reduce_flops, .onnx = "ReduceMean",
 };

@@ -103,11 +103,21 @@ static void softmax_backward(const cf_inst *k)
     cf_parallel_range(cf_shape_count_b(k->ys, 1) / j.n, j.n * 4, backward_rows, &j);
 }
 
+/* Forward: max, subtract, exp, sum, scale (or log-sum); backward: sum dy y (2),
+ * y (dy - s) (2). */
+static void softmax_flops(const cf_node *n, const unsigned char *want, double *fwd, double *bwd)
+{
+    *fwd = 5 * cf_count1(n->shape);
+    *bwd = 4 * cf_count1(n->shape);
+}
+
 const cf_opdef cf_op_softmax = {
     .name = "softmax", .what = "softmax", .infer = rows_infer, .forward = softmax_forward,
     .backward = softmax_backward, .flags = CF_BWD_Y | CF_CALL | CF_POSITIONWISE, .nin = 1,
+    .flops = softmax_flops, .onnx = "Softmax",
 };
 const cf_opdef cf_op_logsoftmax = {
     .name = "logsoftmax", .what = "logsoftmax", .infer = rows_infer, .forward = softmax_forward,
     .backward = softmax_backward, .flags = CF_BWD_Y | CF_CALL | CF_POSITIONWISE, .nin = 1,
+    .flops = softmax_flops, .onnx = "LogSoftmax",
 };

@@ -45,4 +45,5 @@ static void softplus_backward(const cf_inst *k)
 const cf_opdef cf_op_softplus = {
     .name = "softplus", .what = "softplus", .infer = cf_same_shape, .forward = softplus_forward,
     .backward = softplus_backward, .flags = CF_BWD_X | CF_CALL | CF_POSITIONWISE, .nin = 1,
+    .flops = cf_flops_elementwise, .onnx = "Softplus",
 };

@@ -4,16 +4,16 @@
 /* Leaves: their values come from the executor (inputs) or the model (parameters,
  * constants); their shapes are set when they are made. */
 const cf_opdef cf_op_input = {
-    .name = "input", .what = "input",
+    .name = "input", .what = "input", .flags = CF_NO_FLOPS,
 };
 const cf_opdef cf_op_param = {
-    .name = "param", .what = "parameter",
+    .name = "param", .what = "parameter", .flags = CF_NO_FLOPS,
 };
 const cf_opdef cf_op_const = {
-    .name = "const", .what = "constant",
+    .name = "const", .what = "constant", .flags = CF_NO_FLOPS,
 };
 const cf_opdef cf_op_state = {
-    .name = "state", .what = "state",
+    .name = "state", .what = "state", .flags = CF_NO_FLOPS,
 };
 
 extern const cf_opdef cf_op_matmul, cf_op_add, cf_op_sub, cf_op_mul, cf_op_div, cf_op_neg,
@@ -21,7 +21,7 @@ extern const cf_opdef cf_op_matmul, cf_op_add, cf_op_sub, cf_op_mul, cf_op_div, 
     cf_op_logsoftmax, cf_op_sum, cf_op_mean, cf_op_reshape, cf_op_flatten, cf_op_concat, cf_op_slice,
     cf_op_xent, cf_op_mse, cf_op_softplus, cf_op_conv2d, cf_op_maxpool, cf_op_avgpool, cf_op_globalavgpool,
     cf_op_dropout, cf_op_batchnorm, cf_op_embedding, cf_op_lstm, cf_op_layernorm, cf_op_gelu, cf_op_transpose,
-    cf_op_affine;
+    cf_op_affine, cf_op_clamp;
 
 const cf_opdef *cf_ops[CF_OP_COUNT_] = {
     [CF_OP_INPUT] = &cf_op_input,         [CF_OP_PARAM] = &cf_op_param,
@@ -45,4 +45,5 @@ const cf_opdef *cf_ops[CF_OP_COUNT_] = {
     [CF_OP_LAYERNORM] = &cf_op_layernorm, [CF_OP_GELU] = &cf_op_gelu,
     [CF_OP_TRANSPOSE] = &cf_op_transpose,
     [CF_OP_AFFINE] = &cf_op_affine,
+    [CF_OP_CLAMP] = &cf_op_clamp,
 };

@@ -105,5 +105,5 @@ static int transpose_view(const cf_inst *k, size_t *off)
 
 const cf_opdef cf_op_transpose = {
     .name = "transpose", .what = "transpose", .infer = transpose_infer, .forward = transpose_forward,
-    .backward = transpose_backward, .nin = 1, .view = transpose_view,
+    .backward = transpose_backward, .flags = CF_NO_FLOPS, .nin = 1, .view = transpose_view,
 };

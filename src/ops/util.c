@@ -1,4 +1,5 @@
 /* util.c - helpers shared by the ops' shape rules and kernels. */
+#include <math.h>
 #include <string.h>
 
 #include "core/error.h"
@@ -74,4 +75,39 @@ void cf_put(float *dst, const float *src, size_t n, int acc)
         return;
     }
     for (size_t i = 0; i < n; i++) dst[i] += src[i];
+}
+
+double cf_count1(cf_shape s) { return (double)cf_shape_count_b(s, 1); }
+
+int cf_grads_wanted(const cf_node *n, const unsigned char *want)
+{
+    int c = 0;
+    for (int j = 0; j < n->nin; j++) c += want[j] != 0;
+    return c;
+}
+
+void cf_flops_elementwise(const cf_node *n, const unsigned char *want, double *fwd, double *bwd)
+{
+    double E = cf_count1(n->shape);
+    *fwd = E;
+    *bwd = E * cf_grads_wanted(n, want);
+}
+
+int cf_attrs_decode(const cf_opdef *d, const double *v, int *ia, int *nia, float *fa, int *nfa)
+{
+    *nia = *nfa = 0;
+    for (int k = 0; k < CF_OP_ATTRS && d->attrs[k].name; k++) {
+        const cf_attrdef *a = &d->attrs[k];
+        double x = isnan(v[k]) ? a->def : v[k];
+        if (isnan(x)) return k + 1;
+        if (a->kind == 'i') {
+            if (x != floor(x) || fabs(x) > 1e9) return k + 1;
+            ia[a->slot] = (int)x;
+            if (a->slot + 1 > *nia) *nia = a->slot + 1;
+        } else {
+            fa[a->slot] = (float)x;
+            if (a->slot + 1 > *nfa) *nfa = a->slot + 1;
+        }
+    }
+    return 0;
 }

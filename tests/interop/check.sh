@@ -48,6 +48,8 @@ trained() {
 # a model that standardises its inputs (train --normalize): the ONNX graph does it too
 awk 'BEGIN { srand(11); for (i = 0; i < 200; i++) { s = i % 5; for (j = 0; j < 20; j++) s = s "," (j * 10 + rand() * (i % 5 + 1)); print s } }' > "$work/norm.csv"
 trained norm mlp.flux "csv:$work/norm.csv" --normalize --epochs 2
+# clamp: ONNX Clip with its bounds as constant inputs, -inf or +inf where one is left out
+trained clamp clamp.flux "csv:$work/norm.csv"
 # a GPT: transposes, batched products and the causal mask (an Add of -inf above the
 # diagonal before Softmax)
 trained gpt gpt.flux text:/usr/share/common-licenses/GPL-3

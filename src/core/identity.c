@@ -5,19 +5,13 @@
 #include <string.h>
 
 #include "core/graph.h"
-
-static uint64_t mix(uint64_t h, const void *p, size_t n)
-{
-    const unsigned char *b = p;
-    for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 0x100000001b3ull;   /* FNV-1a */
-    return h;
-}
+#include "core/rng.h"
 
 static uint64_t mix_int(uint64_t h, long long v)
 {
     unsigned char b[8];
     for (int i = 0; i < 8; i++) b[i] = (unsigned char)((unsigned long long)v >> 8 * i);
-    return mix(h, b, 8);
+    return cf_fnv1a(h, b, 8);
 }
 
 static uint64_t mix_shape(uint64_t h, cf_shape s)
@@ -32,7 +26,7 @@ static uint64_t mix_shape(uint64_t h, cf_shape s)
  * the same on every machine (integers are mixed byte by byte, little end first). */
 uint64_t cf_model_graph_hash(const cf_model *m)
 {
-    uint64_t h = 0xcbf29ce484222325ull;
+    uint64_t h = CF_FNV_OFFSET;
     h = mix_int(h, m->nnodes);
     for (int i = 0; i < m->nnodes; i++) {
         const cf_node *n = m->nodes[i];
@@ -55,7 +49,7 @@ uint64_t cf_model_graph_hash(const cf_model *m)
                 h = mix_int(h, fa);
             }
         h = mix_shape(h, n->shape);
-        h = mix(h, n->name ? n->name : "", n->name ? strlen(n->name) + 1 : 1);
+        h = cf_fnv1a(h, n->name ? n->name : "", n->name ? strlen(n->name) + 1 : 1);
     }
     for (int i = 0; i < m->noutputs; i++) h = mix_int(h, m->outputs[i]->id);
     return h;

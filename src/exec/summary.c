@@ -47,6 +47,7 @@
 #include "core/error.h"
 #include "core/graph.h"
 #include "core/mem.h"
+#include "core/rng.h"
 #include "ops/op.h"
 
 enum { ROW_INPUT, ROW_NET, ROW_OP };
@@ -256,10 +257,9 @@ static void node_flops(const cf_node *n, const unsigned char *want, double *fwd,
 
 /* ---- rows ---- */
 
-static unsigned long hash_str(const char *s)   /* FNV-1a */
+static unsigned long hash_str(const char *s)
 {
-    uint64_t h = 1469598103934665603ull;
-    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    uint64_t h = cf_hash_str(s);
     return (unsigned long)(h ^ h >> 32);
 }
 

@@ -192,7 +192,7 @@ int cf_model_params_from(cf_model *m, const cf_st_file *f, const char *path, uns
         return -1;
     /* a training checkpoint also holds the optimizer's state and the carried state of
        its run: not parameters */
-    int ckpt = format && strcmp(format, "cflux-checkpoint") == 0;
+    int ckpt = format && strcmp(format, CF_CHECKPOINT_FORMAT) == 0;
     /* check everything before changing anything */
     char missing[512] = "", unexpected[512] = "";
     int nmissing = 0, nunexpected = 0, nheld = m->nparams + m->nstates;

@@ -7,6 +7,7 @@
 #                  AddressSanitizer and UndefinedBehaviorSanitizer that uses the
 #                  built-in matrix product and no MPI, then a short run of every
 #                  fuzzer (the notation's compiler for 30 s, the others 10 s each).
+#                  Each build treats a compiler warning as an error (CFLUX_WERROR).
 #                  It installs what the tests need first (Fashion-MNIST, clang's
 #                  libFuzzer, a Python environment with safetensors, Open MPI, and
 #                  the interoperability tests' PyTorch, onnx and onnxruntime from
@@ -60,11 +61,14 @@ test-deps:
 interop-deps: test-deps
 	@sh tools/pyenv.sh build-venv-interop interop
 
-test-release: test-deps build
+test-release: test-deps deps
+	@$(CMAKE) -S . -B build -DCMAKE_BUILD_TYPE=Release -DCFLUX_WERROR=ON >/dev/null
+	@$(CMAKE) --build build -j $(JOBS)
 	@cd build && ctest --output-on-failure -j $(JOBS)
 
 test-asan: test-deps
-	@$(CMAKE) -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DCFLUX_SANITIZE=ON -DCFLUX_BLAS=OFF -DCFLUX_MPI=OFF >/dev/null
+	@$(CMAKE) -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DCFLUX_SANITIZE=ON -DCFLUX_BLAS=OFF -DCFLUX_MPI=OFF \
+	  -DCFLUX_WERROR=ON >/dev/null
 	@$(CMAKE) --build build-asan -j $(JOBS)
 	@cd build-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	  ctest --output-on-failure -j $(JOBS)
@@ -75,7 +79,8 @@ test-fuzz: test-deps
 	@$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=30 FUZZ_OTHERS=10
 
 fuzz: deps
-	@$(CMAKE) -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DCFLUX_FUZZ=ON -DCFLUX_BLAS=OFF -DCFLUX_TESTS=OFF >/dev/null
+	@$(CMAKE) -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DCFLUX_FUZZ=ON -DCFLUX_BLAS=OFF -DCFLUX_TESTS=OFF \
+	  -DCFLUX_WERROR=ON >/dev/null
 	@$(CMAKE) --build build-fuzz -j $(JOBS) --target $(FUZZERS)
 	@sh tests/fuzz/run.sh build-fuzz/fuzz_model tests/fuzz/corpus_model $(FUZZ_SECONDS)
 	@for f in $(filter-out fuzz_model,$(FUZZERS)); do \

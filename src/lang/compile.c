@@ -1973,7 +1973,7 @@ done:
 }
 
 /* unroll(m, n) of a Chain, layer by layer (see above), on sequences x (B, n, d...). */
-static int unroll_layers(cc *c, inst *m, cf_node *x, int n, const char *file, int line, int col, value *out)
+static int unroll_layers(cc *c, inst *m, cf_node *x, int n, const char *file, value *out)
 {
     for (int k = 0; k < m->n; k++) {
         value *item = &m->items[k];
@@ -2065,7 +2065,7 @@ static int call_unroll(cc *c, inst *u, value *args, int nargs, const char *file,
     cf_node **ys = NULL;
     int nout = 0, rc = -1;
     if (unroll_by_layers(m)) {
-        if (unroll_layers(c, m, x, u->n, file, line, col, out)) goto done;
+        if (unroll_layers(c, m, x, u->n, file, out)) goto done;
         goto carry;
     }
     for (int t = 0; t < u->n; t++) {

@@ -8,7 +8,7 @@ foreach(src ${CFLUX_TESTS_SRC})
                              ${PNG_INCLUDE_DIRS} ${JPEG_INCLUDE_DIRS})
   target_link_libraries(${name} PRIVATE cflux_static)
   add_test(NAME ${name} COMMAND ${name} WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
-  if(CFLUX_SANITIZE)   # test.h's TEST_CHEAP_SECONDS: the sanitizers slow every access
+  if(CFLUX_SANITIZE OR CFLUX_TSAN)   # test.h's TEST_CHEAP_SECONDS: the sanitizers slow every access
     target_compile_definitions(${name} PRIVATE CFLUX_TEST_SANITIZED)
   endif()
 endforeach()

@@ -105,7 +105,7 @@ END {
     if (!(a[1] in ok)) { print "check_layers: src/" f ": layer " a[1] " has no rule here"; bad = 1; continue }
     n = split(rule[a[1]], allowed, " "); pass = 0
     for (i = 1; i <= n; i++)
-      if (allowed[i] == b[1] || (allowed[i] ~ /\// && (allowed[i], s) in word)) pass = 1
+      if (allowed[i] == b[1] || (index(allowed[i], b[1] "/") == 1 && (allowed[i], s) in word)) pass = 1
     if (!pass) {
       print "check_layers: src/" f " references " s ", defined in src/" d ": " a[1] " may use only:" rule[a[1]]
       bad = 1

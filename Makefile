@@ -5,8 +5,10 @@
 #   make test      build and run every test: a release build (OpenBLAS, and Open MPI
 #                  for the data-parallel tests), then a build with
 #                  AddressSanitizer and UndefinedBehaviorSanitizer that uses the
-#                  built-in matrix product and no MPI, then a short run of every
+#                  built-in matrix product and no MPI, then the threaded tests
+#                  under ThreadSanitizer (test-tsan), then a short run of every
 #                  fuzzer (the notation's compiler for 30 s, the others 10 s each).
+#                  Each build treats a compiler warning as an error (CFLUX_WERROR).
 #                  It installs what the tests need first (Fashion-MNIST, clang's
 #                  libFuzzer, a Python environment with safetensors, Open MPI, and
 #                  the interoperability tests' PyTorch, onnx and onnxruntime from
@@ -35,7 +37,8 @@ BENCH_ROUNDS ?= 5
 BENCH_SECONDS ?= 3
 FUZZERS = fuzz_model fuzz_parser fuzz_safetensors fuzz_torch fuzz_args fuzz_idx fuzz_csv fuzz_text fuzz_png fuzz_jpeg
 
-.PHONY: all build deps test-deps interop-deps demo test test-release test-asan test-fuzz fuzz bench install clean
+.PHONY: all build deps test-deps interop-deps demo test test-release test-asan test-tsan test-fuzz fuzz bench \
+  install clean
 
 all: build
 
@@ -50,7 +53,7 @@ demo: build
 	@sh tools/bootstrap.sh demo
 	@./build/cflux train models/mlp.flux
 
-test: test-deps interop-deps test-release test-asan test-fuzz
+test: test-deps interop-deps test-release test-asan test-tsan test-fuzz
 
 # everything the tests use: the data set, clang's libFuzzer, Python with safetensors
 test-deps:
@@ -60,14 +63,37 @@ test-deps:
 interop-deps: test-deps
 	@sh tools/pyenv.sh build-venv-interop interop
 
-test-release: test-deps build
+test-release: test-deps deps
+	@$(CMAKE) -S . -B build -DCMAKE_BUILD_TYPE=Release -DCFLUX_WERROR=ON >/dev/null
+	@$(CMAKE) --build build -j $(JOBS)
 	@cd build && ctest --output-on-failure -j $(JOBS)
 
 test-asan: test-deps
-	@$(CMAKE) -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DCFLUX_SANITIZE=ON -DCFLUX_BLAS=OFF -DCFLUX_MPI=OFF >/dev/null
+	@$(CMAKE) -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DCFLUX_SANITIZE=ON -DCFLUX_BLAS=OFF -DCFLUX_MPI=OFF \
+	  -DCFLUX_WERROR=ON >/dev/null
 	@$(CMAKE) --build build-asan -j $(JOBS)
 	@cd build-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	  ctest --output-on-failure -j $(JOBS)
+
+# ThreadSanitizer on the tests whose threads share memory: the pool (test_pool), user
+# threads each running a model (test_threads), the kernels split between threads at
+# several thread counts (the golden and kernel tests, the built-in GEMM among them),
+# training, and the images read ahead by a thread of their own (test_images). Built
+# without OpenBLAS (its threads are not instrumented) and without MPI, as the ASan
+# build is; only these tests are built: about 2.5 minutes on 2 cores (test_gemm_builtin's
+# sweep of sizes, another 50 s, is left out).
+TSAN_TESTS = test_pool test_threads test_images test_exec test_train test_optim test_vmath \
+  test_conv_direct test_conv_im2col test_pooling test_dropout test_embedding test_lstm_fused test_golden_mlp \
+  test_golden_conv test_golden_rnn test_golden_transformer test_golden_layernorm test_golden_batchnorm \
+  test_golden_pool test_golden_softmax
+empty :=
+TSAN_REGEX = ^($(subst $(empty) $(empty),|,$(strip $(TSAN_TESTS))))$$
+test-tsan: test-deps
+	@$(CMAKE) -S . -B build-tsan -DCMAKE_BUILD_TYPE=Debug -DCFLUX_TSAN=ON -DCFLUX_BLAS=OFF -DCFLUX_MPI=OFF \
+	  -DCFLUX_WERROR=ON >/dev/null
+	@$(CMAKE) --build build-tsan -j $(JOBS) --target $(TSAN_TESTS)
+	@cd build-tsan && TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
+	  ctest --output-on-failure -j $(JOBS) -R '$(TSAN_REGEX)'
 
 # Fuzzing needs clang with its libFuzzer runtime (Debian: clang, libclang-rt-dev),
 # which test-deps installs.
@@ -75,7 +101,8 @@ test-fuzz: test-deps
 	@$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=30 FUZZ_OTHERS=10
 
 fuzz: deps
-	@$(CMAKE) -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DCFLUX_FUZZ=ON -DCFLUX_BLAS=OFF -DCFLUX_TESTS=OFF >/dev/null
+	@$(CMAKE) -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DCFLUX_FUZZ=ON -DCFLUX_BLAS=OFF -DCFLUX_TESTS=OFF \
+	  -DCFLUX_WERROR=ON >/dev/null
 	@$(CMAKE) --build build-fuzz -j $(JOBS) --target $(FUZZERS)
 	@sh tests/fuzz/run.sh build-fuzz/fuzz_model tests/fuzz/corpus_model $(FUZZ_SECONDS)
 	@for f in $(filter-out fuzz_model,$(FUZZERS)); do \
@@ -91,4 +118,4 @@ install: build
 	@$(CMAKE) --install build --prefix $(PREFIX)
 
 clean:
-	rm -rf build build-asan build-fuzz build-venv
+	rm -rf build build-asan build-tsan build-fuzz build-venv

@@ -16,7 +16,8 @@ static __attribute__((unused)) cf_dataset *spirals(int n, unsigned seed)
     srand(seed);
     for (int i = 0; i < n; i++) {
         int c = i % 3;
-        float r = (float)rand() / RAND_MAX, t = 4.0f * r + 2.0944f * (float)c + 0.1f * ((float)rand() / RAND_MAX - 0.5f);
+        float r = (float)rand() / (float)RAND_MAX;
+        float t = 4.0f * r + 2.0944f * (float)c + 0.1f * ((float)rand() / (float)RAND_MAX - 0.5f);
         x[2 * i] = r * sinf(t);
         x[2 * i + 1] = r * cosf(t);
         y[i] = (float)c;

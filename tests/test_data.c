@@ -433,7 +433,7 @@ static cf_dataset *csv_chunked(const char *name, const cf_csv_opts *o)
 TEST(csv_chunks)
 {
     const char *texts[] = {
-        "\xEF\xBB\xBF" "f1 , f2 ,y\r\n 1.5 ,\t-2e1 , 1\r\n\r\n  \r\n3,4,0\r\n5, 6 ,1",
+        ("\xEF\xBB\xBF" "f1 , f2 ,y\r\n 1.5 ,\t-2e1 , 1\r\n\r\n  \r\n3,4,0\r\n5, 6 ,1"),   /* a BOM, then a header */
         "1,2,3\n4,5,6\n\n\n7,8,9\n",
         "a,b\n0.25,1\n-0.5,0\n123456789,2\n1e-3,3",
         "x\n1\n2\n",

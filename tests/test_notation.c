@@ -517,8 +517,8 @@ TEST(notation_mlp_equals_c_mlp)
     float *xa = cf_exec_input(ea, 0, NULL), *xb = cf_exec_input(eb, 0, NULL);
     float *ha = cf_exec_output_grad(ea, 0, NULL), *hb = cf_exec_output_grad(eb, 0, NULL);
     srand(9);
-    for (int i = 0; i < 8 * 784; i++) xa[i] = xb[i] = (float)rand() / RAND_MAX;
-    for (int i = 0; i < 80; i++) ha[i] = hb[i] = (float)rand() / RAND_MAX - 0.5f;
+    for (int i = 0; i < 8 * 784; i++) xa[i] = xb[i] = (float)rand() / (float)RAND_MAX;
+    for (int i = 0; i < 80; i++) ha[i] = hb[i] = (float)rand() / (float)RAND_MAX - 0.5f;
     CHECK(cf_forward(ea, 1) == 0 && cf_forward(eb, 1) == 0);
     CHECK(cf_backward(ea) == 0 && cf_backward(eb) == 0);
     CHECK(memcmp(cf_exec_output(ea, 0, NULL), cf_exec_output(eb, 0, NULL), 80 * sizeof(float)) == 0);

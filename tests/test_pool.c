@@ -43,7 +43,11 @@ enum { MAXN = 10000, GUARD = 8 };
 /* counts[i] = how many times task i ran; counts past n are a guard that must stay 0. */
 static atomic_int counts[MAXN * 10 + GUARD];
 
-static void count_task(void *ctx, int i) { atomic_fetch_add(&counts[i], 1); }
+static void count_task(void *ctx, int i)
+{
+    (void)ctx;
+    atomic_fetch_add(&counts[i], 1);
+}
 
 static int all_once(int n)
 {
@@ -120,10 +124,12 @@ static void outer_task(void *ctx, int o)
 }
 static void thread_check_task(void *ctx, int i)
 {
+    (void)i;
     if (!pthread_equal(*(pthread_t *)ctx, pthread_self())) atomic_fetch_add(&nested_wrong_thread, 1);
 }
 static void outer_same_thread(void *ctx, int o)
 {
+    (void)ctx, (void)o;
     pthread_t self = pthread_self();
     cf_parallel_for(50, thread_check_task, &self);
 }
@@ -143,7 +149,11 @@ TEST(nested)
 }
 
 /* cf_set_threads from a task is misuse; it must do nothing rather than hang. */
-static void resize_task(void *ctx, int i) { cf_set_threads(5); }
+static void resize_task(void *ctx, int i)
+{
+    (void)ctx, (void)i;
+    cf_set_threads(5);
+}
 
 TEST(resize_from_task)
 {
@@ -154,7 +164,11 @@ TEST(resize_from_task)
 
 /* Tiny calls back to back: a lost wakeup hangs here. */
 static atomic_long total;
-static void add_task(void *ctx, int i) { atomic_fetch_add(&total, i + 1); }
+static void add_task(void *ctx, int i)
+{
+    (void)ctx;
+    atomic_fetch_add(&total, i + 1);
+}
 
 TEST(back_to_back)
 {
@@ -176,6 +190,7 @@ TEST(back_to_back)
  * enough that the caller falls asleep waiting for them: the futex paths. */
 static void slow_task(void *ctx, int i)
 {
+    (void)ctx;
     if (i % 2) usleep(200);
     atomic_fetch_add(&total, 1);
 }
@@ -196,6 +211,7 @@ TEST(sleep_and_wake)
 static atomic_int arrived, met;
 static void rendezvous(void *ctx, int i)
 {
+    (void)ctx, (void)i;
     atomic_fetch_add(&arrived, 1);
     struct timespec t0, t;
     clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -226,6 +242,7 @@ enum { SUM_N = 1000003, CHUNKS = 61 };
 static double xs[SUM_N], partial[CHUNKS];
 static void chunk_sum(void *ctx, int c)
 {
+    (void)ctx;
     long lo = (long)SUM_N * c / CHUNKS, hi = (long)SUM_N * (c + 1) / CHUNKS;
     double s = 0;
     for (long i = lo; i < hi; i++) s += xs[i];
@@ -258,9 +275,14 @@ TEST(sums)
 
 /* Two user threads call at once: one gets the pool, the other runs serially. */
 static atomic_int counts_b[1000];
-static void count_b(void *ctx, int i) { atomic_fetch_add(&counts_b[i], 1); }
+static void count_b(void *ctx, int i)
+{
+    (void)ctx;
+    atomic_fetch_add(&counts_b[i], 1);
+}
 static void *second_caller(void *arg)
 {
+    (void)arg;
     for (int k = 0; k < 2000; k++) cf_parallel_for(500, count_b, NULL);
     return NULL;
 }

@@ -39,6 +39,7 @@ static void keep_warning(const char *msg, void *user)
 
 static void stop_in_batch(int epoch, long step, long steps, double loss, double acc, double sps, void *user)
 {
+    (void)steps, (void)loss, (void)acc, (void)sps;
     seen *v = user;
     if (epoch == v->stop_epoch && step == v->stop_step) cf_trainer_stop(v->t);
 }

@@ -54,8 +54,8 @@ TEST(regression_uses_mean_squared_error)
     float *x = malloc((size_t)n * 2 * sizeof *x), *y = malloc((size_t)n * sizeof *y);
     srand(3);
     for (int i = 0; i < n; i++) {
-        x[2 * i] = (float)rand() / RAND_MAX;
-        x[2 * i + 1] = (float)rand() / RAND_MAX;
+        x[2 * i] = (float)rand() / (float)RAND_MAX;
+        x[2 * i + 1] = (float)rand() / (float)RAND_MAX;
         y[i] = 2 * x[2 * i] - x[2 * i + 1] + 0.5f;
     }
     cf_dataset *d = cf_dataset_from_arrays(x, CF_SHAPE(2), y, 1, (size_t)n);

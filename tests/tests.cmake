@@ -8,7 +8,7 @@ foreach(src ${CFLUX_TESTS_SRC})
                              ${PNG_INCLUDE_DIRS} ${JPEG_INCLUDE_DIRS})
   target_link_libraries(${name} PRIVATE cflux_static)
   add_test(NAME ${name} COMMAND ${name} WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
-  if(CFLUX_SANITIZE)   # test.h's TEST_CHEAP_SECONDS: the sanitizers slow every access
+  if(CFLUX_SANITIZE OR CFLUX_TSAN)   # test.h's TEST_CHEAP_SECONDS: the sanitizers slow every access
     target_compile_definitions(${name} PRIVATE CFLUX_TEST_SANITIZED)
   endif()
 endforeach()
@@ -47,7 +47,9 @@ if(CFLUX_READELF)
   add_test(NAME tls_size COMMAND ${CMAKE_COMMAND} -DREADELF=${CFLUX_READELF} -DLIB=$<TARGET_FILE:cflux_shared>
            -DMAX=65536 -P ${PROJECT_SOURCE_DIR}/tests/tls_size.cmake)
 endif()
-add_test(NAME layers COMMAND sh ${PROJECT_SOURCE_DIR}/tests/check_layers.sh ${PROJECT_SOURCE_DIR})
+# the layers' includes, and the symbols their objects reference (nm)
+add_test(NAME layers COMMAND sh ${PROJECT_SOURCE_DIR}/tests/check_layers.sh ${PROJECT_SOURCE_DIR} ${CMAKE_NM}
+         $<TARGET_OBJECTS:cflux_obj> COMMAND_EXPAND_LISTS)
 add_test(NAME errors_doc COMMAND sh ${PROJECT_SOURCE_DIR}/tests/check_errors_doc.sh $<TARGET_FILE:cflux> ${PROJECT_SOURCE_DIR}/docs/errors.md)
 set_tests_properties(test_oom PROPERTIES TIMEOUT 120)   # a lost out-of-memory path may loop
 

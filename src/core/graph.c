@@ -631,6 +631,30 @@ cf_shape cf_model_output_shape(const cf_model *m, int i)
     return m && i >= 0 && i < m->noutputs ? m->outputs[i]->shape : (cf_shape){0, {0}};
 }
 
+/* The input whose values reach x unchanged, seen through ops that only move values
+ * (reshape, flatten, slice), or NULL. */
+static const cf_node *source_input(const cf_node *x)
+{
+    while (x->op == CF_OP_RESHAPE || x->op == CF_OP_FLATTEN || x->op == CF_OP_SLICE) x = x->in[0];
+    return x->op == CF_OP_INPUT ? x : NULL;
+}
+
+int cf_model_input_classes(const cf_model *m, int i)
+{
+    if (!m || i < 0 || i >= m->ninputs) return 0;
+    int V = 0;
+    for (int k = 0; k < m->nnodes; k++) {
+        const cf_node *n = m->nodes[k], *x, *E;
+        if (n->op == CF_OP_EMBEDDING) x = n->in[0], E = n->in[1];
+        else if (n->op == CF_OP_LSTM && n->nin == 7) x = n->in[6], E = n->in[5];   /* an Embedding folded in */
+        else continue;
+        if (source_input(x) != m->inputs[i]) continue;
+        int rows = E->shape.rank == 2 ? E->shape.d[0] : 0;
+        if (rows > 0 && (V == 0 || rows < V)) V = rows;
+    }
+    return V;
+}
+
 int cf_node_infer(cf_node *n)
 {
     const cf_opdef *op = cf_ops[n->op];

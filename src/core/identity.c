@@ -6,19 +6,13 @@
 #include <string.h>
 
 #include "core/graph.h"
-
-static uint64_t mix(uint64_t h, const void *p, size_t n)
-{
-    const unsigned char *b = p;
-    for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 0x100000001b3ull;   /* FNV-1a */
-    return h;
-}
+#include "core/rng.h"
 
 static uint64_t mix_int(uint64_t h, long long v)
 {
     unsigned char b[8];
     for (int i = 0; i < 8; i++) b[i] = (unsigned char)((unsigned long long)v >> 8 * i);
-    return mix(h, b, 8);
+    return cf_fnv1a(h, b, 8);
 }
 
 static uint64_t mix_shape(uint64_t h, cf_shape s)
@@ -51,7 +45,7 @@ static uint64_t mix_node(uint64_t h, const cf_node *n, int nin, const int *in)
             h = mix_int(h, fa);
         }
     h = mix_shape(h, n->shape);
-    return mix(h, n->name ? n->name : "", n->name ? strlen(n->name) + 1 : 1);
+    return cf_fnv1a(h, n->name ? n->name : "", n->name ? strlen(n->name) + 1 : 1);
 }
 
 /* A region (cf_region) hashes as the nodes that run it over its sequence: the lstm
@@ -111,7 +105,7 @@ uint64_t cf_model_graph_hash(const cf_model *m)
         for (int k = 0; k < m->nregions && !folded; k++) folded = m->regions[k].in[5] == m->nodes[i] && folds(&m->regions[k], last);
         num[i] = folded ? -1 : count++;
     }
-    uint64_t h = mix_int(0xcbf29ce484222325ull, count);
+    uint64_t h = mix_int(CF_FNV_OFFSET, count);
     for (int i = 0, r = 0; i < nn; i++) {
         while (r < m->nregions && m->regions[r].hi < i) r++;
         const cf_region *g = r < m->nregions && m->regions[r].lo <= i ? &m->regions[r] : NULL;

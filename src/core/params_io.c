@@ -192,7 +192,7 @@ int cf_model_params_from(cf_model *m, const cf_st_file *f, const char *path, uns
         return -1;
     /* a training checkpoint also holds the optimizer's state and the carried state of
        its run: not parameters */
-    int ckpt = format && strcmp(format, "cflux-checkpoint") == 0;
+    int ckpt = format && strcmp(format, CF_CHECKPOINT_FORMAT) == 0;
     /* check everything before changing anything */
     char missing[512] = "", unexpected[512] = "";
     int nmissing = 0, nunexpected = 0, nheld = m->nparams + m->nstates;
@@ -251,23 +251,3 @@ int cf_model_params_from(cf_model *m, const cf_st_file *f, const char *path, uns
 }
 
 int cf_model_load_params(cf_model *m, const char *path) { return cf_model_load_params_ex(m, path, 0); }
-
-cf_model *cf_model_load_trained(const char *path)
-{
-    if (!path) return cf_seterr("error: cf_model_load_trained: no path"), NULL;
-    cf_st_file *f = cf_st_read(path);
-    if (!f) return NULL;
-    const char *src = cf_st_meta(f, CF_MODEL_SOURCE_META), *file = cf_st_meta(f, CF_MODEL_FILE_META);
-    cf_model *m = NULL;
-    if (!src || !*src) {
-        cf_seterr("error: %s: the file holds weights but not the model's source (it was written by a model built in "
-                  "C, or by PyTorch): load the model from its .flux file and the weights with it",
-                  path);
-    } else if ((m = cf_model_parse(src, file && *file ? file : path)) &&
-               (cf_model_init_params(m) || cf_model_params_from(m, f, path, 0))) {
-        cf_model_free(m);
-        m = NULL;
-    }
-    cf_st_free(f);
-    return m;
-}

@@ -7,6 +7,10 @@
 
 #define CF_LOAD_CHECK 0x100u   /* check names and shapes; change nothing */
 
+/* The metadata "format" of a training checkpoint (train/checkpoint.c), which holds
+ * more than parameters: the files that read parameters tell it apart by this. */
+#define CF_CHECKPOINT_FORMAT "cflux-checkpoint"
+
 /* cf_model_load_params_ex on a file already read; path names it in messages. The
  * model's parameters must exist. 0 or -1. */
 int cf_model_params_from(cf_model *m, const cf_st_file *f, const char *path, unsigned flags);

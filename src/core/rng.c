@@ -1,5 +1,6 @@
 /* rng.c - xoshiro256** (Blackman and Vigna), seeded through splitmix64. */
 #include <math.h>
+#include <string.h>
 
 #include "core/rng.h"
 
@@ -55,7 +56,5 @@ uint32_t cf_rng_below(cf_rng *r, uint32_t n)
 
 uint64_t cf_hash_str(const char *s)
 {
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (; *s; s++) h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
-    return h;
+    return cf_fnv1a(CF_FNV_OFFSET, s, strlen(s));
 }

@@ -3,6 +3,7 @@
 #ifndef CF_CORE_RNG_H
 #define CF_CORE_RNG_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 typedef struct cf_rng {
@@ -28,6 +29,17 @@ static inline uint64_t cf_rng_mix(uint64_t z)
 static inline float cf_rng_at(uint64_t key, uint64_t index)
 {
     return (float)(cf_rng_mix(key ^ (index * 0x9e3779b97f4a7c15ull)) >> 40) * (1.0f / 16777216.0f);
+}
+
+/* FNV-1a, the one 64-bit hash of bytes: h (CF_FNV_OFFSET to start) folded with p[0 .. n).
+ * Checkpoint identities, graph hashes and per-name random streams are made with it:
+ * changing it changes them all. */
+#define CF_FNV_OFFSET 0xcbf29ce484222325ull
+static inline uint64_t cf_fnv1a(uint64_t h, const void *p, size_t n)
+{
+    const unsigned char *b = p;
+    for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 0x100000001b3ull;
+    return h;
 }
 
 /* A 64-bit hash of a string (FNV-1a), to derive per-name streams from one seed. */

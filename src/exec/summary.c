@@ -47,6 +47,7 @@
 #include "core/error.h"
 #include "core/graph.h"
 #include "core/mem.h"
+#include "core/rng.h"
 #include "exec/passes.h"
 #include "ops/op.h"
 
@@ -98,10 +99,9 @@ static double count1(cf_shape s) { return cf_count1(s); }
 
 /* ---- rows ---- */
 
-static unsigned long hash_str(const char *s)   /* FNV-1a */
+static unsigned long hash_str(const char *s)
 {
-    uint64_t h = 1469598103934665603ull;
-    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    uint64_t h = cf_hash_str(s);
     return (unsigned long)(h ^ h >> 32);
 }
 

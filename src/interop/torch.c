@@ -26,6 +26,7 @@
 
 #include "core/error.h"
 #include "core/graph.h"
+#include "core/params_io.h"
 #include "core/safetensors.h"
 #include "interop/interop.h"
 
@@ -698,7 +699,7 @@ int cf_torch_import(cf_model *m, const cf_st_file *f, const char *path, const ch
     const char *format = cf_st_meta(f, "format");
     if (format && !strncmp(format, "cflux-", 6))
         return cf_seterr("error: %s is cflux's own %s, not a PyTorch state_dict: cflux reads it as it is (--params, "
-                         "--init)", path, strcmp(format, "cflux-checkpoint") ? "parameter file" : "checkpoint");
+                         "--init)", path, strcmp(format, CF_CHECKPOINT_FORMAT) ? "parameter file" : "checkpoint");
     plan p = {.f = f, .path = path};
     int rc = -1;
     if (!(p.mod_of = malloc((size_t)m->nlayers * sizeof *p.mod_of))) {

@@ -380,6 +380,7 @@ static void global_backward(const cf_inst *k)
 /* A comparison per window element; back: dy to the max. */
 static void max_flops(const cf_node *n, const unsigned char *want, double *fwd, double *bwd)
 {
+    (void)want;
     *fwd = cf_count1(n->shape) * n->attr.i[0] * n->attr.i[1];
     *bwd = cf_count1(n->shape);
 }
@@ -387,6 +388,7 @@ static void max_flops(const cf_node *n, const unsigned char *want, double *fwd, 
 /* The window's sum and a division, both ways. */
 static void avg_flops(const cf_node *n, const unsigned char *want, double *fwd, double *bwd)
 {
+    (void)want;
     *fwd = cf_count1(n->shape) * ((double)n->attr.i[0] * n->attr.i[1] + 1);
     *bwd = *fwd;
 }
@@ -394,6 +396,7 @@ static void avg_flops(const cf_node *n, const unsigned char *want, double *fwd, 
 /* A plane's sum and a division; back: a division. */
 static void global_flops(const cf_node *n, const unsigned char *want, double *fwd, double *bwd)
 {
+    (void)want;
     cf_shape x = n->in[0]->shape;
     *fwd = cf_count1(n->shape) * ((double)x.d[2] * x.d[3] + 1);
     *bwd = cf_count1(n->shape);

@@ -105,7 +105,9 @@ static const char *choose(const char *want)
 static void set_name(void)
 {
     if (impl) snprintf(name, sizeof name, "builtin-%s", impl->name);
+#ifdef CFLUX_HAVE_BLAS   /* without it, every engine is a built-in one */
     else snprintf(name, sizeof name, "openblas-%s", openblas_core());
+#endif
 }
 
 /* The default engine, by the rule at the top; 0, or -1 when $CFLUX_GEMM names none

@@ -41,7 +41,7 @@ typedef uint32_t cf_v4u __attribute__((vector_size(CF_VMATH_LANES * 4)));
 
 static inline cf_v4 cf_v4_set1(float a)
 {
-    cf_v4 v;
+    cf_v4 v = {0};   /* every lane is set below; gcc -O1 cannot see that and warns */
     for (int i = 0; i < CF_VMATH_LANES; i++) v[i] = a;
     return v;
 }

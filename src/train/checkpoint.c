@@ -32,7 +32,6 @@
 #include "core/safetensors.h"
 #include "train/trainer.h"
 
-#define CKPT_FORMAT "cflux-checkpoint"
 #define CKPT_VERSION 2
 #define MAX_EPOCHS 1000000
 #define MAX_BATCH (1 << 20)
@@ -201,7 +200,7 @@ int cf_checkpoint_batch(const char *path)
     const char *format = cf_st_meta(f, "format"), *v = cf_st_meta(f, "batch");
     int64_t b = 0;
     int rc = 0;
-    if (format && strcmp(format, "cflux-checkpoint") == 0 && (!v || cf_parse_i64(v, 1, INT32_MAX, &b)))
+    if (format && strcmp(format, CF_CHECKPOINT_FORMAT) == 0 && (!v || cf_parse_i64(v, 1, INT32_MAX, &b)))
         rc = bad_field(path, "batch", v, "a whole number of at least 1");
     cf_st_free(f);
     return rc ? -1 : (int)b;
@@ -289,7 +288,7 @@ int cf_trainer_save(cf_trainer *t, const char *path)
     const char *keys[100], *vals[100];
     int nmeta = 0;
 #define META(k, v) (keys[nmeta] = (k), vals[nmeta++] = (v))
-    META("format", CKPT_FORMAT);
+    META("format", CF_CHECKPOINT_FORMAT);
     META("format_version", version);
     META("cflux_version", cf_version());
     META("epoch", epoch);
@@ -368,7 +367,7 @@ static int read_meta(const cf_st_file *f, const char *path, ckpt_meta *k)
     memset(k, 0, sizeof *k);
     k->lr = k->val_fraction = k->initial_loss = k->epoch_loss = NAN;
     const char *format = cf_st_meta(f, "format");
-    if (!format || strcmp(format, CKPT_FORMAT) != 0)
+    if (!format || strcmp(format, CF_CHECKPOINT_FORMAT) != 0)
         return cf_seterr("error: %s: not a cflux checkpoint (no format metadata); load parameters alone with --init",
                          path);
     int64_t v;

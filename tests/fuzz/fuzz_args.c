@@ -15,19 +15,19 @@
 #include "options.h"
 
 /* the commands themselves never run here */
-int cmd_check(const args *a) { abort(); }
-int cmd_shapes(const args *a) { abort(); }
-int cmd_graph(const args *a) { abort(); }
-int cmd_train(const args *a) { abort(); }
-int cmd_eval(const args *a) { abort(); }
-int cmd_predict(const args *a) { abort(); }
-int cmd_bench(const args *a) { abort(); }
-int cmd_sample(const args *a) { abort(); }
-int cmd_summary(const args *a) { abort(); }
-int cmd_lrfind(const args *a) { abort(); }
-int cmd_import(const args *a) { abort(); }
-int cmd_export(const args *a) { abort(); }
-int cmd_version(const args *a) { abort(); }
+int cmd_check(const args *a) { (void)a; abort(); }
+int cmd_shapes(const args *a) { (void)a; abort(); }
+int cmd_graph(const args *a) { (void)a; abort(); }
+int cmd_train(const args *a) { (void)a; abort(); }
+int cmd_eval(const args *a) { (void)a; abort(); }
+int cmd_predict(const args *a) { (void)a; abort(); }
+int cmd_bench(const args *a) { (void)a; abort(); }
+int cmd_sample(const args *a) { (void)a; abort(); }
+int cmd_summary(const args *a) { (void)a; abort(); }
+int cmd_lrfind(const args *a) { (void)a; abort(); }
+int cmd_import(const args *a) { (void)a; abort(); }
+int cmd_export(const args *a) { (void)a; abort(); }
+int cmd_version(const args *a) { (void)a; abort(); }
 
 static int is_arg(const char *s, char **argv, int argc)
 {

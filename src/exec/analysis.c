@@ -35,6 +35,7 @@ void cf_analysis_free(cf_analysis *a)
     free(a->src_at);
     free(a->live);
     free(a->uses);
+    free(a->reader);
     free(a->fwd);
     memset(a, 0, sizeof *a);
 }
@@ -94,9 +95,10 @@ static int liveness(cf_analysis *a)
             return cf_seterr("error: a graph pass removed node %d, which is still read", i);
         for (int j = 0; j < CF_NSRC(a, i); j++) live[CF_SRC(a, i, j)] = 1;
     }
+    for (int i = 0; i < a->nn; i++) a->reader[i] = -1;
     for (int i = 0; i < a->nn; i++)
         if (live[i])
-            for (int j = 0; j < CF_NSRC(a, i); j++) a->uses[CF_SRC(a, i, j)]++;
+            for (int j = 0; j < CF_NSRC(a, i); j++) a->uses[CF_SRC(a, i, j)]++, a->reader[CF_SRC(a, i, j)] = i;
     for (int i = 0; i < m->noutputs; i++) a->uses[m->outputs[i]->id] += 2;
     for (int i = 0; i < m->ncarries; i++)
         if (m->carries[i].next) a->uses[m->carries[i].next->id] += 2;
@@ -146,8 +148,9 @@ int cf_analyse(cf_analysis *a, const cf_graph *g, unsigned flags)
     a->nn = nn;
     a->live = calloc(n1, 3);
     a->uses = calloc(n1, sizeof *a->uses);
+    a->reader = malloc(n1 * sizeof *a->reader);
     a->fwd = malloc(2 * n1 * sizeof *a->fwd);
-    if (!a->live || !a->uses || !a->fwd) return cf_oom(n1 * (3 + 3 * sizeof(int)));
+    if (!a->live || !a->uses || !a->reader || !a->fwd) return cf_oom(n1 * (3 + 4 * sizeof(int)));
     a->hasgrad = a->live + n1;
     a->bstep = a->hasgrad + n1;
     a->bwd = a->fwd + n1;

@@ -45,6 +45,7 @@ typedef struct cf_analysis {
     unsigned char *bstep;    /* it runs a backward (CF_TRAIN) */
     int *uses;               /* live readers, and 2 more for each output, the loss or a
                                 carried state it is */
+    int *reader;             /* the last live reader (the only one when uses is 1), or -1 */
     int *fwd, nfwd;          /* the live computed nodes, in order */
     int *bwd, nbwd;          /* the nodes that run a backward, in reverse order */
     int loss;                /* the loss's slot when CF_LOSS or CF_TRAIN (and not CF_ANALYSE_NO_LOSS)

@@ -6,25 +6,11 @@
  * (or the sum, when no relu follows) may be anything, since the fused node takes its
  * slot and computes its value. W is a matrix and the bias a row of the product's
  * columns, the same for every row. */
-#include <stdlib.h>
-
-#include "core/error.h"
 #include "exec/passes.h"
 #include "ops/op.h"
 
-/* The one live reader of each slot read once (uses 1), else -1. */
-static int *sole_readers(const cf_analysis *a)
-{
-    int *reader = malloc((size_t)(a->nn ? a->nn : 1) * sizeof *reader);
-    if (!reader) return cf_oom((size_t)a->nn * sizeof *reader), NULL;
-    for (int i = 0; i < a->nn; i++) reader[i] = -1;
-    for (int c = 0; c < a->nn; c++)
-        if (a->live[c])
-            for (int j = 0; j < CF_NSRC(a, c); j++) reader[CF_SRC(a, c, j)] = c;
-    for (int i = 0; i < a->nn; i++)
-        if (a->uses[i] != 1) reader[i] = -1;
-    return reader;
-}
+/* The one live reader of slot i, or -1 when it has more (or is given out). */
+static int sole_reader(const cf_analysis *a, int i) { return a->uses[i] == 1 ? a->reader[i] : -1; }
 
 /* The bias the addition `add` adds to the product in slot mm; NULL when it is not a
  * row of the product's columns. */
@@ -42,24 +28,18 @@ static const cf_node *bias_of(const cf_graph *g, const cf_node *add, int mm)
 
 static int fuse_affine(cf_graph *g, const cf_analysis *a, int *changed)
 {
-    int *reader = sole_readers(a);
-    if (!reader) return -1;
-    int rc = 0;
-    for (int i = 0; i < a->nn && rc == 0; i++) {
+    for (int i = 0; i < a->nn; i++) {
         const cf_node *mm = g->node[i];   /* NULL: removed by this pass, a slot the analysis saw */
-        if (!mm || !a->live[i] || mm->op != CF_OP_MATMUL || mm->in[1]->shape.rank != 2 || reader[i] < 0) continue;
-        const cf_node *add = g->node[reader[i]], *relu = NULL, *bias;
-        if (!add) continue;
-        if (!(bias = bias_of(g, add, i))) continue;
-        if (reader[add->id] >= 0 && g->node[reader[add->id]] && g->node[reader[add->id]]->op == CF_OP_RELU)
-            relu = g->node[reader[add->id]];
+        if (!mm || !a->live[i] || mm->op != CF_OP_MATMUL || mm->in[1]->shape.rank != 2 || sole_reader(a, i) < 0)
+            continue;
+        const cf_node *add = g->node[sole_reader(a, i)], *relu = NULL, *bias;
+        if (!add || !(bias = bias_of(g, add, i))) continue;
+        int r = sole_reader(a, add->id);
+        if (r >= 0 && g->node[r] && g->node[r]->op == CF_OP_RELU) relu = g->node[r];
         const cf_node *last = relu ? relu : add;
         cf_node *in[3] = {mm->in[0], mm->in[1], (cf_node *)bias};
         cf_node *f = cf_graph_node(g, last->id, CF_OP_AFFINE, 3, in, last);
-        if (!f) {
-            rc = -1;
-            break;
-        }
+        if (!f) return -1;
         f->attr.i[0] = relu != NULL;
         f->loc = mm->loc, f->frame = mm->frame;   /* the product's place: the layer's */
         g->node[last->id] = f;
@@ -67,8 +47,7 @@ static int fuse_affine(cf_graph *g, const cf_analysis *a, int *changed)
         if (relu) g->node[add->id] = NULL;
         *changed = 1;
     }
-    free(reader);
-    return rc;
+    return 0;
 }
 
 const cf_pass cf_pass_fuse_affine = {"fuse_affine", fuse_affine, 0};

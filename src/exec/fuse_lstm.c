@@ -12,23 +12,8 @@
  *
  * Only where nothing outside the region reads a value inside it but those three, and
  * none inside is an output or the loss. */
-#include <stdlib.h>
-
-#include "core/error.h"
 #include "exec/passes.h"
 #include "ops/op.h"
-
-/* The last live reader of each slot, or -1. */
-static int *last_readers(const cf_analysis *a)
-{
-    int *reader = malloc((size_t)(a->nn ? a->nn : 1) * sizeof *reader);
-    if (!reader) return cf_oom((size_t)a->nn * sizeof *reader), NULL;
-    for (int i = 0; i < a->nn; i++) reader[i] = -1;
-    for (int c = 0; c < a->nn; c++)
-        if (a->live[c])
-            for (int j = 0; j < CF_NSRC(a, c); j++) reader[CF_SRC(a, c, j)] = c;
-    return reader;
-}
 
 static int is_out(const cf_region *r, int id)
 {
@@ -109,8 +94,8 @@ static int fuse_region(cf_graph *g, const cf_region *r, const int *reader, const
 
 static int fuse_lstm(cf_graph *g, const cf_analysis *a, int *changed)
 {
-    int *reader = last_readers(a), rc = 0;
-    if (!reader) return -1;
+    const int *reader = a->reader;
+    int rc = 0;
     for (int k = 0; k < g->m->nregions && rc == 0; k++) {
         const cf_region *r = &g->m->regions[k];
         int slot[5];
@@ -118,7 +103,6 @@ static int fuse_lstm(cf_graph *g, const cf_analysis *a, int *changed)
         rc = fuse_region(g, r, reader, slot);
         *changed = 1;
     }
-    free(reader);
     return rc;
 }
 

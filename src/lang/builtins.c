@@ -617,33 +617,22 @@ int cc_op_call(cc *c, env *en, const ast *e, cf_opcode op, value *args, int narg
     for (int k = 0; k < nkw; k++) {
         int j = 0;
         while (j < na && strcmp(od->attrs[j].name, kwn[k]) != 0) j++;
-        if (j == na) {
-            if (!na) return ERR(c, en, e, "%s has no argument named '%s'", name, kwn[k]);
-            return ERR(c, en, e, "%s has no argument named '%s'", name, kwn[k]);
-        }
+        if (j == na) return ERR(c, en, e, "%s has no argument named '%s'", name, kwn[k]);
         if (given[j]) return ERR(c, en, e, "%s's %s is given twice", name, kwn[k]);
         given[j] = &kwv[k];
     }
-    int ia[CF_ATTR_INTS] = {0}, nia = 0, nfa = 0;
-    float fa[CF_ATTR_FLOATS] = {0};
+    double v[CF_OP_ATTRS];
     for (int j = 0; j < na; j++) {
-        const cf_attrdef *d = &od->attrs[j];
-        double v = d->def;
-        if (given[j]) {
-            if (given[j]->kind != V_NUM) return ERR(c, en, e, "the %s of %s must be a number", d->name, name);
-            v = given[j]->num;
-        } else if (isnan(v)) {
-            return ERR(c, en, e, "%s needs its %s: %s(x, %s = ...)", name, d->name, name, d->name);
-        }
-        if (d->kind == 'i') {
-            if (v != floor(v) || fabs(v) > 1e9)
-                return ERR(c, en, e, "the %s of %s must be a whole number", d->name, name);
-            ia[d->slot] = (int)v;
-            if (d->slot + 1 > nia) nia = d->slot + 1;
-        } else {
-            fa[d->slot] = (float)v;
-            if (d->slot + 1 > nfa) nfa = d->slot + 1;
-        }
+        if (given[j] && given[j]->kind != V_NUM)
+            return ERR(c, en, e, "the %s of %s must be a number", od->attrs[j].name, name);
+        v[j] = given[j] ? given[j]->num : NAN;
+    }
+    int ia[CF_ATTR_INTS] = {0}, nia, nfa, bad;
+    float fa[CF_ATTR_FLOATS] = {0};
+    if ((bad = cf_attrs_decode(od, v, ia, &nia, fa, &nfa))) {
+        const char *an = od->attrs[bad - 1].name;
+        if (given[bad - 1]) return ERR(c, en, e, "the %s of %s must be a whole number", an, name);
+        return ERR(c, en, e, "%s needs its %s: %s(x, %s = ...)", name, an, name, an);
     }
     if (args[0].kind != V_TENSOR) return ERR(c, en, e, "%s needs a value, not %s", od->what, cc_kind_name(&args[0]));
     if (cc_is_unresolved(c, args[0].node)) return cc_unresolved_error(c, en, e, args[0].node, name);

@@ -188,6 +188,20 @@ TEST(other_chains_stay_as_written)
     cf_model_free(m);
 }
 
+/* A net of one's own that declares sequence(each) treats every step alike, as the
+ * library's Affine does: the Chain around the LSTM is built layer by layer, and fused. */
+TEST(a_net_that_treats_steps_alike_says_so)
+{
+    const char *src = "net Twice() {\n  sequence(each)\n  x -> x .* 2\n}\n"
+                      "model = unroll(Chain(Input(3), Twice(), LSTM(4)), 5, stateful = false)\n";
+    cf_model *m = parse(src);
+    cf_exec *e = m ? bind(m, 4, 0, 1) : NULL;
+    CHECK(has_lstm_node(e));
+    cf_exec_free(e);
+    cf_model_free(m);
+    CHECK(same_numbers(src, 4, 0, 2) == 0);
+}
+
 /* word in s replaced by to, where it stands alone (not part of a longer name). */
 static void rename_word(char *s, size_t cap, const char *word, const char *to)
 {
@@ -236,5 +250,6 @@ int main(void)
     RUN(layernorm_and_gelu_around_an_lstm);
     RUN(other_chains_stay_as_written);
     RUN(renamed_locals_keep_the_fusion);
+    RUN(a_net_that_treats_steps_alike_says_so);
     return test_summary("lstm_fused");
 }

@@ -87,10 +87,11 @@ struct inst {
     int ntorch, declared;
     /* I_NET: the op that runs it over a whole sequence, as its body declares with
        sequence(lstm(W, U, b, h, c)) (CF_OP_INPUT: none), and that op's parameters and
-       states */
+       states; or sequence(each) */
     cf_opcode seq_op;
     param *seq_p[3];
     rstate *seq_s[2];
+    int seq_each;             /* I_NET: sequence(each): it treats every step alike */
     int layer;                /* added to the model's layers */
 };
 

@@ -69,18 +69,24 @@ static int add_layer(cc *c, inst *owner)
     return cf_model_add_layer(c->m, &l);
 }
 
-/* A net's sequence(lstm(W, U, b, h, c)): over a whole sequence, its steps compute what
- * the lstm op does at once (PyTorch's LSTM: the gates i, f, g, o side by side in the
- * columns of W (in, 4 out), U (out, 4 out) and b (1, 4 out); states h and c), so that
- * unroll may record them for the pass that fuses them (src/exec/fuse_lstm.c). */
+/* A net's sequence(...): how it runs over a whole sequence in an unrolled Chain.
+ * sequence(each): it treats every step alike (Affine, LayerNorm), so it runs once over
+ * (B, n, ...). sequence(lstm(W, U, b, h, c)): its steps compute what the lstm op does
+ * at once (PyTorch's LSTM: the gates i, f, g, o side by side in the columns of W (in,
+ * 4 out), U (out, 4 out) and b (1, 4 out); states h and c), so that unroll may record
+ * them for the pass that fuses them (src/exec/fuse_lstm.c). */
 static int sequence_decl(cc *c, env *body, inst *self, const ast *decl)
 {
     self->seq_op = CF_OP_INPUT;
     if (!decl) return 0;
     static const char *form = "sequence(lstm(W, U, b, h, c)), with the net's parameters W, U, b and states h, c";
     const ast *f = decl->n == 1 ? decl->items[0] : NULL;
+    if (f && f->kind == AST_NAME && !strcmp(f->name, "each")) {
+        self->seq_each = 1;
+        return 0;
+    }
     if (!f || f->kind != AST_CALL || f->a->kind != AST_NAME || strcmp(f->a->name, "lstm") != 0 || f->n != 5)
-        return ERR(c, body, decl, "sequence(...) declares the one fused form cflux has: %s", form);
+        return ERR(c, body, decl, "sequence(...) takes each (a net that treats every step alike) or %s", form);
     for (int k = 0; k < 5; k++) {
         const ast *a = f->items[k];
         const value *v = a->kind == AST_NAME && cc_local_index(body, a->name) >= 0 ? cc_lookup(body, a->name) : NULL;

@@ -104,39 +104,30 @@ static cf_node *stack_steps(cc *c, cf_node **ys, int n, const char *file, int li
  * unroll(Chain(l1, ..., lk), n) runs l1 .. lk at each step; since a layer's state is
  * its own, the same values come from running l1 over all n steps, then l2 over all,
  * and so on. Built that way, the layers around a recurrent one that treat each
- * position alike (Affine, Embedding, LayerNorm, elementwise functions, softmax) run
- * once over (B, n, ...) instead of once per step, and the steps of a net that declares
+ * position alike (nets that declare sequence(each), as Affine, Embedding and LayerNorm
+ * do; elementwise functions, softmax) run once over (B, n, ...) instead of once per
+ * step, and the steps of a net that declares
  * its sequence form (sequence(lstm(...)), as the standard library's LSTM does) are
  * recorded as a region, which a pass before binding replaces by one node over the
  * whole sequence (src/exec/fuse_lstm.c; CFLUX_PASSES=-fuse_lstm keeps the steps).
  * Only Chains made of such layers and at least one such net are built this way. */
 
-/* v is the standard library's net `name` (a made instance, or a template waiting
- * for its input size in a Chain), not a net of the user's that is called so too. */
-static int stdlib_net(const value *v, const char *name)
+/* The form v's net declares with sequence(...) (a made instance, or a template waiting
+ * for its input size in a Chain): SEQ_OP (lstm(...)), SEQ_EACH (each), or SEQ_NONE. */
+enum { SEQ_NONE, SEQ_OP, SEQ_EACH };
+static int sequence_form(const value *v)
 {
-    const env *def;
-    if (v->kind == V_MODEL && v->model->kind == I_NET) {
-        if (strcmp(v->model->tname, name) != 0 || !v->model->env) return 0;
-        def = v->model->env->parent;
-    } else if (v->kind == V_PARTIAL) {
-        if (strcmp(v->partial->tmpl.net->name, name) != 0) return 0;
-        def = v->partial->tmpl.defenv;
-    } else {
-        return 0;
-    }
-    return def && strncmp(def->file, "<stdlib>/", 9) == 0;
-}
-
-/* v is a net that declares its sequence form (made, or a template in a Chain). */
-static int declares_sequence(const value *v)
-{
-    if (v->kind == V_MODEL) return v->model->kind == I_NET && v->model->seq_op != CF_OP_INPUT;
-    if (v->kind != V_PARTIAL) return 0;
+    if (v->kind == V_MODEL)
+        return v->model->kind != I_NET ? SEQ_NONE : v->model->seq_each ? SEQ_EACH
+               : v->model->seq_op != CF_OP_INPUT ? SEQ_OP : SEQ_NONE;
+    if (v->kind != V_PARTIAL) return SEQ_NONE;
     const ast *blk = v->partial->tmpl.net->a;
-    for (int i = 0; i < blk->n; i++)
-        if (blk->items[i]->kind == AST_CALL && !strcmp(blk->items[i]->a->name, "sequence")) return 1;
-    return 0;
+    for (int i = 0; i < blk->n; i++) {
+        const ast *s = blk->items[i];
+        if (s->kind != AST_CALL || strcmp(s->a->name, "sequence") != 0 || s->n != 1) continue;
+        return s->items[0]->kind == AST_NAME && !strcmp(s->items[0]->name, "each") ? SEQ_EACH : SEQ_OP;
+    }
+    return SEQ_NONE;
 }
 
 /* A function of one value that treats every position of (B, n, ...) alike. */
@@ -157,11 +148,10 @@ static int unroll_by_layers(const inst *m)
         const value *v = &m->items[k];
         for (int j = 0; j < k; j++)   /* one instance twice: its state would be shared */
             if (v->kind == V_MODEL && m->items[j].kind == V_MODEL && m->items[j].model == v->model) return 0;
-        if (declares_sequence(v)) seq = 1;
+        int form = sequence_form(v);
+        if (form == SEQ_OP) seq = 1;
         else if (v->kind == V_MODEL && v->model->kind == I_INPUT) { if (k != 0) return 0; }
-        else if (!stdlib_net(v, "Affine") && !stdlib_net(v, "Embedding") && !stdlib_net(v, "LayerNorm") &&
-                 !positionwise_op(v))
-            return 0;
+        else if (form != SEQ_EACH && !positionwise_op(v)) return 0;
     }
     return seq;
 }
@@ -243,7 +233,7 @@ static int unroll_layers(cc *c, inst *m, cf_node *x, int n, const char *file, va
             if (cc_make_partial(c, m, k, cc_features_from(x->shape, 2), &mv)) return -1;
         }
         value xv = tensor_value(x), yv;
-        if (declares_sequence(item)) {
+        if (sequence_form(item) == SEQ_OP) {
             if (sequence_layer(c, item->model, x, n, f, where->line, where->col, &yv)) return -1;
         } else if (cc_apply(c, item, &xv, 1, f, where, &yv, m, k)) {
             return -1;

@@ -533,7 +533,8 @@ typedef enum cf_opcode {
     CF_OP_LSTM,
     CF_OP_LAYERNORM, CF_OP_GELU,
     CF_OP_TRANSPOSE,
-    CF_OP_AFFINE,      /* x W + b, then relu when attribute 0 is 1: what the fusion pass makes */
+    CF_OP_AFFINE,      /* x W + b in one product: what the fusion pass makes of the two ops */
+    CF_OP_AFFINE_RELU, /* relu(x W + b) in one product, likewise */
     CF_OP_CLAMP,
     CF_OP_COUNT_
 } cf_opcode;

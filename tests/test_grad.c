@@ -149,7 +149,8 @@ TEST(affine)
             cf_model *m = cf_model_new();
             cf_node *x = cf_input(m, "x", rank3 ? CF_SHAPE(2, 4) : CF_SHAPE(4));
             cf_node *in[3] = {x, cf_param(m, "W", CF_SHAPE(4, 5), CF_GLOROT), cf_param(m, "b", CF_SHAPE(1, 5), CF_UNIFORM(1))};
-            cf_output(m, cf_op_at(m, CF_OP_AFFINE, 3, in, &relu, 1, NULL, 0, __FILE__, __LINE__, 0));
+            cf_opcode op = relu ? CF_OP_AFFINE_RELU : CF_OP_AFFINE;
+            cf_output(m, cf_op_at(m, op, 3, in, NULL, 0, NULL, 0, __FILE__, __LINE__, 0));
             CHECK(check_model(m, -1, 1, 0) == 0);
         }
 }

@@ -12,11 +12,14 @@
 #include "exec/exec.h"
 #include "test.h"
 
-/* Nodes of op `op` in the graph e runs. */
+/* Nodes of op `op` in the graph e runs (CF_OP_AFFINE: of either fused product). */
 static int count_op(const cf_exec *e, cf_opcode op)
 {
     int n = 0;
-    for (int i = 0; i < e->nn; i++) n += e->g->node[i] && e->g->node[i]->op == op;
+    for (int i = 0; i < e->nn; i++) {
+        const cf_node *x = e->g->node[i];
+        n += x && (x->op == op || (op == CF_OP_AFFINE && x->op == CF_OP_AFFINE_RELU));
+    }
     return n;
 }
 
@@ -111,6 +114,23 @@ TEST(fusion_leaves_a_value_that_is_read)
     cf_model_free(m);
 }
 
+/* A fused product keeps no more memory than the ops it replaces: x W + b without relu
+ * need not keep its output for the backward (the addition's backward reads nothing). */
+TEST(fusion_keeps_no_more_memory)
+{
+    const char *src = "model = Chain(Input(64), Affine(256), tanh, Affine(256), tanh, Affine(10), softmax)\n";
+    size_t bytes[2];
+    for (int fuse = 0; fuse < 2; fuse++) {
+        cf_model *m;
+        cf_exec *e = bind_with(&m, src, fuse ? NULL : "-fuse_affine", CF_TRAIN);
+        CHECK(e && count_op(e, CF_OP_AFFINE) == (fuse ? 3 : 0));
+        bytes[fuse] = e ? cf_exec_arena_bytes(e, NULL) : 0;
+        cf_exec_free(e);
+        cf_model_free(m);
+    }
+    CHECK(bytes[1] <= bytes[0]);
+}
+
 TEST(cflux_passes_switches_them)
 {
     const char *src = "model = Chain(Input(6), Affine(8), relu, Affine(3), softmax)\n";
@@ -140,6 +160,7 @@ int main(void)
 {
     RUN(fuse_affine_keeps_the_bits);
     RUN(fusion_leaves_a_value_that_is_read);
+    RUN(fusion_keeps_no_more_memory);
     RUN(cflux_passes_switches_them);
     return test_summary("passes");
 }

@@ -1,5 +1,6 @@
-/* fuse_affine.c - the pass that makes  x * W -> + b -> relu  one affine node
- * (ops/affine.c), whose product adds the bias and applies relu in its epilogue.
+/* fuse_affine.c - the pass that makes  x * W -> + b -> relu  one affine_relu node
+ * (ops/affine.c), whose product adds the bias and applies relu in its epilogue, and
+ * x * W -> + b  one affine node.
  *
  * Only where nothing else reads the product or the sum and neither is an output, the
  * loss or a carried state's next value (their values are gone once fused); the relu
@@ -38,9 +39,8 @@ static int fuse_affine(cf_graph *g, const cf_analysis *a, int *changed)
         if (r >= 0 && g->node[r] && g->node[r]->op == CF_OP_RELU) relu = g->node[r];
         const cf_node *last = relu ? relu : add;
         cf_node *in[3] = {mm->in[0], mm->in[1], (cf_node *)bias};
-        cf_node *f = cf_graph_node(g, last->id, CF_OP_AFFINE, 3, in, last);
+        cf_node *f = cf_graph_node(g, last->id, relu ? CF_OP_AFFINE_RELU : CF_OP_AFFINE, 3, in, last);
         if (!f) return -1;
-        f->attr.i[0] = relu != NULL;
         f->loc = mm->loc, f->frame = mm->frame;   /* the product's place: the layer's */
         g->node[last->id] = f;
         g->node[i] = NULL;

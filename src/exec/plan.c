@@ -5,7 +5,12 @@
  * earlier gives its bytes back to a free list, and the new buffer takes the smallest
  * free range that fits (the arena grows when none does). Lifetimes are inclusive, so a
  * step's inputs and outputs never share memory. O(n log n) plus the free list's
- * length per buffer: fine for graphs of a million nodes. */
+ * length per buffer: fine for graphs of a million nodes.
+ *
+ * Where there are at most GREEDY_MAX buffers, a second plan is made too, greedy by size
+ * (the largest first, each at the lowest offset clear of the placed buffers it lives
+ * beside), and the smaller arena is kept: neither order packs every graph well (a
+ * fused graph, with fewer and shorter buffers, could come out larger by the scan). */
 #include <stdlib.h>
 
 #include "core/error.h"
@@ -73,6 +78,47 @@ static void give_back(range *f, int *nf, size_t off, size_t size)
     }
 }
 
+#define GREEDY_MAX 4096
+
+static int by_size(const void *pa, const void *pb)
+{
+    const cf_buf *a = *(cf_buf *const *)pa, *b = *(cf_buf *const *)pb;
+    if (a->size != b->size) return a->size > b->size ? -1 : 1;
+    if (a->first != b->first) return a->first < b->first ? -1 : 1;
+    return a < b ? -1 : a > b;
+}
+
+static int by_offset(const void *pa, const void *pb)
+{
+    const cf_buf *a = *(cf_buf *const *)pa, *b = *(cf_buf *const *)pb;
+    return a->offset < b->offset ? -1 : a->offset > b->offset;
+}
+
+/* Greedy by size: each buffer's offset into off[] (by its index in bufs); the arena's
+ * floats. order and near are scratch of n pointers each. */
+static size_t plan_by_size(cf_buf *bufs, int n, cf_buf **order, cf_buf **near, size_t *off)
+{
+    size_t total = 0;
+    for (int i = 0; i < n; i++) order[i] = &bufs[i];
+    qsort(order, (size_t)n, sizeof *order, by_size);
+    for (int i = 0; i < n; i++) {
+        cf_buf *b = order[i];
+        int m = 0;
+        for (int j = 0; j < i; j++)   /* placed before it (offset set) and alive with it */
+            if (order[j]->size && order[j]->first <= b->last && b->first <= order[j]->last) near[m++] = order[j];
+        qsort(near, (size_t)m, sizeof *near, by_offset);
+        size_t at = 0;
+        for (int j = 0; j < m && b->size; j++) {
+            if (near[j]->offset >= at + b->size) break;   /* it fits in the gap before */
+            if (near[j]->offset + near[j]->size > at) at = near[j]->offset + near[j]->size;
+        }
+        b->offset = at;
+        if (b->size && at + b->size > total) total = at + b->size;
+    }
+    for (int i = 0; i < n; i++) off[i] = bufs[i].offset;
+    return total;
+}
+
 size_t cf_plan_buffers(cf_buf *bufs, int n)
 {
     cf_buf **order = malloc((size_t)(2 * n + 1) * sizeof *order), **heap = order + n;
@@ -118,7 +164,16 @@ size_t cf_plan_buffers(cf_buf *bufs, int n)
         }
         heap_push(heap, &nheap, b);
     }
-    free(order);
     free(free_);
+    size_t *scan = n <= GREEDY_MAX ? malloc((size_t)(2 * n + 1) * sizeof *scan) : NULL;
+    if (scan) {   /* no memory for the second plan: the first stands */
+        size_t *greedy = scan + n;
+        for (int i = 0; i < n; i++) scan[i] = bufs[i].offset;
+        size_t t = plan_by_size(bufs, n, order, heap, greedy);
+        for (int i = 0; i < n; i++) bufs[i].offset = t < total ? greedy[i] : scan[i];
+        if (t < total) total = t;
+        free(scan);
+    }
+    free(order);
     return total;
 }

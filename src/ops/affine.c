@@ -2,9 +2,10 @@
  * and a relu fused into one node (the fuse_affine pass, src/exec/fuse_affine.c, makes
  * it from the three).
  *
- * Inputs: x (..., K), W (K, N), b (N numbers, the same for every row). Attribute
- * i[0]: 1 when relu follows. (b + x W or x W + b: the addition sums the bias's gradient
- * the same way on either side.)
+ * Inputs: x (..., K), W (K, N), b (N numbers, the same for every row). Two ops: affine
+ * (x W + b) and affine_relu, whose backward alone reads its output (relu's mask), so
+ * that affine's output need not be kept for the backward. (b + x W or x W + b: the
+ * addition sums the bias's gradient the same way on either side.)
  *
  * Forward is one product whose epilogue adds the bias and applies relu to each tile of
  * the result while it is in cache. Backward runs the kernels of the three ops it
@@ -30,22 +31,24 @@ static int affine_infer(cf_node *n)
     return 0;
 }
 
+static int relu_of(const cf_node *n) { return n->op == CF_OP_AFFINE_RELU; }
+
 static int affine_forward(const cf_inst *k)
 {
-    cf_matmul_fused(k, k->x[2], k->node->attr.i[0]);
+    cf_matmul_fused(k, k->x[2], relu_of(k->node));
     return 0;
 }
 
 static size_t affine_workspace(const cf_inst *k)
 {
-    return k->node->attr.i[0] ? cf_shape_count_b(k->ys, 1) : 0;   /* relu's gradient */
+    return relu_of(k->node) ? cf_shape_count_b(k->ys, 1) : 0;   /* relu's gradient */
 }
 
 static void affine_backward(const cf_inst *k)
 {
     static const cf_node relu = {.op = CF_OP_RELU}, add = {.op = CF_OP_ADD}, mm = {.op = CF_OP_MATMUL};
     const float *dy = k->dy;
-    if (k->node->attr.i[0]) {   /* relu's: dy where the output is positive */
+    if (relu_of(k->node)) {   /* relu's: dy where the output is positive */
         float *g = k->ws;
         unsigned char acc0 = 0;
         cf_inst r = {.node = &relu, .nin = 1, .x = (const float *[]){k->y}, .xs = &k->ys, .y = k->y, .ys = k->ys,
@@ -73,14 +76,18 @@ static void affine_backward(const cf_inst *k)
  * bias's and relu's 1 per element, both ways. */
 static void affine_flops(const cf_node *n, const unsigned char *want, double *fwd, double *bwd)
 {
-    double E = (double)cf_shape_count_b(n->shape, 1), K = n->in[1]->shape.d[0], relu = n->attr.i[0] != 0;
+    double E = (double)cf_shape_count_b(n->shape, 1), K = n->in[1]->shape.d[0], relu = relu_of(n);
     *fwd = 2 * E * K + E + relu * E;
     *bwd = 2 * E * K * ((want[0] != 0) + (want[1] != 0)) + (want[2] ? E : 0) +
            (want[0] || want[1] || want[2] ? relu * E : 0);
 }
 
 const cf_opdef cf_op_affine = {
-    .name = "affine", .what = "fused product x W + b", .infer = affine_infer, .workspace = affine_workspace,
-    .forward = affine_forward, .backward = affine_backward, .flags = CF_BWD_X | CF_BWD_Y | CF_WS_BACKWARD,
-    .nin = 3, .flops = affine_flops,
+    .name = "affine", .what = "fused product x W + b", .infer = affine_infer, .forward = affine_forward,
+    .backward = affine_backward, .flags = CF_BWD_X, .nin = 3, .flops = affine_flops,
+};
+const cf_opdef cf_op_affine_relu = {
+    .name = "affine_relu", .what = "fused product relu(x W + b)", .infer = affine_infer,
+    .workspace = affine_workspace, .forward = affine_forward, .backward = affine_backward,
+    .flags = CF_BWD_X | CF_BWD_Y | CF_WS_BACKWARD, .nin = 3, .flops = affine_flops,
 };

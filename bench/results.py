@@ -15,7 +15,7 @@ comes, then reports the medians and writes the whole as one JSON file.
       for bench/compare.sh: the raw lines of two cflux binaries, tagged cflux-old
       and cflux-new, as a markdown table of each case (model and thread count): the
       median of each figure for both over the rounds, their ratio new/old and the
-      range of the ratios of the rounds (each round ran both, one after the other)
+      median and range of the rounds' ratios (each round ran both, one after the other)
 
 Figures: train (samples/s, batch 64), infer (samples/s, batch 1000), latency (µs,
 batch 1, median of calls) and memory (peak RSS of the training process, MB). Ratios
@@ -253,8 +253,8 @@ def compare(a):
     if a.load:
         print("load average (1 min) at the start %.2f, at the end %.2f" % tuple(a.load))
     print("\nnew/old: the new binary's median over the old's. Higher is better for train and infer,"
-          "\nLOWER is better for latency and peak RSS. rounds: the lowest and highest ratio of one"
-          "\nround's pair; !: worse by more than %.0f%%." % (100 * (1 - WORSE)))
+          "\nLOWER is better for latency and peak RSS. rounds: the median (lowest..highest) of the"
+          "\nratios of each round's pair; !: worse by more than %.0f%%." % (100 * (1 - WORSE)))
 
     rows = {}  # (model, threads) -> figure -> (old median, new median, ratio, round ratios)
     for key, figs in values.items():
@@ -288,7 +288,7 @@ def compare(a):
                 continue
             mo, mn, r, pairs = figs[fig]
             label = labels[fig].replace("samples/s", unit) + (" (lower is better)" if fig in lower else "")
-            span = "%.2f..%.2f" % (pairs[0], pairs[-1]) if pairs else "-"
+            span = "%.2f (%.2f..%.2f)" % (statistics.median(pairs), pairs[0], pairs[-1]) if pairs else "-"
             print("| %s | %d | %s | %s | %s | %s | %s |" % (m, t, label, fmt(mo), fmt(mn), ratio(fig, r), span))
 
 

@@ -11,6 +11,11 @@ comes, then reports the medians and writes the whole as one JSON file.
       (min..max) of each figure over the rounds, then a table of each contender at
       its best thread count with the ratios to cflux; writes it all, raw lines
       included, to OUT
+  python3 bench/results.py compare RAW [--load L0 L1]
+      for bench/compare.sh: the raw lines of two cflux binaries, tagged cflux-old
+      and cflux-new, as a markdown table of each case (model and thread count): the
+      median of each figure for both over the rounds, their ratio new/old and the
+      median and range of the rounds' ratios (each round ran both, one after the other)
 
 Figures: train (samples/s, batch 64), infer (samples/s, batch 1000), latency (µs,
 batch 1, median of calls) and memory (peak RSS of the training process, MB). Ratios
@@ -221,18 +226,89 @@ def report_model(raw, model="mlp"):
             "best": best}
 
 
+# A ratio new/old worse than this (or better than its inverse, for a figure where lower
+# is better) is marked: more than the noise of a quiet machine.
+WORSE = 0.95
+
+
+def compare(a):
+    """Prints the medians of the old and the new cflux (bench/compare.sh's raw lines) and
+    their ratio for each case: a summary of the ratios, then every figure."""
+    with open(a.raw) as f:
+        raw = [json.loads(row) for row in f if row.strip()]
+    if not raw:
+        sys.exit("results.py: %s holds no results" % a.raw)
+    values = {}  # (model, threads) -> figure -> contender -> round -> value
+    for line in raw:
+        case = values.setdefault((model_name(line), int(line["threads"])), {})
+        for fig, v in figures(line):
+            case.setdefault(fig, {}).setdefault(line["contender"], {})[line["round"]] = v
+    lower = {"latency", "memory"}
+    labels = {fig: label for fig, label, _ in FIGURES}
+    models = list(dict.fromkeys(m for m, _ in values))
+    print(LEGEND)
+    for m in models:
+        if m in SEQUENCES:
+            print(SEQUENCES[m][2])
+    if a.load:
+        print("load average (1 min) at the start %.2f, at the end %.2f" % tuple(a.load))
+    print("\nnew/old: the new binary's median over the old's. Higher is better for train and infer,"
+          "\nLOWER is better for latency and peak RSS. rounds: the median (lowest..highest) of the"
+          "\nratios of each round's pair; !: worse by more than %.0f%%." % (100 * (1 - WORSE)))
+
+    rows = {}  # (model, threads) -> figure -> (old median, new median, ratio, round ratios)
+    for key, figs in values.items():
+        for fig, _, _ in FIGURES:
+            by = figs.get(fig, {})
+            old, new = by.get("cflux-old", {}), by.get("cflux-new", {})
+            if not old or not new:
+                continue
+            mo, mn = statistics.median(old.values()), statistics.median(new.values())
+            pairs = sorted(new[r] / old[r] for r in old if r in new and old[r])
+            rows.setdefault(key, {})[fig] = (mo, mn, mn / mo if mo else float("nan"), pairs)
+
+    def ratio(fig, r):
+        bad = r > 1 / WORSE if fig in lower else r < WORSE
+        return "%.2f%s" % (r, " !" if bad else "")
+
+    print("\nratios new/old (train, infer: higher is better; latency, peak RSS: lower is better):\n")
+    print("| case | threads | " + " | ".join(labels[fig] for fig, _, _ in FIGURES) + " |")
+    print("|---|---:|" + "---:|" * len(FIGURES))
+    for (m, t), figs in sorted(rows.items(), key=lambda kv: (models.index(kv[0][0]), kv[0][1])):
+        print("| %s | %d | " % (m, t) + " | ".join(ratio(fig, figs[fig][2]) if fig in figs else "-"
+                                                   for fig, _, _ in FIGURES) + " |")
+
+    print("\nmedians over the rounds:\n")
+    print("| case | threads | figure | old | new | new/old | rounds |")
+    print("|---|---:|---|---:|---:|---:|---|")
+    for (m, t), figs in sorted(rows.items(), key=lambda kv: (models.index(kv[0][0]), kv[0][1])):
+        unit = SEQUENCES[m][1] if m in SEQUENCES else "samples/s"
+        for fig, _, _ in FIGURES:
+            if fig not in figs:
+                continue
+            mo, mn, r, pairs = figs[fig]
+            label = labels[fig].replace("samples/s", unit) + (" (lower is better)" if fig in lower else "")
+            span = "%.2f (%.2f..%.2f)" % (statistics.median(pairs), pairs[0], pairs[-1]) if pairs else "-"
+            print("| %s | %d | %s | %s | %s | %s | %s |" % (m, t, label, fmt(mo), fmt(mn), ratio(fig, r), span))
+
+
 def main():
     if len(sys.argv) in (4, 5) and sys.argv[1] == "tag":
         return tag(*sys.argv[2:])
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("cmd", choices=("report",))
+    ap.add_argument("cmd", choices=("report", "compare"))
     ap.add_argument("raw")
-    ap.add_argument("out")
+    ap.add_argument("out", nargs="?", help="report: the JSON file to write")
     ap.add_argument("--rounds", type=int)
     ap.add_argument("--seconds", type=float)
     ap.add_argument("--commit", default="unknown")
     ap.add_argument("--load", type=float, nargs=2)
-    report(ap.parse_args())
+    a = ap.parse_args()
+    if a.cmd == "compare":
+        return compare(a)
+    if a.out is None:
+        ap.error("report needs OUT, the JSON file to write")
+    report(a)
 
 
 if __name__ == "__main__":

@@ -35,21 +35,13 @@ out=${CFLUX_BENCH_OUT:-$here/bench/results-$(date +%Y-%m-%d-%H%M%S).json}
 raw=${out%.json}.raw.jsonl
 cpus=$(nproc)
 [ -x "$cflux" ] || { echo "run.sh: no $cflux: build first (make)" >&2; exit 1; }
-# the model file of a case, its training batch, and the peers that run it (MXNet has
-# no gpt)
-model_file() {
-  case $1 in lstm) echo "$here/models/char-rnn.flux" ;; gpt) echo "$here/models/char-gpt.flux" ;; *) echo "$here/models/$1.flux" ;; esac
-}
-batch_of() { case $1 in lstm | gpt) echo 32 ;; *) echo 64 ;; esac; }
+# the peers that run a case (MXNet has no gpt)
 peers_of() { for c in $peers; do if [ "$c" != mxnet ] || [ "$1" != gpt ]; then echo "$c"; fi; done; }
-for m in $models; do
-  case $m in mlp | cnn | lstm | gpt) ;; *) echo "run.sh: CFLUX_BENCH_MODELS: no model '$m' (mlp, cnn, lstm, gpt)" >&2; exit 2 ;; esac
-  [ -f "$(model_file "$m")" ] || { echo "run.sh: no $(model_file "$m") for the case $m" >&2; exit 1; }
-done
+. "$here/bench/cases.sh"
+check_cases run.sh "$models"
 py=$(sh "$here/bench/pyenv.sh")
 
-flag() { grep -m 1 '^flags' /proc/cpuinfo | grep -qw "$1" && echo "$1 yes" || echo "$1 no"; }
-echo "cpu: $(grep -m 1 '^model name' /proc/cpuinfo | sed 's/.*: //'), $cpus CPUs; $(flag avx2), $(flag fma), $(flag avx512f)"
+cpu_line
 echo "load average at the start: $(cut -d ' ' -f 1-3 /proc/loadavg)"
 load0=$(cut -d ' ' -f 1 /proc/loadavg)
 # the runs of one round at one thread count, all models together: 1 or 2 of cflux a

@@ -58,7 +58,7 @@ static size_t exec_arrays(cf_exec *e, unsigned char *base)
 /* The graph after the passes, its analysis, and the arrays. 0 or -1. */
 static int lower(cf_exec *e)
 {
-    if (!(e->g = cf_graph_new(e->m)) || cf_graph_lower(e->g, &e->an, e->flags, 1)) return -1;
+    if (!(e->g = cf_graph_new(e->m)) || cf_graph_lower(e->g, &e->an, e->flags, !e->nantrap)) return -1;
     e->nn = e->an.nn;
     e->src = e->an.src, e->src_at = e->an.src_at;
     e->fwd = e->an.fwd, e->nfwd = e->an.nfwd;

@@ -11,12 +11,6 @@ static const cf_pass *const passes[] = {
 };
 #define NPASSES ((int)(sizeof passes / sizeof passes[0]))
 
-static int env_on(const char *name)
-{
-    const char *v = getenv(name);
-    return v && *v && strcmp(v, "0") != 0;
-}
-
 /* Which passes CFLUX_PASSES leaves on: on[i] for passes[i]. 0 or -1 with the message. */
 static int passes_on(unsigned char *on)
 {
@@ -56,10 +50,9 @@ int cf_graph_lower(cf_graph *g, cf_analysis *a, unsigned flags, int all)
     unsigned char on[NPASSES];
     cf_analysis_free(a);
     if (passes_on(on) || cf_analyse(a, g, flags)) return -1;
-    int trap = env_on("CFLUX_NANTRAP");
     for (int i = 0; i < NPASSES; i++) {
         int changed = 0;
-        if (!on[i] || (!passes[i]->structural && (!all || trap))) continue;
+        if (!on[i] || (!passes[i]->structural && !all)) continue;
         if (passes[i]->run(g, a, &changed)) return -1;
         if (!changed) continue;
         cf_analysis_free(a);

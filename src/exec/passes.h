@@ -6,7 +6,8 @@
  * list in passes.c, each on the analysis its predecessors left, and can be switched
  * off one by one with the environment variable CFLUX_PASSES: a list of names, each
  * with - (off) or + (on), or "none" (all off), as in CFLUX_PASSES=-fuse_affine. Under
- * CFLUX_NANTRAP, which must name the op that made a NaN, only the structural ones run. */
+ * CFLUX_NANTRAP, which must name the op that made a NaN, the binder asks for the
+ * structural ones alone. */
 #ifndef CF_EXEC_PASSES_H
 #define CF_EXEC_PASSES_H
 

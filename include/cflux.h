@@ -265,7 +265,7 @@ CF_API size_t      cf_model_weight_count(const cf_model *m);  /* scalars in all 
  * (cf_state). They live in the model beside the parameters, are shared by its
  * executors, are saved and loaded with the parameters and in checkpoints, and no
  * optimizer, weight decay or gradient touches them. A forward in training mode
- * (cf_forward(e, 1)) updates them. */
+ * (cf_forward(e, 1)) updates them (not those of a frozen batchnorm: CF_GRAD_NONE). */
 CF_API int         cf_model_state_count(const cf_model *m);
 CF_API const char *cf_model_state_name(const cf_model *m, int i);
 CF_API cf_shape    cf_model_state_shape(const cf_model *m, int i);
@@ -293,7 +293,10 @@ CF_API int cf_model_init_params(cf_model *m);
 /* How backward treats a parameter's gradient (MXNet's grad_req):
  *   CF_GRAD_ADD   accumulate over backward calls until an update zeroes it (default)
  *   CF_GRAD_WRITE each backward overwrites it
- *   CF_GRAD_NONE  no gradient: the parameter is frozen
+ *   CF_GRAD_NONE  no gradient: the parameter is frozen (optimizers, weight decay
+ *                 and clipping leave it alone; a batchnorm whose scale and shift
+ *                 are both frozen normalises with its running statistics, in
+ *                 training too, and leaves them unchanged: PyTorch's module.eval())
  * name NULL sets every parameter. Before the first bind. 0, or -1 for an unknown name. */
 typedef enum cf_grad_req { CF_GRAD_ADD = 0, CF_GRAD_WRITE = 1, CF_GRAD_NONE = 2 } cf_grad_req;
 CF_API int cf_model_set_grad_req(cf_model *m, const char *name, cf_grad_req req);
@@ -304,10 +307,16 @@ CF_API void cf_model_zero_grad(cf_model *m);
 /* Parameters in the safetensors format (float32, by name), written crash-safe.
  * Loading matches by name: a parameter that the file lacks, a tensor the model does
  * not have, or a shape that differs is an error, and nothing is changed. With
- * CF_LOAD_PARTIAL the names that match are loaded, and afterwards cf_last_error()
- * lists what was missing and unexpected (empty if nothing). A shape mismatch is always
- * an error naming the parameter. 0 or -1. */
+ * CF_LOAD_PARTIAL the names that match are loaded (as PyTorch's strict=False), and
+ * afterwards cf_last_error() says, in "note:" lines, how many were loaded, which were
+ * not (left as they were) and the file's tensors the model does not have (empty if
+ * nothing was left out). A shape mismatch is an error naming the parameter, unless
+ * CF_LOAD_MATCHING is given too: then only what matches in name and shape is loaded,
+ * and the others are listed with both shapes (fine-tuning with a new head). A load
+ * that leaves anything out (of the model or of the file) keeps the model's class
+ * names. 0 or -1. */
 #define CF_LOAD_PARTIAL 1u
+#define CF_LOAD_MATCHING 2u
 CF_API int cf_model_save_params(cf_model *m, const char *path);
 CF_API int cf_model_load_params(cf_model *m, const char *path);
 CF_API int cf_model_load_params_ex(cf_model *m, const char *path, unsigned flags);
@@ -837,6 +846,12 @@ typedef struct cf_target_stats {
     double min, max;
 } cf_target_stats;
 CF_API int cf_dataset_target_stats(const cf_dataset *d, cf_target_stats *s);
+/* The samples of d whose class label is one of classes[0 .. n), in their order,
+ * relabelled by the place of their class in the list (classes[i] becomes i), with
+ * the class names following (name i is d's name of classes[i]): for training on some
+ * of the classes. NULL with the error: d's targets are not class labels, a class out
+ * of range or given twice, no sample left. */
+CF_API cf_dataset *cf_dataset_keep_classes(const cf_dataset *d, const int *classes, int n);
 /* Split off a validation set: round(fraction * n) samples, chosen by the seed (for
  * sequential data, the last ones). */
 CF_API int cf_dataset_split(const cf_dataset *d, double fraction, uint64_t seed, cf_dataset **train,
@@ -1052,6 +1067,12 @@ CF_API int cf_checkpoint_vocab(const char *path, unsigned char vocab[256]);
  * reads the same streams, with the same carried state, as the run's own test figures
  * did. 0 for a parameter file (no run), -1 with the error. */
 CF_API int cf_checkpoint_batch(const char *path);
+/* A run's frozen parameters (CF_GRAD_NONE) are kept in its checkpoints, and
+ * cf_trainer_load refuses a checkpoint whose run froze others. This freezes, in m,
+ * the parameters the checkpoint's run froze (before the trainer is made), so that a
+ * resumed run keeps them fixed: their count (0 for none or a parameter file), or -1
+ * with the error (a name the model lacks). */
+CF_API int cf_checkpoint_freeze(const char *path, cf_model *m);
 
 /* Input standardisation, part of the model: x' = (x - mean) / std for each of the
  * count numbers of input 0's sample, applied by cf_fit, cf_evaluate and cf_predict as

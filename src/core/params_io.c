@@ -162,6 +162,53 @@ static int check_norm(const cf_st_tensor *mean, const cf_st_tensor *std, size_t 
     return 0;
 }
 
+/* What a file holds of a model's parameters and states: the model's that it lacks or
+ * (CF_LOAD_MATCHING) has in another shape, and the tensors it has that the model does not. */
+typedef struct match {
+    char missing[2048], unexpected[2048];
+    int nmissing, nunexpected;
+} match;
+
+/* Match the file's tensors to the model's held values by name (and shape): skip[i] set
+ * for each not to be loaded. A shape that differs is an error unless CF_LOAD_MATCHING.
+ * The file's standardisation (norms) and, in a checkpoint, the optimizer's and the
+ * carried state are not parameters. 0 or -1. */
+static int match_names(const cf_model *m, const cf_st_file *f, const char *path, unsigned flags, int ckpt,
+                       const cf_st_tensor *const norms[4], unsigned char *skip, match *mt)
+{
+    for (int i = 0; i < m->nparams + m->nstates; i++) {
+        const cf_node *p = held(m, i, NULL);
+        const cf_st_tensor *t = cf_st_find(f, p->name);
+        char item[400], want[96], have[96];
+        if (t && !same_shape(p->shape, t)) {
+            cf_shape_str(p->shape, want, sizeof want);
+            st_shape_str(t, have, sizeof have);
+            if (!(flags & CF_LOAD_MATCHING))
+                return cf_seterr("error: %s: %s '%s' is %s in the model but %s in the file", path,
+                                 p->op == CF_OP_PARAM ? "parameter" : "state", p->name, want, have);
+        }
+        if (!t || !same_shape(p->shape, t)) {
+            skip[i] = 1;
+            mt->nmissing++;
+            if (t) snprintf(item, sizeof item, "%s (%s in the model, %s in the file)", p->name, want, have);
+            else snprintf(item, sizeof item, "%s%s", p->name, flags & CF_LOAD_MATCHING ? " (not in the file)" : "");
+            list_add(mt->missing, sizeof mt->missing, item);
+            continue;
+        }
+        if (check_finite(t, path)) return -1;
+    }
+    for (int i = 0; i < cf_st_count(f); i++) {
+        const cf_st_tensor *t = cf_st_get(f, i);
+        if (ckpt && (strncmp(t->name, "optim.", 6) == 0 || strncmp(t->name, "carry.", 6) == 0)) continue;
+        if (t == norms[0] || t == norms[1] || t == norms[2] || t == norms[3]) continue;
+        if (held_index(m, t->name) < 0) {
+            mt->nunexpected++;
+            list_add(mt->unexpected, sizeof mt->unexpected, t->name);
+        }
+    }
+    return 0;
+}
+
 int cf_model_load_params_ex(cf_model *m, const char *path, unsigned flags)
 {
     if (!m || !path) return cf_seterr("error: cf_model_load_params: no model or no path");
@@ -193,59 +240,44 @@ int cf_model_params_from(cf_model *m, const cf_st_file *f, const char *path, uns
     /* a training checkpoint also holds the optimizer's state and the carried state of
        its run: not parameters */
     int ckpt = format && strcmp(format, CF_CHECKPOINT_FORMAT) == 0;
-    /* check everything before changing anything */
-    char missing[512] = "", unexpected[512] = "";
-    int nmissing = 0, nunexpected = 0, nheld = m->nparams + m->nstates;
-    for (int i = 0; i < nheld; i++) {
-        const cf_node *p = held(m, i, NULL);
-        const cf_st_tensor *t = cf_st_find(f, p->name);
-        if (!t) {
-            nmissing++;
-            list_add(missing, sizeof missing, p->name);
-            continue;
-        }
-        if (!same_shape(p->shape, t)) {
-            char want[96], have[96];
-            cf_shape_str(p->shape, want, sizeof want);
-            st_shape_str(t, have, sizeof have);
-            return cf_seterr("error: %s: %s '%s' is %s in the model but %s in the file", path,
-                             p->op == CF_OP_PARAM ? "parameter" : "state", p->name, want, have);
-        }
-        if (check_finite(t, path)) return -1;
-    }
-    for (int i = 0; i < cf_st_count(f); i++) {
-        const cf_st_tensor *t = cf_st_get(f, i);
-        if (ckpt && (strncmp(t->name, "optim.", 6) == 0 || strncmp(t->name, "carry.", 6) == 0)) continue;
-        if (t == mean || t == std || t == tmean || t == tstd) continue;
-        if (held_index(m, t->name) < 0) {
-            nunexpected++;
-            list_add(unexpected, sizeof unexpected, t->name);
-        }
-    }
-    if (!(flags & CF_LOAD_PARTIAL) && (nmissing || nunexpected)) {
+    /* check everything before changing anything; skip[i]: held value i is not loaded */
+    int nheld = m->nparams + m->nstates;
+    unsigned char *skip = calloc((size_t)nheld + 1, 1);
+    if (!skip) return cf_oom((size_t)nheld + 1);
+    match mt = {.missing = "", .unexpected = ""};
+    int rc = match_names(m, f, path, flags, ckpt, (const cf_st_tensor *[]){mean, std, tmean, tstd}, skip, &mt);
+    if (rc == 0 && !(flags & CF_LOAD_PARTIAL) && (mt.nmissing || mt.nunexpected)) {
         cf_seterr("error: %s: the parameters do not match the model:", path);
-        if (nmissing) cf_adderr(" missing from the file (%d): %s%s", nmissing, missing, nunexpected ? ";" : "");
-        if (nunexpected) cf_adderr(" not in the model (%d): %s", nunexpected, unexpected);
+        if (mt.nmissing) cf_adderr(" missing from the file (%d): %s%s", mt.nmissing, mt.missing, mt.nunexpected ? ";" : "");
+        if (mt.nunexpected) cf_adderr(" not in the model (%d): %s", mt.nunexpected, mt.unexpected);
+        rc = -1;
+    }
+    if (rc || (flags & CF_LOAD_CHECK)) {
+        free(skip);
+        return rc;
+    }
+    /* the class names belong to the output: a load that leaves anything out (a new head,
+       or the file's old one) keeps the model's */
+    if (cf_model_set_input_norm(m, mean ? mean->data : NULL, std ? std->data : NULL, mean ? mean->count : 0) ||
+        cf_model_set_torch_names(m, cf_st_meta(f, CF_TORCH_META)) ||
+        cf_model_set_target_norm(m, tmean ? tmean->data : NULL, tstd ? tstd->data : NULL, tmean ? tmean->count : 0) ||
+        (!mt.nmissing && !mt.nunexpected && cf_model_set_class_meta(m, cf_st_meta(f, CF_CLASSES_META))) || cf_model_set_info_from(m, f)) {
+        free(skip);
         return -1;
     }
-    if (flags & CF_LOAD_CHECK) return 0;
-    if (cf_model_set_input_norm(m, mean ? mean->data : NULL, std ? std->data : NULL, mean ? mean->count : 0)) return -1;
-    if (cf_model_set_torch_names(m, cf_st_meta(f, CF_TORCH_META))) return -1;
-    if (cf_model_set_target_norm(m, tmean ? tmean->data : NULL, tstd ? tstd->data : NULL, tmean ? tmean->count : 0))
-        return -1;
-    if (cf_model_set_class_meta(m, cf_st_meta(f, CF_CLASSES_META))) return -1;
-    if (cf_model_set_info_from(m, f)) return -1;
     for (int i = 0; i < nheld; i++) {
         float *data;
         const cf_st_tensor *t = cf_st_find(f, held(m, i, &data)->name);
-        if (t) memcpy(data, t->data, t->count * sizeof(float));
+        if (t && !skip[i]) memcpy(data, t->data, t->count * sizeof(float));
     }
+    free(skip);
     cf_clearerr();
-    if (nmissing || nunexpected) {
-        cf_seterr("note: %s: loaded %d of %d parameters%s;", path, nheld - nmissing, nheld,
-                  m->nstates ? " and states" : "");
-        if (nmissing) cf_adderr(" missing from the file (%d): %s%s", nmissing, missing, nunexpected ? ";" : "");
-        if (nunexpected) cf_adderr(" not in the model (%d): %s", nunexpected, unexpected);
+    if (mt.nmissing || mt.nunexpected) {
+        cf_seterr("note: %s: loaded %d of %d parameters%s", path, nheld - mt.nmissing, nheld,
+                  m->nstates ? " and statistics" : "");
+        if (mt.nmissing) cf_adderr("\nnote: %s: not loaded (%d, left as initialised): %s", path, mt.nmissing, mt.missing);
+        if (mt.nunexpected)
+            cf_adderr("\nnote: %s: in the file but not in the model (%d): %s", path, mt.nunexpected, mt.unexpected);
     }
     return 0;
 }

@@ -1,6 +1,6 @@
 /* dataset.c - the dataset: n samples of x and y in memory, made from arrays or taken
  * over from a reader, its accessors (the columns of a CSV file among them), and the
- * seeded train/validation split. */
+ * seeded train/validation split, and the samples of some of the classes. */
 #include <math.h>
 #include <stdio.h>
 #include <stdint.h>
@@ -324,4 +324,56 @@ int cf_dataset_split(const cf_dataset *d, double fraction, uint64_t seed, cf_dat
     *train = tr;
     *val = va;
     return 0;
+}
+
+/* The samples of the kept classes, in their order, relabelled by the place of their
+ * class in the list (see cflux.h). */
+cf_dataset *cf_dataset_keep_classes(const cf_dataset *d, const int *classes, int n)
+{
+    if (!d || !classes || n < 1) return cf_seterr("error: cf_dataset_keep_classes: no dataset or no classes"), NULL;
+    if (!d->classes)
+        return cf_seterr("error: %s: the targets are not class labels: there are no classes to keep", d->name), NULL;
+    int *place = malloc((size_t)d->classes * sizeof *place);
+    unsigned char *pick = calloc(d->n, 1);
+    cf_dataset *part = NULL;
+    if (!place || !pick) {
+        cf_oom(d->n + (size_t)d->classes * sizeof *place);
+        goto out;
+    }
+    for (int c = 0; c < d->classes; c++) place[c] = -1;
+    for (int i = 0; i < n; i++) {
+        if (classes[i] < 0 || classes[i] >= d->classes) {
+            cf_seterr("error: %s: there is no class %d to keep; the labels are 0 to %d", d->name, classes[i],
+                      d->classes - 1);
+            goto out;
+        }
+        if (place[classes[i]] >= 0) {
+            cf_seterr("error: %s: class %d is given twice among the classes to keep", d->name, classes[i]);
+            goto out;
+        }
+        place[classes[i]] = i;
+    }
+    size_t count = 0;
+    for (size_t i = 0; i < d->n; i++) count += pick[i] = place[(int)d->y[i]] >= 0;
+    if (!count) {
+        cf_seterr("error: %s: no sample is of the classes to keep", d->name);
+        goto out;
+    }
+    if (!(part = gather(d, pick, 1, count))) goto out;
+    for (size_t i = 0; i < count; i++) part->y[i] = (float)place[(int)part->y[i]];
+    part->classes = n;
+    if (d->nclass_names) {
+        const char **names = malloc((size_t)n * sizeof *names);
+        for (int i = 0; names && i < n; i++) names[i] = classes[i] < d->nclass_names ? d->class_names[classes[i]] : "";
+        if (!names || cf_dataset_set_class_names(part, names, n)) {
+            if (!names) cf_oom((size_t)n * sizeof *names);
+            cf_dataset_free(part);
+            part = NULL;
+        }
+        free(names);
+    }
+out:
+    free(place);
+    free(pick);
+    return part;
 }

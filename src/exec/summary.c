@@ -602,6 +602,21 @@ static int indent_of(int depth) { return 2 * (depth - 1); }
 
 /* A row's cells; with `own` (the model's file), places in it are written with its
  * base name only, to keep the table narrow (the heading names the file in full). */
+/* The row's frozen parameters (CF_GRAD_NONE), counted, and whether they are all its
+ * parameters (its statistics are never trained): the table marks them. */
+static double row_frozen(const row *w, int *all)
+{
+    double c = 0;
+    int trained = 0;
+    for (int i = 0; i < w->nparams; i++) {
+        const cf_node *q = w->params[i];
+        if (q->op == CF_OP_PARAM && q->req == CF_GRAD_NONE) c += count1(q->shape);
+        else if (q->op == CF_OP_PARAM) trained = 1;
+    }
+    if (all) *all = c > 0 && !trained;
+    return c;
+}
+
 static void row_cells(const row *w, int batch, const char *own, char cell[NCOL][160])
 {
     char sh[96];
@@ -613,7 +628,11 @@ static void row_cells(const row *w, int batch, const char *own, char cell[NCOL][
     shape_b(w->out->shape, batch, sh, sizeof sh);
     if (w->calls > 1) snprintf(cell[C_OUT], 160, "%s ×%d", sh, w->calls);
     else snprintf(cell[C_OUT], 160, "%s", sh);
-    snprintf(cell[C_PARAMS], 160, "%.0f", w->weights);
+    int all;
+    double frozen = row_frozen(w, &all);
+    if (all) snprintf(cell[C_PARAMS], 160, "%.0f (frozen)", w->weights);
+    else if (frozen > 0) snprintf(cell[C_PARAMS], 160, "%.0f (%.0f frozen)", w->weights, frozen);
+    else snprintf(cell[C_PARAMS], 160, "%.0f", w->weights);
     count_str(w->fwd, cell[C_FWD], 160);
     count_str(w->bwd, cell[C_BWD], 160);
     char b[CF_MEM_STR];
@@ -801,6 +820,7 @@ static cJSON *row_json(const row *w, int batch, int *ok)
     put(o, "output_shape", shape_json(w->out->shape, batch, ok), ok);
     put_num(o, "calls", w->calls, ok);
     put_num(o, "param_count", w->weights, ok);
+    put_num(o, "param_frozen", row_frozen(w, NULL), ok);
     put(o, "params", params_json(w->params, w->nparams, ok), ok);
     put_num(o, "flops_forward", w->fwd, ok);
     put_num(o, "flops_backward", w->bwd, ok);

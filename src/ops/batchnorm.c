@@ -14,6 +14,12 @@
  * momentum s. The states are written in place: a training forward changes the
  * model, which is why it needs the model to itself (cflux.h, Threads).
  * Evaluation: the running statistics normalise; nothing changes.
+ * Frozen: a batchnorm whose scale and shift are both frozen parameters (CF_GRAD_NONE)
+ * is part of a fixed function, the body of a fine-tuned model, and runs as in
+ * evaluation in training too (as PyTorch's module.eval() on a frozen block): it
+ * normalises with the running statistics and leaves them as they are. PyTorch's
+ * default, batch statistics that keep moving, would change what the frozen body
+ * computes from one step to the next.
  * aux (2 C floats): the mean and istd the forward used, for backward.
  * Backward, with xhat = (x - mean) istd and sums over a channel's N values:
  *   dbeta = sum dy, dgamma = sum dy xhat,
@@ -32,6 +38,14 @@
 
 static float eps_of(const cf_node *n) { return n->attr.f[0] > 0 ? n->attr.f[0] : DEFAULT_EPS; }
 static float momentum_of(const cf_node *n) { return n->attr.f[1] > 0 ? n->attr.f[1] : DEFAULT_MOMENTUM; }
+
+/* Batch statistics (training, not frozen: see the top) or the running ones. */
+static int batch_stats(const cf_inst *k)
+{
+    const cf_node *g = k->node->in[1], *b = k->node->in[2];
+    int frozen = g->op == CF_OP_PARAM && g->req == CF_GRAD_NONE && b->op == CF_OP_PARAM && b->req == CF_GRAD_NONE;
+    return k->ctx->train && !frozen;
+}
 
 static int bn_infer(cf_node *n)
 {
@@ -88,7 +102,7 @@ static void forward_range(void *p, size_t c0, size_t c1)
     size_t N = j->B * j->S;
     for (size_t c = c0; c < c1; c++) {
         double mean, var;
-        if (k->ctx->train) {
+        if (batch_stats(k)) {
             double s = 0, q = 0;
             for (size_t b = 0; b < j->B; b++) {
                 const float *xc = x + (b * j->C + c) * j->S;
@@ -121,7 +135,7 @@ static void forward_range(void *p, size_t c0, size_t c1)
 static int bn_forward(const cf_inst *k)
 {
     job j = job_of(k);
-    if (k->ctx->train && j.B * j.S < 2)
+    if (batch_stats(k) && j.B * j.S < 2)
         return cf_seterr("error: batchnorm in training needs more than one value per channel to take statistics "
                          "from, but x is %zu x 1 per channel (batch %zu)",
                          j.B, j.B);
@@ -152,7 +166,7 @@ static void backward_range(void *p, size_t c0, size_t c1)
         float g = gamma[c] * istd;
         /* training: dx = g dy - g / N (dbeta + xhat dgamma) = a dy + b x + c0 */
         float a = g, bx = 0, c0v = 0;
-        if (k->ctx->train) {
+        if (batch_stats(k)) {
             float mb = (float)(sdy / (double)N), mg = (float)(sdyx / (double)N);
             bx = -g * mg * istd;
             c0v = -g * mb + g * mg * istd * m;

@@ -4,7 +4,7 @@
  * The metadata (format "cflux-checkpoint", version 2) records the position (epochs
  * done, samples of the next epoch done, the optimizer's steps), what the run was
  * (seed, batch, base learning rate, schedule, planned epochs, validation fraction,
- * training samples, loss, the first loss) and the model (a hash of its graph, its
+ * training samples, loss, the first loss, the frozen parameters) and the model (a hash of its graph, its
  * file name and source text). Metadata comes from a file that anyone may have
  * written: every number is parsed whole and in range, the fields must agree with one
  * another, and the graph must be this model's. Differences that a resumed run can
@@ -315,6 +315,8 @@ int cf_trainer_save(cf_trainer *t, const char *path)
     char vocab[VOCAB_TEXT];
     vocab_encode(t->vocab, t->nvocab, vocab);
     if (t->nvocab) META("text_vocab", vocab);
+    char *frozen = cf_frozen_meta(m);
+    if (frozen) META("frozen", frozen);
 #undef META
     char **owned;
     if (cf_model_extra_meta(m, keys, vals, &nmeta, (int)(sizeof keys / sizeof *keys), &owned)) rc = -1;
@@ -324,6 +326,7 @@ int cf_trainer_save(cf_trainer *t, const char *path)
     free(names);
     free(ts);
     free(hist);
+    free(frozen);
     cf_model_extra_meta_free(owned);
     return rc;
 }
@@ -432,7 +435,8 @@ static int check_same_run(cf_trainer *t, const ckpt_meta *k, const cf_st_file *f
     if (k->loss && strcmp(k->loss, loss_name(t->o.loss)) != 0)
         return cf_seterr("error: %s: the checkpoint was trained with %s but this run uses %s", path, k->loss,
                          loss_name(t->o.loss));
-    if (cf_model_params_from(t->m, f, path, CF_LOAD_CHECK)) return -1;
+    if (cf_model_params_from(t->m, f, path, CF_LOAD_CHECK) || cf_frozen_check(t->m, cf_st_meta(f, "frozen"), path))
+        return -1;
     char hash[32];
     snprintf(hash, sizeof hash, "%016" PRIx64, cf_model_graph_hash(t->m));
     if (k->hash && strcmp(k->hash, hash) != 0)

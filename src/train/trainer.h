@@ -44,6 +44,13 @@ struct cf_trainer {
     struct cf_dist *dist;        /* data-parallel (o.distributed, more than one rank); else NULL */
 };
 
+/* The names of m's frozen parameters, one a line, for a checkpoint's metadata
+ * "frozen" (frozen.c): malloc'd, or NULL for none (or out of memory: the error set). */
+char *cf_frozen_meta(const cf_model *m);
+/* The checkpoint's frozen parameters (meta, NULL: none) must be m's: 0, or -1 with
+ * the error naming path. */
+int cf_frozen_check(const cf_model *m, const char *meta, const char *path);
+
 /* Free what cf_trainer_load kept of a checkpoint's carried state. */
 void cf_trainer_drop_carry(cf_trainer *t);
 

@@ -28,6 +28,7 @@ if(NOT CFLUX_SANITIZE)
 endif()
 add_test(NAME tool COMMAND sh ${PROJECT_SOURCE_DIR}/tests/check_tool.sh $<TARGET_FILE:cflux> ${PROJECT_SOURCE_DIR})
 add_test(NAME train_tool COMMAND sh ${PROJECT_SOURCE_DIR}/tests/check_train_tool.sh $<TARGET_FILE:cflux>)
+add_test(NAME finetune_tool COMMAND sh ${PROJECT_SOURCE_DIR}/tests/check_finetune.sh $<TARGET_FILE:cflux>)
 add_test(NAME json_output COMMAND sh ${PROJECT_SOURCE_DIR}/tests/check_json.sh $<TARGET_FILE:cflux>)
 # Python with safetensors and numpy, in the virtual environment that `make test` makes
 set(CFLUX_PYTHON "${PROJECT_SOURCE_DIR}/build-venv/bin/python3" CACHE FILEPATH "Python with safetensors, for tests")

@@ -1,5 +1,6 @@
 /* classes.c - the names of a model's classes (--classes FILE, Fashion-MNIST's built
- * in) and evaluation's metrics as the tool prints them. */
+ * in), training and evaluating on some of the classes (--only-classes), and
+ * evaluation's metrics as the tool prints them. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -186,4 +187,94 @@ void metrics_json(const cf_model *m, const cf_metrics *r, FILE *f)
     json_val(f, r->macro_recall);
     fprintf(f, ", \"macro_f1\": ");
     json_val(f, r->macro_f1);
+}
+
+/* The class names --only-classes may use: the data's, else Fashion-MNIST's for its
+ * data. The count (0: none). */
+static int names_of_data(const args *a, const cf_dataset *d, const char *const **names)
+{
+    int n = cf_dataset_class_names(d, names);
+    if (n) return n;
+    if (a->data && strcmp(a->data, "fashion-mnist")) return 0;
+    *names = fashion;
+    return 10;
+}
+
+/* One item of --only-classes: a class's name, a number or a range "A-B". The classes
+ * it stands for go to keep[*n ...]: 0, or 1 with the message. */
+static int class_item(const char *item, const char *const *names, int nnames, int *keep, int *n, int max)
+{
+    int lo = -1, hi = -1;
+    for (int c = 0; c < nnames && lo < 0; c++)
+        if (!strcmp(item, names[c])) lo = hi = c;
+    char *end;
+    if (lo < 0 && *item >= '0' && *item <= '9') {
+        lo = hi = (int)strtol(item, &end, 10);
+        if (*end == '-' && end[1] >= '0' && end[1] <= '9') hi = (int)strtol(end + 1, &end, 10);
+        if (*end || hi < lo || hi > 1 << 20) lo = -1;
+    }
+    if (lo < 0) {
+        char list[400];
+        names_str(names, nnames, list, sizeof list);
+        fprintf(stderr, "error: --only-classes: '%s' is not a class: give class numbers, ranges such as 0-4, or the "
+                        "classes' names, separated by commas%s%s\n", item, nnames ? "; the classes: " : "", list);
+        return 1;
+    }
+    for (int c = lo; c <= hi; c++) {
+        if (*n == max) {
+            fprintf(stderr, "error: --only-classes: more than %d classes\n", max);
+            return 1;
+        }
+        keep[(*n)++] = c;
+    }
+    return 0;
+}
+
+/* Replace *d (NULL: nothing) by its samples of the kept classes. 0 or -1. */
+static int keep_in(cf_dataset **d, const int *keep, int n)
+{
+    if (!*d) return 0;
+    cf_dataset *part = cf_dataset_keep_classes(*d, keep, n);
+    if (!part) return -1;
+    cf_dataset_free(*d);
+    *d = part;
+    return 0;
+}
+
+int only_classes(cf_model *m, const args *a, cf_dataset **train, cf_dataset **test)
+{
+    if (!a->only_classes) return 0;
+    enum { MAXK = 1024 };
+    static int keep[MAXK];
+    const char *const *names;
+    int nnames = names_of_data(a, *train, &names), n = 0;
+    for (const char *p = a->only_classes; *p;) {
+        size_t len = strcspn(p, ",");
+        char item[256];
+        snprintf(item, sizeof item, "%.*s", (int)(len < sizeof item ? len : sizeof item - 1), p);
+        if (class_item(item, names, nnames, keep, &n, MAXK)) return 1;
+        p += len + (p[len] == ',');
+    }
+    cf_shape out = cf_model_output_shape(m, 0);
+    int want = out.rank ? out.d[out.rank - 1] : 0;
+    if (want != n) {
+        fprintf(stderr, "error: --only-classes %s keeps %d classes, but the model's output gives %d; a classifier of "
+                        "them ends with softmax over %d\n", a->only_classes, n, want, n);
+        return 1;
+    }
+    if (keep_in(train, keep, n) || keep_in(test, keep, n)) return fail();
+    if (cf_dataset_class_names(*train, NULL) || !nnames) return 0;   /* the data's names came along */
+    const char *kept[MAXK];
+    for (int i = 0; i < n; i++) kept[i] = keep[i] < nnames ? names[keep[i]] : "";
+    const char *const *have;
+    int k = cf_model_class_names(m, &have), same = k == n;
+    for (int i = 0; same && i < n; i++) same = !strcmp(have[i], kept[i]);
+    if (k && !same) {
+        char x[400], y[400];
+        names_str(kept, n, x, sizeof x);
+        names_str(have, k, y, sizeof y);
+        fprintf(stderr, "error: --only-classes %s keeps the classes %s, but the model's are %s\n", a->only_classes, x, y);
+        return 1;
+    }
+    return cf_model_set_class_names(m, kept, n) ? fail() : 0;
 }

@@ -19,6 +19,9 @@
     {"--exact-size", OPT_FLAG, 0, 0, OFF(exact_size), NULL, "image folders: refuse an image of another size than the model's\ninput instead of resizing it"}
 #define LOSS {"--loss", OPT_STR, 0, 0, OFF(loss), "xent|mse", "cross-entropy on class labels or mean squared error on targets\n(default: xent for a model that ends with softmax, else mse)"}
 
+#define FREEZE {"--freeze", OPT_LIST, 0, 0, OFF(freeze), "PATTERN", "keep the parameters whose names match fixed (a glob over the\nnames cflux summary prints: '1.*', '*.body.*', '4.K'; again for\nmore): no gradient, no update, no weight decay; a batchnorm whose\nγ and β are frozen normalises with its running statistics and\nleaves them unchanged"}
+#define ONLY_CLASSES {"--only-classes", OPT_STR, 0, 0, OFF(only_classes), "LIST", "only the samples of these classes, numbered 0.. in the list's\norder: numbers, ranges or names, e.g. 0-4, 5,7,9 or Sandal,Bag"}
+
 static const opt check_opts[] = {MAXMEM, END};
 
 static const opt shapes_opts[] = {
@@ -53,6 +56,9 @@ static const opt train_opts[] = {
     MAXMEM,
     {"--init", OPT_STR, 0, 0, OFF(init), "FILE", "start from the weights in FILE (a checkpoint or a parameter\nfile, matched by name) instead of random ones"},
     {"--params", OPT_STR, 0, 0, OFF(init), "FILE", "the same as --init"},
+    {"--partial", OPT_FLAG, 0, 0, OFF(partial), NULL, "--init loads the parameters whose names and shapes match, lists\nthe others (left as initialised) and the file's tensors the model\nlacks: fine-tuning with a new head"},
+    FREEZE,
+    ONLY_CLASSES,
     {"--save", OPT_STR, 0, 0, OFF(save), "PATH", "write a checkpoint after every epoch, and when interrupted"},
     {"--resume", OPT_STR, 0, 0, OFF(resume), "PATH", "continue the run saved in a checkpoint of the same model"},
     {"--log", OPT_STR, 0, 0, OFF(log), "CSV", "per-epoch figures as CSV (the whole run's, when resumed)"},
@@ -75,6 +81,7 @@ static const opt eval_opts[] = {
     LOSS,
     {"--batch", OPT_INT, 1, 1 << 20, OFF(batch), "N", "samples per step (256; text: the checkpoint's training\nbatch, so that its streams are the run's)"},
     {"--top", OPT_INT, 1, 1000, OFF(top), "K", "also the top-K accuracy (a class among the K most probable)"},
+    ONLY_CLASSES,
     {"--classes", OPT_STR, 0, 0, OFF(classes), "FILE", "the classes' names, one a line (default: the checkpoint's)"},
     THREADS,
     MAXMEM,
@@ -134,6 +141,7 @@ static const opt export_opts[] = {
 static const opt summary_opts[] = {
     {"--batch", OPT_INT, 1, 1 << 20, OFF(batch), "N", "write N for the batch dimension B, and count memory for N"},
     {"--depth", OPT_INT, 1, 1000, OFF(depth), "N", "rows N levels deep: under a net's row, the calls and ops inside\nit (1, the default: the top level's rows alone)"},
+    FREEZE,
     MAXMEM,
     JSON,
     END,

@@ -39,6 +39,20 @@ int class_names_set(cf_model *m, const char *path, const char *data, const cf_da
  * with the message printed. */
 int class_names_from_data(cf_model *m, const cf_dataset *d);
 
+/* --only-classes LIST (classes.c): train and test (NULL: none) replaced by their samples
+ * of the listed classes (numbers, ranges "5-9" or names), relabelled 0.. in the list's
+ * order; the model gets their names (Fashion-MNIST's built in), or must have them
+ * already. 0 when not given; 0, or 1 with the message. */
+int only_classes(cf_model *m, const args *a, cf_dataset **train, cf_dataset **test);
+/* Fine-tuning (finetune.c). freeze_params: --freeze PATTERN... (globs over the
+ * parameter names) freezes the parameters matched, or, resuming without it, those the
+ * checkpoint's run froze; 0, or 1 with the message (a pattern matching nothing,
+ * everything frozen). load_init: the weights of --init, all of them, or with --partial
+ * those that match in name and shape, saying on stderr what was and was not loaded;
+ * 0, or 1 with the message. */
+int freeze_params(cf_model *m, const args *a);
+int load_init(cf_model *m, const args *a);
+
 /* The datasets of --data (default fashion-mnist) for model m, read as the options
  * say (--label-col, --features, image folders' --skip-bad and --exact-size; text in
  * sequences of the model's input length). 0, or -1 with the error. */

@@ -134,6 +134,16 @@ static int store(const command *c, const opt *o, const char *v, args *a)
         }
         *(const char **)field = v;
         return 0;
+    case OPT_LIST: {
+        opt_list *list = (opt_list *)field;
+        if (!*v || list->n == MAX_REPEATS) {
+            fprintf(ERR, *v ? "cflux %s: %s is given more than %d times\n" : "cflux %s: %s needs a value, not an "
+                    "empty string\n", c->name, o->name, MAX_REPEATS);
+            return 2;
+        }
+        list->v[list->n++] = v;
+        return 0;
+    }
     case OPT_SIZE: {
         size_t sz;
         if (parse_size(v, &sz)) {

@@ -11,6 +11,13 @@
 /* Everything any command takes; an option not given stays NULL (strings) or NAN
  * (numbers). */
 #define MAX_POSITIONAL 4096   /* MODEL and the inputs of predict */
+#define MAX_REPEATS 64        /* values of an option that may be given again (OPT_LIST) */
+
+/* The values of an option given again and again, in order. */
+typedef struct opt_list {
+    const char *v[MAX_REPEATS];
+    int n;
+} opt_list;
 
 typedef struct args {
     const char *pos[MAX_POSITIONAL];   /* the positional arguments: MODEL, INPUT... */
@@ -22,11 +29,15 @@ typedef struct args {
     double epochs, batch, stop_after, lr, wd, clip, val, momentum, threads, seconds, length, temperature, limit_batches;
     uint64_t seed;
     int has_seed, json, quiet, normalize, skip_bad, exact_size;
+    const char *only_classes;   /* --only-classes LIST */
+    int partial;                /* --partial: --init loads what matches */
+    opt_list freeze;            /* --freeze PATTERN, repeated */
     int argc;             /* the command's own arguments, for messages */
     char **argv;
 } args;
 
-typedef enum opt_kind { OPT_FLAG, OPT_INT, OPT_NUM, OPT_STR, OPT_U64, OPT_SIZE } opt_kind;
+/* OPT_LIST: a string that may be given again and again, each kept, into an opt_list */
+typedef enum opt_kind { OPT_FLAG, OPT_INT, OPT_NUM, OPT_STR, OPT_U64, OPT_SIZE, OPT_LIST } opt_kind;
 
 typedef struct opt {
     const char *name;   /* "--epochs" */

@@ -1,6 +1,6 @@
 /* remember.c - a checkpoint remembers how its data was read: the data spec, the label
- * column, the features (the model's notes, cf_model_set_info), beside what the library
- * keeps itself (standardisation, class names, a text's vocabulary). eval and predict
+ * column, the features, the classes kept (--only-classes) (the model's notes,
+ * cf_model_set_info), beside what the library keeps itself (standardisation, class names, a text's vocabulary). eval and predict
  * read new data the same way unless told otherwise, and an option that contradicts
  * what the checkpoint says is an error naming both; and MODEL may be the checkpoint
  * itself, which holds the model's source. */
@@ -15,6 +15,7 @@
 #define NOTE_LABEL "label"
 #define NOTE_FEATURES "features"
 #define NOTE_COLUMNS "columns"
+#define NOTE_CLASSES "only_classes"
 
 /* The label column of d as given back to --label-col: its header name (a file to
  * evaluate may have its columns in another order), else its number (0-based); "" for
@@ -39,6 +40,7 @@ int data_remember(cf_model *m, const args *a, const cf_dataset *train)
     if (!rc) rc = cf_model_set_info(m, NOTE_LABEL, *label ? label : NULL);
     if (!rc) rc = cf_model_set_info(m, NOTE_COLUMNS, cf_dataset_column_count(train) ? cols : NULL);
     if (!rc) rc = cf_model_set_info(m, NOTE_FEATURES, a->features);
+    if (!rc) rc = cf_model_set_info(m, NOTE_CLASSES, a->only_classes);
     return rc ? fail() : 0;
 }
 
@@ -64,6 +66,12 @@ void data_recall(const cf_model *m, const args *a, args *out, FILE *said)
     if (!a->features && features) {
         out->features = features;
         if (said) fprintf(said, "%sfeatures %s", told ? ", " : "", features);
+        told = 1;
+    }
+    const char *classes = cf_model_info(m, NOTE_CLASSES);
+    if (!a->only_classes && classes && !a->data) {   /* the classes of the checkpoint's own data */
+        out->only_classes = classes;
+        if (said) fprintf(said, "%sonly the classes %s", told ? ", " : "", classes);
         told = 1;
     }
     if (said && told) fprintf(said, " (as the checkpoint remembers)\n");

@@ -408,6 +408,10 @@ static int train_run(const args *a, int ranks)
         fprintf(stderr, "cflux train: --init starts a new run from weights and --resume continues a run: give one\n");
         return 2;
     }
+    if (a->partial && !a->init) {
+        fprintf(stderr, "cflux train: --partial says how --init loads weights: give --init FILE with it\n");
+        return 2;
+    }
     if (!isnan(a->stop_after) && (int)a->stop_after > r.epochs) {
         fprintf(stderr, "cflux train: --stop-after %d is past the %d epochs planned\n", (int)a->stop_after, r.epochs);
         return 2;
@@ -426,7 +430,7 @@ static int train_run(const args *a, int ranks)
     cf_model_set_seed(m, a->seed);
     if (class_names_set(m, a->classes, a->data, NULL)) goto done;   /* first: word labels are read as these */
     if (open_data(a, m, &train, &test)) goto out;
-    if (class_names_from_data(m, train)) goto done;
+    if (only_classes(m, a, &train, &test) || class_names_from_data(m, train) || freeze_params(m, a)) goto done;
     r.text = text_seq_len(train);
     cf_fit_opts fo = cf_fit_defaults();
     fo.epochs = r.epochs;
@@ -446,13 +450,10 @@ static int train_run(const args *a, int ranks)
     fo.distributed = ranks > 1;
     fo.limit_batches = isnan(a->limit_batches) ? 0 : (long)a->limit_batches;
     r.tty = isatty(fileno(stderr));
-    if (data_remember(m, a, train)) goto done;
     if (!(r.trainer = cf_trainer_new(m, train, &fo))) goto out;
-    if (a->init) {
-        if (cf_model_load_params(m, a->init)) goto out;
-    } else if (a->resume && cf_trainer_load(r.trainer, a->resume)) {
-        goto out;
-    }
+    if (load_init(m, a)) goto done;
+    if (a->resume && cf_trainer_load(r.trainer, a->resume)) goto out;
+    if (data_remember(m, a, train)) goto done;   /* after the weights: a file's notes replace the model's */
     int first = cf_trainer_epoch(r.trainer);
     if (first >= r.epochs || (!isnan(a->stop_after) && first >= (int)a->stop_after)) {
         fprintf(stderr, "note: %s has done %d epochs of the %d asked for: nothing to train (raise --epochs)\n",
@@ -687,7 +688,7 @@ int cmd_eval(const args *a)
     }
     if (class_names_set(m, a->classes, eff.data, NULL)) goto done;
     if (open_data(&eff, m, &train, &test)) goto out;
-    if (data_contradicts(m, a, train, params)) goto done;
+    if (only_classes(m, &eff, &train, &test) || data_contradicts(m, a, train, params)) goto done;
     int vocab = check_params_vocab(params, train);
     if (vocab < 0) goto out;
     if (vocab > 0) goto done;

@@ -1,7 +1,7 @@
-/* test_models.c - every model file under models/ and tests/models/good/ compiles and
- * binds; every file under tests/models/bad/ is refused with the message its .expect
- * file gives: each non-empty line of X.expect must appear in the error for X.flux,
- * with {file} standing for the model's path. */
+/* test_models.c - every model file under models/, tests/models/good/ and
+ * examples/finetune/ compiles and binds; every file under tests/models/bad/ is
+ * refused with the message its .expect file gives: each non-empty line of X.expect
+ * must appear in the error for X.flux, with {file} standing for the model's path. */
 #include <dirent.h>
 #include <stdlib.h>
 
@@ -66,6 +66,8 @@ TEST(good_models_compile)
     ok = good_dir("tests/models/good", &n);
     CHECK(ok == n && n >= 9);
     printf("good models: %d of %d compiled and bound\n", ok, n);
+    ok = good_dir("examples/finetune", &n);   /* docs/training.md's fine-tuning example */
+    CHECK(ok == n && n == 2);
 }
 
 /* Replace {file} in line by path. */

@@ -8,7 +8,9 @@
  * "target.mean" and "target.std"), and the PyTorch module names an import gave its
  * layers as the metadata "torch_modules" (cf_model_torch_names), and the classes'
  * names as "class_names", and the model's notes as "info.KEY". Every value loaded must be finite: a file holding
- * NaN or infinity is refused, naming the tensor. */
+ * NaN or infinity is refused, naming the tensor. A partial load (CF_LOAD_PARTIAL, and
+ * CF_LOAD_MATCHING for shapes that differ) loads what matches and keeps the model's
+ * class names when anything was left out: they belong to a head that was not loaded. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -163,7 +165,8 @@ static int check_norm(const cf_st_tensor *mean, const cf_st_tensor *std, size_t 
 }
 
 /* What a file holds of a model's parameters and states: the model's that it lacks or
- * (CF_LOAD_MATCHING) has in another shape, and the tensors it has that the model does not. */
+ * (CF_LOAD_MATCHING) has in another shape, and the tensors it has that the model does
+ * not, as counts and ", "-separated lists. */
 typedef struct match {
     char missing[2048], unexpected[2048];
     int nmissing, nunexpected;
@@ -248,7 +251,8 @@ int cf_model_params_from(cf_model *m, const cf_st_file *f, const char *path, uns
     int rc = match_names(m, f, path, flags, ckpt, (const cf_st_tensor *[]){mean, std, tmean, tstd}, skip, &mt);
     if (rc == 0 && !(flags & CF_LOAD_PARTIAL) && (mt.nmissing || mt.nunexpected)) {
         cf_seterr("error: %s: the parameters do not match the model:", path);
-        if (mt.nmissing) cf_adderr(" missing from the file (%d): %s%s", mt.nmissing, mt.missing, mt.nunexpected ? ";" : "");
+        if (mt.nmissing)
+            cf_adderr(" missing from the file (%d): %s%s", mt.nmissing, mt.missing, mt.nunexpected ? ";" : "");
         if (mt.nunexpected) cf_adderr(" not in the model (%d): %s", mt.nunexpected, mt.unexpected);
         rc = -1;
     }
@@ -261,7 +265,8 @@ int cf_model_params_from(cf_model *m, const cf_st_file *f, const char *path, uns
     if (cf_model_set_input_norm(m, mean ? mean->data : NULL, std ? std->data : NULL, mean ? mean->count : 0) ||
         cf_model_set_torch_names(m, cf_st_meta(f, CF_TORCH_META)) ||
         cf_model_set_target_norm(m, tmean ? tmean->data : NULL, tstd ? tstd->data : NULL, tmean ? tmean->count : 0) ||
-        (!mt.nmissing && !mt.nunexpected && cf_model_set_class_meta(m, cf_st_meta(f, CF_CLASSES_META))) || cf_model_set_info_from(m, f)) {
+        (!mt.nmissing && !mt.nunexpected && cf_model_set_class_meta(m, cf_st_meta(f, CF_CLASSES_META))) ||
+        cf_model_set_info_from(m, f)) {
         free(skip);
         return -1;
     }
@@ -275,7 +280,8 @@ int cf_model_params_from(cf_model *m, const cf_st_file *f, const char *path, uns
     if (mt.nmissing || mt.nunexpected) {
         cf_seterr("note: %s: loaded %d of %d parameters%s", path, nheld - mt.nmissing, nheld,
                   m->nstates ? " and statistics" : "");
-        if (mt.nmissing) cf_adderr("\nnote: %s: not loaded (%d, left as initialised): %s", path, mt.nmissing, mt.missing);
+        if (mt.nmissing)
+            cf_adderr("\nnote: %s: not loaded (%d, left as initialised): %s", path, mt.nmissing, mt.missing);
         if (mt.nunexpected)
             cf_adderr("\nnote: %s: in the file but not in the model (%d): %s", path, mt.nunexpected, mt.unexpected);
     }

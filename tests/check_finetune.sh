@@ -68,6 +68,7 @@ err() {  # err STATUS PATTERN COMMAND...
 err 2 "give --init FILE with it" train --partial
 err 1 "freeze 'x.\*' matches no parameter" train --freeze 'x.*'
 err 1 "did you mean '\*W'? it matches 2" train --freeze W
+err 1 "did you mean '3.b'?" train --freeze 3.B
 err 1 "freezes every parameter of the model (4)" train --freeze '*'
 err 1 "freezes every parameter" "$tool" summary "$t/m.flux" --freeze '[13].*'
 err 1 "keeps 3 classes, but the model's output gives 2" "$tool" train "$t/two.flux" --data "csv:$t/train.csv" --only-classes 0-2

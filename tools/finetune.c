@@ -5,6 +5,7 @@
 #include <fnmatch.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 #include "commands.h"
 
@@ -17,15 +18,21 @@ static int count_matches(const cf_model *m, const char *pattern)
     return n;
 }
 
-/* A pattern that matches nothing: say so, with the pattern a leading "*" would make
- * when that matches (the names begin with the layer's place: 'body.*' is '1.body.*'),
- * and the names there are. */
+/* A pattern that matches nothing: say so, with what was probably meant (the pattern a
+ * leading "*" makes, when that matches: the names begin with the layer's place, so
+ * 'body.*' is '1.body.*'; else the nearest name, a typing slip), and the names. */
 static int no_match(const cf_model *m, const char *pattern)
 {
     char wider[300], hint[400] = "", names[300] = "";
     snprintf(wider, sizeof wider, "*%s", pattern);
-    int k = count_matches(m, wider), np = cf_model_param_count(m);
+    int k = count_matches(m, wider), np = cf_model_param_count(m), best = -1, bd = 4;
+    for (int i = 0; i < np; i++) {
+        const char *name = cf_model_param_name(m, i);
+        int d = strcasecmp(pattern, name) ? edit_distance(pattern, name) : 0;   /* the same but for case first */
+        if (d < bd) bd = d, best = i;
+    }
     if (k) snprintf(hint, sizeof hint, " (did you mean '%s'? it matches %d)", wider, k);
+    else if (best >= 0) snprintf(hint, sizeof hint, " (did you mean '%s'?)", cf_model_param_name(m, best));
     for (int i = 0, len = 0; i < np && len < 200; i++)
         len += snprintf(names + len, sizeof names - (size_t)len, "%s%s", i ? ", " : "", cf_model_param_name(m, i));
     fprintf(stderr, "error: --freeze '%s' matches no parameter of the model%s; its parameters, as cflux summary names "

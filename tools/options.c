@@ -35,8 +35,7 @@ static const char *shown(const char *s, size_t len, char *buf)
     return buf;
 }
 
-/* Edit distance between a and b, capped at 9 (names are short). */
-static int distance(const char *a, const char *b)
+int edit_distance(const char *a, const char *b)
 {
     size_t la = strlen(a), lb = strlen(b);
     if (la > 40 || lb > 40) return 9;
@@ -72,7 +71,7 @@ static int unknown(const command *c, const char *arg, size_t len)
     int bd = 9;
     size_t nl = strlen(name);
     for (const opt *o = c->opts; o && o->name; o++) {
-        int d = distance(name, o->name);
+        int d = edit_distance(name, o->name);
         size_t ol = strlen(o->name);
         /* "--lr-rate": an option with a word added counts as near */
         if (ol >= 4 && nl > ol && !strncmp(name, o->name, ol) && name[ol] == '-') d = 1;

@@ -74,6 +74,9 @@ void command_help(const command *c, FILE *f);
 /* Where args_parse writes help and messages (NULL: stdout and stderr). */
 void options_streams(FILE *out, FILE *err);
 
+/* Edit distance between a and b, capped at 9 (names are short): for "did you mean". */
+int edit_distance(const char *a, const char *b);
+
 /* A size such as 512M, 4G, 1.5G or 1000000 (bytes): 0, or -1 when malformed. */
 int parse_size(const char *s, size_t *out);
 

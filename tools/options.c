@@ -135,9 +135,12 @@ static int store(const command *c, const opt *o, const char *v, args *a)
         return 0;
     case OPT_LIST: {
         opt_list *list = (opt_list *)field;
-        if (!*v || list->n == MAX_REPEATS) {
-            fprintf(ERR, *v ? "cflux %s: %s is given more than %d times\n" : "cflux %s: %s needs a value, not an "
-                    "empty string\n", c->name, o->name, MAX_REPEATS);
+        if (!*v) {
+            fprintf(ERR, "cflux %s: %s needs a value, not an empty string\n", c->name, o->name);
+            return 2;
+        }
+        if (list->n == MAX_REPEATS) {
+            fprintf(ERR, "cflux %s: %s is given more than %d times\n", c->name, o->name, MAX_REPEATS);
             return 2;
         }
         list->v[list->n++] = v;

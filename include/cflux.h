@@ -990,9 +990,27 @@ typedef struct cf_fit_opts {
      * on_warning), and a place past the new epoch's end resumes at its last batch.
      * 0: no limit. */
     long limit_batches;
+    /* Random transforms of each training sample, for a model whose input is an image
+     * (C, H, W): a comma list of "crop:P" (pad P pixels of 0 on each side, crop back
+     * at a random shift in [-P, P] on each axis), "flip" (left to right, with
+     * probability 1/2), "erase" or "erase:P" (random erasing, probability P, default
+     * 0.5), as torchvision's RandomCrop(size, padding = P), RandomHorizontalFlip and
+     * RandomErasing; always in that order, crop and flip before the standardisation
+     * of the inputs and erasing after it. Never applied to evaluation. Each sample's
+     * transform is drawn from (seed, epoch, the sample's index) alone: the same at
+     * any thread count and across a resume. Checkpoints record it. NULL or "none":
+     * none. See cf_augment_check. */
+    const char *augment;
 } cf_fit_opts;
 
 CF_API cf_fit_opts cf_fit_defaults(void);
+
+/* Whether spec is augmentation (cf_fit_opts.augment) that a model whose input is
+ * `input` ((C, H, W), with or without its batch dimension) can take: 0, or -1 with the
+ * error naming the bad part (a word that is no transform, a padding that is not a
+ * whole number below the image's sides, a probability outside (0, 1], an input that
+ * is not an image). */
+CF_API int cf_augment_check(const char *spec, cf_shape input);
 
 /* The epoch (1-based) of the lowest of n validation losses, each `stride` bytes after
  * the one before (&history[0].val_loss, sizeof *history), into *best_epoch (0 when

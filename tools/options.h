@@ -25,6 +25,7 @@ typedef struct args {
     const char *data, *optim, *schedule, *save, *resume, *log, *plot, *init, *params, *loss, *out, *max_memory;
     const char *prime, *from_torch, *to_torch, *onnx, *map;
     const char *classes, *keep_best, *report, *label_col, *features;
+    const char *augment;
     double top, patience, lr_start, lr_end, steps, depth;
     double epochs, batch, stop_after, lr, wd, clip, val, momentum, threads, seconds, length, temperature, limit_batches;
     uint64_t seed;

@@ -428,6 +428,11 @@ static int train_run(const args *a, int ranks)
     int rc = 1;
     if (!m) return fail();
     cf_model_set_seed(m, a->seed);
+    if (a->augment && cf_augment_check(a->augment, cf_model_input_shape(m, 0))) {   /* before the data is read */
+        fprintf(stderr, "cflux train: %s\n", cf_last_error() + (strncmp(cf_last_error(), "error: ", 7) ? 0 : 7));
+        rc = 2;
+        goto done;
+    }
     if (class_names_set(m, a->classes, a->data, NULL)) goto done;   /* first: word labels are read as these */
     if (open_data(a, m, &train, &test)) goto out;
     if (only_classes(m, a, &train, &test) || class_names_from_data(m, train) || freeze_params(m, a)) goto done;
@@ -449,6 +454,7 @@ static int train_run(const args *a, int ranks)
     fo.keep_best = a->keep_best;
     fo.distributed = ranks > 1;
     fo.limit_batches = isnan(a->limit_batches) ? 0 : (long)a->limit_batches;
+    fo.augment = a->augment;
     r.tty = isatty(fileno(stderr));
     if (!(r.trainer = cf_trainer_new(m, train, &fo))) goto out;
     if (load_init(m, a)) goto done;
@@ -475,10 +481,12 @@ static int train_run(const args *a, int ranks)
         if (fo.limit_batches)
             snprintf(limit, sizeof limit, ", limited to %ld batch%s per epoch and per evaluation", fo.limit_batches,
                      fo.limit_batches == 1 ? "" : "es");
-        fprintf(say, "training %s on %s: %zu train%s%zu test %s, %zu weights, %s lr %g, batch %d%s, %d thread%s\n",
+        int aug = a->augment && strcmp(a->augment, "none") != 0;
+        fprintf(say, "training %s on %s: %zu train%s%zu test %s, %zu weights, %s lr %g, batch %d%s%s%s, %d thread%s\n",
                a->pos[0], a->data ? a->data : "fashion-mnist", cf_dataset_count(train),
                fo.val_fraction > 0 ? " (less a validation split), " : ", ", test ? cf_dataset_count(test) : 0, what,
-               cf_model_weight_count(m), oo.name, (double)oo.lr, r.batch, limit, nt, nt == 1 ? "" : "s");
+               cf_model_weight_count(m), oo.name, (double)oo.lr, r.batch, limit, aug ? ", augment " : "",
+               aug ? a->augment : "", nt, nt == 1 ? "" : "s");
         if (ranks > 1)
             fprintf(say, "data-parallel over %d ranks: each takes its share of every batch of %d (%d to %d rows)\n", ranks,
                    r.batch, r.batch / ranks, (r.batch + ranks - 1) / ranks);
@@ -513,6 +521,7 @@ static int train_run(const args *a, int ranks)
         const char *set[][2] = {{"data", a->data ? a->data : "fashion-mnist"},
                                 {"loss", cf_trainer_loss(r.trainer) == CF_LOSS_XENT ? "cross-entropy" : "mean squared error"},
                                 {"optimizer", oo.name}, {"learning rate", lr_s}, {"schedule", schedule},
+                                {"augmentation", a->augment ? a->augment : "none"},
                                 {"batch", batch_s}, {"epochs", epochs_s}, {"validation split", val_s},
                                 {"patience", fo.patience ? pat_s : "none"}, {"seed", seed_s}, {"threads", threads_s},
                                 {"CPU", cf_cpu_name()}, {"kernels", cf_gemm_name()}};

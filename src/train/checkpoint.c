@@ -2,15 +2,15 @@
  * where the run was, in one safetensors file.
  *
  * The metadata (format "cflux-checkpoint", version 2) records the position (epochs
- * done, samples of the next epoch done, the optimizer's steps), what the run was
- * (seed, batch, base learning rate, schedule, planned epochs, validation fraction,
- * training samples, loss, the first loss, the frozen parameters) and the model (a hash of its graph, its
- * file name and source text). Metadata comes from a file that anyone may have
- * written: every number is parsed whole and in range, the fields must agree with one
- * another, and the graph must be this model's. Differences that a resumed run can
- * live with (another seed, batch size, schedule, number of epochs) are passed to
- * on_warning, saying what they change. Version 1 checkpoints (no position within an
- * epoch, no graph hash) still load.
+ * done, samples of the next epoch done, the optimizer's steps), what the run was (seed,
+ * batch, base learning rate, schedule, augmentation when there is one, planned epochs,
+ * validation fraction, training samples, loss, the first loss, the frozen parameters)
+ * and the model (a hash of its graph, its file name and source text). Metadata comes
+ * from a file that anyone may have written: every number is parsed whole and in range,
+ * the fields must agree with one another, and the graph must be this model's.
+ * Differences that a resumed run can live with (another seed, batch size, schedule,
+ * augmentation, number of epochs) are passed to on_warning, saying what they change.
+ * Version 1 checkpoints (no position within an epoch, no graph hash) still load.
  *
  * A run on text data also records the text's vocabulary ("text_vocab", the distinct
  * bytes in ascending order, written as text: printable ASCII as itself, a backslash
@@ -304,6 +304,8 @@ int cf_trainer_save(cf_trainer *t, const char *path)
     META("optimizer", op->name);
     META("optimizer_settings", hyper);
     META("schedule", t->o.schedule);
+    char aug[64];
+    if (cf_augment_any(&t->aug)) META("augment", cf_augment_format(&t->aug, aug, sizeof aug));   /* none: absent */
     META("loss", loss_name(m->loss_kind));
     META("val_fraction", val);
     META("train_samples", ntrain);
@@ -342,6 +344,7 @@ typedef struct ckpt_meta {
     int has_seed;
     double lr, val_fraction, initial_loss;   /* NAN: not recorded */
     const char *optim, *schedule, *loss, *hash, *model_file;
+    const char *augment;                  /* NULL: none */
 } ckpt_meta;
 
 static int get_int(const cf_st_file *f, const char *path, const char *key, int64_t lo, int64_t hi, int64_t *out,
@@ -406,6 +409,7 @@ static int read_meta(const cf_st_file *f, const char *path, ckpt_meta *k)
         return -1;
     k->optim = cf_st_meta(f, "optimizer");
     k->schedule = cf_st_meta(f, "schedule");
+    k->augment = cf_st_meta(f, "augment");
     k->loss = cf_st_meta(f, "loss");
     k->hash = cf_st_meta(f, "graph_hash");
     k->model_file = cf_st_meta(f, "model_file");
@@ -458,6 +462,10 @@ static void note_changes(const cf_trainer *t, const ckpt_meta *k, const char *pa
                         (double)t->o.optim.lr);
     if (k->schedule && strcmp(k->schedule, t->o.schedule) != 0)
         cf_trainer_warn(t, "note: %s: the schedule changes from '%s' to '%s'", path, k->schedule, t->o.schedule);
+    char aug[64];
+    const char *was = k->augment ? k->augment : "none", *now = cf_augment_format(&t->aug, aug, sizeof aug);
+    if (strcmp(was, now) != 0)
+        cf_trainer_warn(t, "note: %s: the augmentation changes from '%.60s' to '%s'", path, was, now);
     if (k->epochs && k->epochs != t->o.epochs && k->epoch < t->o.epochs)
         cf_trainer_warn(t, "note: %s: the run now has %d epochs (the checkpoint's had %d): the schedule goes on from "
                         "epoch %d of %d", path, t->o.epochs, k->epochs, k->epoch + 1, t->o.epochs);

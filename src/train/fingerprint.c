@@ -14,7 +14,7 @@
 
 enum {
     FP_WEIGHTS, FP_GRAPH, FP_TRAIN_ROWS, FP_TRAIN_DATA, FP_TEST_ROWS, FP_TEST_DATA, FP_BATCH, FP_EPOCHS, FP_SEED,
-    FP_OPTIM, FP_LR, FP_MOMENTUM, FP_BETAS, FP_WD, FP_CLIP, FP_SCHEDULE, FP_VAL, FP_LOSS, FP_NORMALIZE,
+    FP_OPTIM, FP_LR, FP_MOMENTUM, FP_BETAS, FP_WD, FP_CLIP, FP_SCHEDULE, FP_AUGMENT, FP_VAL, FP_LOSS, FP_NORMALIZE,
     FP_NORM_STATS, FP_PATIENCE, FP_START, FP_N
 };
 _Static_assert(FP_N <= CF_FP_FIELDS, "CF_FP_FIELDS holds every field");
@@ -46,6 +46,7 @@ static const struct {
     [FP_WD] = {SETTING, "--wd", NULL, -1},
     [FP_CLIP] = {SETTING, "--clip", NULL, -1},
     [FP_SCHEDULE] = {SETTING, "--schedule", NULL, -1},
+    [FP_AUGMENT] = {SETTING, "--augment", NULL, -1},
     [FP_VAL] = {SETTING, "--val", NULL, -1},
     [FP_LOSS] = {SETTING, "--loss", NULL, -1},
     [FP_NORMALIZE] = {SETTING, "--normalize", NULL, -1},
@@ -137,6 +138,8 @@ void cf_fingerprint_make(const cf_trainer *t, const cf_dataset *train, const cf_
     set_d(&f[FP_WD], o->optim.weight_decay);
     set_d(&f[FP_CLIP], o->optim.clip_norm);
     set_s(&f[FP_SCHEDULE], o->schedule ? o->schedule : "const");
+    char aug[64];
+    set_s(&f[FP_AUGMENT], cf_augment_format(&t->aug, aug, sizeof aug));
     set_d(&f[FP_VAL], o->val_fraction);
     set_s(&f[FP_LOSS], o->loss == CF_LOSS_XENT ? "xent" : "mse");
     set_s(&f[FP_NORMALIZE], o->normalize ? "on" : "off");

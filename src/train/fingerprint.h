@@ -2,7 +2,7 @@
  * before the first step (cf_fit): the model's graph and weights, the data (the rows
  * and a hash of the contents of the training and test sets), and every setting that
  * decides the steps (batch, seed, epochs, optimizer, learning rate, schedule,
- * normalisation, where a resumed run starts). Ranks given anything different would
+ * augmentation, normalisation, where a resumed run starts). Ranks given anything different would
  * otherwise meet in mismatched MPI calls (Open MPI's "message truncated") or train in
  * silence on what they do not share; instead every rank stops with one message that
  * names the first difference. The fingerprint is of a fixed size, so that one

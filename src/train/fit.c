@@ -3,8 +3,9 @@
  * Everything random in a run comes from the seed: epoch e's order of samples is a
  * Fisher-Yates shuffle from a generator seeded by (seed, e), so a run resumed at any
  * point (an epoch's end, or the middle of one after cf_trainer_stop) continues
- * exactly as the uninterrupted one would. Sequential data (text) is not shuffled but
- * read as B contiguous streams, one per row of the batch, so that state carried from
+ * exactly as the uninterrupted one would; so is a training sample's augmentation
+ * (o.augment), drawn from (seed, e, the sample's index) alone. Sequential data (text)
+ * is not shuffled but read as B contiguous streams, one per row of the batch, so that state carried from
  * one batch to the next (a recurrent model's) goes on along the text: see order(); that
  * state starts from zeros where a stream starts from its beginning, at each epoch's
  * training (not where a stopped epoch resumes) and each evaluation. The learning-rate
@@ -258,6 +259,10 @@ cf_trainer *cf_trainer_new(cf_model *m, const cf_dataset *train, const cf_fit_op
     if (cf_model_infer_shapes(m)) return NULL;
     int ninputs = m->ninputs - (m->target != NULL);
     if (ninputs != 1) return cf_seterr("error: training takes models of one input; this one has %d", ninputs), NULL;
+    cf_augment aug;
+    if (cf_augment_parse(o->augment, m->inputs[0]->shape, &aug)) return NULL;
+    if (cf_augment_any(&aug) && cf_dataset_sequential(train))
+        return cf_seterr("error: %s: --augment transforms images, and this is text", cf_dataset_name(train)), NULL;
     if (o->normalize && cf_norm_check(m, train)) return NULL;
     cf_loss want = o->loss ? o->loss : cf_model_has_loss(m) ? (cf_loss)cf_model_has_loss(m) : default_loss(m);
     if (cf_loss_fits(m, want)) return NULL;
@@ -277,6 +282,12 @@ cf_trainer *cf_trainer_new(cf_model *m, const cf_dataset *train, const cf_fit_op
     if (t->nvocab) memcpy(t->vocab, vocab, (size_t)t->nvocab);
     t->initial_loss = NAN;
     atomic_init(&t->stop, 0);
+    t->aug = aug;
+    if (cf_augment_any(&aug) && !(t->aug_scratch = malloc(t->xcount * sizeof *t->aug_scratch))) {
+        cf_oom(t->xcount * sizeof *t->aug_scratch);
+        cf_trainer_free(t);
+        return NULL;
+    }
     /* the model changes (its loss) only once the data fits */
     if (check_data(t, train, CHECK_VALUES) || size_run(m, t->o.optim.name) || cf_model_add_loss(m, want) ||
         cf_model_init_params(m) ||
@@ -298,6 +309,7 @@ void cf_trainer_free(cf_trainer *t)
     cf_dist_detach(t->dist);
     free(t->perm);
     free(t->hist);
+    free(t->aug_scratch);
     cf_trainer_drop_carry(t);
     free(t);
 }
@@ -363,11 +375,21 @@ static int agree_start(cf_trainer *t, const cf_dataset *train, const cf_dataset 
     return rc;
 }
 
+/* Stage `stage` of the run's augmentation on b samples x, sample i being training
+ * sample at[i] in epoch `epoch`; epoch 0 (evaluation) or no augmentation: nothing. */
+static void augment(const cf_trainer *t, int stage, float *x, const size_t *at, size_t b, int epoch)
+{
+    if (epoch > 0 && t->aug_scratch) cf_augment_apply(&t->aug, stage, x, b, at, t->o.seed, epoch, t->aug_scratch);
+}
+
 /* Rows at[0 .. b) of d into e's input and target: sample at[i] (decoded, for a
  * streamed dataset), or, for windows, the sample-sized stretch that starts at float
  * at[i] (text keeps its sequences one after another, so a window is the T floats from
- * there, of x and of y). 0, or -1 with the error of a file that cannot be read. */
-static int load_rows(const cf_trainer *t, cf_exec *e, const cf_dataset *d, const size_t *at, size_t b, int windows)
+ * there, of x and of y); in training (epoch > 0) transformed by the run's
+ * augmentation, around the standardisation. 0, or -1 with the error of a file that
+ * cannot be read. */
+static int load_rows(const cf_trainer *t, cf_exec *e, const cf_dataset *d, const size_t *at, size_t b, int windows,
+                     int epoch)
 {
     float *x = cf_exec_input(e, 0, NULL), *y = cf_exec_input(e, t->m->target->index, NULL);
     const float *dx = cf_dataset_x(d), *dy = cf_dataset_y(d);
@@ -376,14 +398,16 @@ static int load_rows(const cf_trainer *t, cf_exec *e, const cf_dataset *d, const
         if (windows) memcpy(x + i * t->xcount, dx + at[i], t->xcount * sizeof *x);
         memcpy(y + i * t->ycount, dy + (windows ? at[i] : at[i] * t->ycount), t->ycount * sizeof *y);
     }
+    augment(t, CF_AUGMENT_RAW, x, at, b, epoch);
     cf_norm_apply(t->m, x, b);
+    augment(t, CF_AUGMENT_STANDARDISED, x, at, b, epoch);
     cf_norm_apply_targets(t->m, y, b);
     return 0;
 }
 
 int cf_trainer_load_batch(const cf_trainer *t, cf_exec *e, const cf_dataset *d, const size_t *idx, size_t b)
 {
-    return load_rows(t, e, d, idx, b, 0);
+    return load_rows(t, e, d, idx, b, 0, 0);
 }
 
 /* Correct predictions in an executor's output 0: the first class of the highest
@@ -608,7 +632,7 @@ static int train_epoch(cf_trainer *t, const cf_dataset *train, size_t n, int seq
         size_t at = (size_t)s * B, b = n - at < B ? n - at : B, lo = 0, hi = b;
         if (t->dist) cf_dist_shard(b, &lo, &hi);   /* this rank's rows of the batch */
         cf_exec *e = hi == lo ? NULL : b == B ? t->train.full : t->train.tail;
-        if (e && load_rows(t, e, train, t->perm + at + lo, hi - lo, t->windows)) return -1;
+        if (e && load_rows(t, e, train, t->perm + at + lo, hi - lo, t->windows, epoch)) return -1;
         if (cf_schedule_lr(t->o.schedule, t->o.optim.lr, (long)(epoch - 1) * steps + s, total, steps, &lr)) return -1;
         if (lr > lr_max) lr_max = lr;
         if (e) cf_exec_set_step(e, (long)(epoch - 1) * steps + s + 1);   /* dropout's masks follow the run */

@@ -7,6 +7,7 @@
 #include <stddef.h>
 
 #include "cflux.h"
+#include "data/augment.h"
 
 /* Executors for one batch size and one for the remainder of a dataset's size. */
 typedef struct bound {
@@ -42,6 +43,8 @@ struct cf_trainer {
     struct cf_saved_carry { char *name; float *data; size_t count; } *carry;
     int ncarry;
     struct cf_dist *dist;        /* data-parallel (o.distributed, more than one rank); else NULL */
+    cf_augment aug;              /* o.augment parsed (all 0: none) */
+    float *aug_scratch;          /* one sample, for its transform; NULL without augmentation */
 };
 
 /* The names of m's frozen parameters, one a line, for a checkpoint's metadata

@@ -156,23 +156,30 @@ void cf_augment_draw(const cf_augment *a, uint64_t key, cf_augment_draws *d)
 }
 
 /* The crop and the flip of one sample x, through scratch: out(y, x) = in(y + dy, x' +
- * dx), x' = w - 1 - x flipped, else x; 0 where that is outside the image (the padding). */
+ * dx), x' = w - 1 - x flipped, else x; 0 where that is outside the image (the padding).
+ * A row's source lies inside for x in [lo, hi), the same for every row (|dx| < w). */
 static void shift_flip(const cf_augment *a, const cf_augment_draws *d, float *x, float *scratch)
 {
-    int h = a->h, w = a->w;
+    int h = a->h, w = a->w, dx = d->dx;
+    int lo = d->flip ? dx : -dx, hi = d->flip ? w + dx : w - dx;
+    if (lo < 0) lo = 0;
+    if (hi > w) hi = w;
     size_t plane = (size_t)h * (size_t)w;
     memcpy(scratch, x, (size_t)a->c * plane * sizeof *x);
-    for (int c = 0; c < a->c; c++) {
-        const float *in = scratch + (size_t)c * plane;
-        float *out = x + (size_t)c * plane;
+    for (int c = 0; c < a->c; c++)
         for (int y = 0; y < h; y++) {
-            int sy = y + d->dy;
-            for (int xo = 0; xo < w; xo++) {
-                int sx = (d->flip ? w - 1 - xo : xo) + d->dx;
-                out[(size_t)y * w + xo] = sy >= 0 && sy < h && sx >= 0 && sx < w ? in[(size_t)sy * w + sx] : 0.0f;
+            const float *in = scratch + (size_t)c * plane + (size_t)(y + d->dy) * w;
+            float *out = x + (size_t)c * plane + (size_t)y * w;
+            if (y + d->dy < 0 || y + d->dy >= h) {
+                memset(out, 0, (size_t)w * sizeof *out);
+                continue;
             }
+            memset(out, 0, (size_t)lo * sizeof *out);
+            memset(out + hi, 0, (size_t)(w - hi) * sizeof *out);
+            if (!d->flip) memcpy(out + lo, in + lo + dx, (size_t)(hi - lo) * sizeof *out);
+            else
+                for (int xo = lo; xo < hi; xo++) out[xo] = in[w - 1 - xo + dx];
         }
-    }
 }
 
 /* The erased box of one sample: 0 in every plane. */

@@ -2,13 +2,16 @@
  * transforms against a direct reference (a padded image cropped, then flipped; the
  * erased box), specs that are refused and why, training that sees transformed
  * samples while every evaluation sees the data as it is, and runs that are the same
- * bits at 1 and 2 threads and when stopped and resumed. */
+ * bits at 1 and 2 threads, when stopped and resumed, and from an image folder as from
+ * its images in memory. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cflux.h"
 #include "data/augment.h"
+#include "data/png.h"
 #include "spirals.h"
 #include "test.h"
 #include "tmpdir.h"
@@ -217,13 +220,13 @@ TEST(bad_specs_are_refused_naming_the_part)
 enum { N = 160, S = 8 };
 
 /* N images of 1 x S x S: class 0 a bright row, 1 a bright column, 2 a bright square,
- * each at a position and brightness drawn from `seed`. */
+ * each at a position and brightness (an 8-bit value) drawn from `seed`. */
 static cf_dataset *bars(unsigned seed)
 {
     float *x = calloc((size_t)N * S * S, sizeof *x), *y = malloc(N * sizeof *y);
     srand(seed);
     for (int i = 0; i < N; i++) {
-        float *im = x + (size_t)i * S * S, v = 0.5f + 0.5f * (float)rand() / (float)RAND_MAX;
+        float *im = x + (size_t)i * S * S, v = (float)(128 + rand() % 128) / 255.0f;   /* as an 8-bit image's */
         int c = i % 3, at = 1 + rand() % (S - 2);
         for (int k = 0; k < S; k++) {
             if (c == 0) im[at * S + k] = v;
@@ -265,6 +268,7 @@ static int same(const outcome *a, const outcome *b)
 }
 
 typedef struct plan {
+    const cf_dataset *data, *test;   /* NULL: bars(1) and bars(2) */
     const char *augment;
     int threads, epochs, normalize;
     int stop_epoch;        /* on_epoch stops the run after this epoch; 0: never */
@@ -291,7 +295,8 @@ static outcome train(plan p)
 {
     outcome r = {0};
     cf_set_threads(p.threads);
-    cf_dataset *d = bars(1), *test = bars(2), *tr = NULL, *val = NULL;
+    cf_dataset *own = p.data ? NULL : bars(1), *own_test = p.data ? NULL : bars(2), *tr = NULL, *val = NULL;
+    const cf_dataset *d = p.data ? p.data : own, *test = p.data ? p.test : own_test;
     cf_model *m = cf_model_parse(cnn, "cnn.flux");
     cf_model_set_seed(m, 3);
     cf_fit_opts o = opts(p.epochs);
@@ -319,8 +324,8 @@ static outcome train(plan p)
     }
     cf_trainer_free(t);
     cf_model_free(m);
-    cf_dataset_free(d);
-    cf_dataset_free(test);
+    cf_dataset_free(own);
+    cf_dataset_free(own_test);
     cf_dataset_free(tr);
     cf_dataset_free(val);
     cf_set_threads(0);
@@ -335,11 +340,11 @@ TEST(training_is_augmented_evaluation_is_not)
 {
     static const char *const specs[] = {"crop:2,flip", "erase:1"};
     for (int normalize = 0; normalize < 2; normalize++) {
-        outcome plain = train((plan){NULL, 1, 1, normalize, 0, 0, NULL, NULL, NULL});
+        outcome plain = train((plan){.threads = 1, .epochs = 1, .normalize = normalize});
         CHECK(plain.params != NULL);
         CHECK(plain.last.test_loss == plain.eval_test && plain.last.val_loss == plain.eval_val);
         for (int s = 0; s < 2; s++) {
-            outcome aug = train((plan){specs[s], 1, 1, normalize, 0, 0, NULL, NULL, NULL});
+            outcome aug = train((plan){.augment = specs[s], .threads = 1, .epochs = 1, .normalize = normalize});
             CHECK(aug.params != NULL && !same(&plain, &aug));
             CHECK(aug.last.train_loss != plain.last.train_loss);
             CHECK(aug.last.test_loss == aug.eval_test);
@@ -353,8 +358,8 @@ TEST(training_is_augmented_evaluation_is_not)
 /* The same bits at 1 and 2 threads. */
 TEST(augmented_runs_repeat_at_any_thread_count)
 {
-    outcome a = train((plan){"crop:2,flip,erase", 1, 2, 0, 0, 0, NULL, NULL, NULL});
-    outcome b = train((plan){"crop:2,flip,erase", 2, 2, 0, 0, 0, NULL, NULL, NULL});
+    outcome a = train((plan){.augment = "crop:2,flip,erase", .threads = 1, .epochs = 2});
+    outcome b = train((plan){.augment = "crop:2,flip,erase", .threads = 2, .epochs = 2});
     CHECK(same(&a, &b));
     CHECK(a.last.train_loss == b.last.train_loss);
     outcome_free(&a);
@@ -366,16 +371,72 @@ TEST(augmented_runs_repeat_at_any_thread_count)
 TEST(augmented_runs_resume_exactly)
 {
     const char *spec = "crop:2,flip,erase";
-    outcome straight = train((plan){spec, 2, 3, 0, 0, 0, NULL, NULL, NULL});
+    outcome straight = train((plan){.augment = spec, .threads = 2, .epochs = 3});
     for (int mid = 0; mid < 2; mid++) {
-        outcome first = train((plan){spec, 2, 3, 0, mid ? 2 : 1, mid ? 3 : 0, NULL, tmp("a.ckpt"), NULL});
-        outcome rest = train((plan){spec, 1, 3, 0, 0, 0, tmp("a.ckpt"), NULL, NULL});
+        outcome first = train((plan){.augment = spec, .threads = 2, .epochs = 3, .stop_epoch = mid ? 2 : 1, .stop_step = mid ? 3 : 0,
+                                       .to = tmp("a.ckpt")});
+        outcome rest = train((plan){.augment = spec, .threads = 1, .epochs = 3, .from = tmp("a.ckpt")});
         CHECK(first.params && !same(&first, &straight));
         CHECK(same(&rest, &straight));
         outcome_free(&first);
         outcome_free(&rest);
     }
     outcome_free(&straight);
+}
+
+/* The images of d as grey PNGs in root/c0, c1, c2 (by label; file names in d's order). */
+static void write_folder(const char *root, const cf_dataset *d)
+{
+    const float *x = cf_dataset_x(d), *y = cf_dataset_y(d);
+    for (size_t i = 0; i < cf_dataset_count(d); i++) {
+        char path[400];
+        mkdir(root, 0755);
+        snprintf(path, sizeof path, "%s/c%d", root, (int)y[i]);
+        mkdir(path, 0755);   /* made already: fine */
+        unsigned char px[S * S], *png = NULL;
+        size_t len = 0;
+        for (int k = 0; k < S * S; k++) px[k] = (unsigned char)(x[i * S * S + k] * 255.0f + 0.5f);
+        snprintf(path, sizeof path, "%s/c%d/%03zu.png", root, (int)y[i], i);
+        FILE *f = fopen(path, "wb");
+        if (!f || cf_png_encode(px, S, S, 1, &png, &len) || fwrite(png, 1, len, f) != len) fprintf(stderr, "cannot write %s\n", path);
+        if (f) fclose(f);
+        free(png);
+    }
+}
+
+/* An image folder (images:DIR, streamed: decoded as it is read, by a thread ahead)
+ * trains augmented as its images held in memory do, bit for bit. */
+TEST(image_folders_augment_as_memory)
+{
+    cf_dataset *d = bars(1), *dt = bars(2), *tr = NULL, *te = NULL;
+    write_folder(tmp("pics"), d);
+    write_folder(tmp("pics-test"), dt);
+    char spec[300];
+    snprintf(spec, sizeof spec, "images:%s,%s", tmp("pics"), tmp("pics-test"));
+    cf_data_opts o = cf_data_defaults();
+    o.image = CF_SHAPE(1, S, S);
+    CHECK(cf_data_open_opts(spec, &o, &tr, &te) == 0 && cf_dataset_streamed(tr));
+    if (!tr) return;
+    size_t n = cf_dataset_count(tr), nt = cf_dataset_count(te);
+    float *x = malloc(n * S * S * sizeof *x), *xt = malloc(nt * S * S * sizeof *xt);
+    CHECK(cf_dataset_read(tr, 0, n, x) == 0 && cf_dataset_read(te, 0, nt, xt) == 0);
+    cf_dataset *mtr = cf_dataset_from_arrays(x, CF_SHAPE(1, S, S), cf_dataset_y(tr), 1, n);
+    cf_dataset *mte = cf_dataset_from_arrays(xt, CF_SHAPE(1, S, S), cf_dataset_y(te), 1, nt);
+    outcome a = train((plan){.data = tr, .test = te, .augment = "crop:2,flip,erase", .threads = 2, .epochs = 2});
+    outcome b = train((plan){.data = mtr, .test = mte, .augment = "crop:2,flip,erase", .threads = 2, .epochs = 2});
+    outcome c = train((plan){.data = mtr, .test = mte, .threads = 2, .epochs = 2});
+    CHECK(same(&a, &b) && !same(&b, &c));
+    outcome_free(&a);
+    outcome_free(&b);
+    outcome_free(&c);
+    free(x);
+    free(xt);
+    cf_dataset_free(d);
+    cf_dataset_free(dt);
+    cf_dataset_free(tr);
+    cf_dataset_free(te);
+    cf_dataset_free(mtr);
+    cf_dataset_free(mte);
 }
 
 static char notes[2048];
@@ -390,7 +451,7 @@ static void keep_note(const char *msg, void *user)
 /* A checkpoint records the augmentation; a resumed run with another is told. */
 TEST(resume_with_other_augmentation_is_noted)
 {
-    outcome first = train((plan){"flip,crop:2", 1, 2, 0, 1, 0, NULL, tmp("b.ckpt"), NULL});
+    outcome first = train((plan){.augment = "flip,crop:2", .threads = 1, .epochs = 2, .stop_epoch = 1, .to = tmp("b.ckpt")});
     outcome_free(&first);
     static const struct { const char *spec, *note; } cases[] = {
         {"crop:2,flip", NULL},
@@ -450,6 +511,7 @@ int main(void)
     RUN(augmented_runs_repeat_at_any_thread_count);
     RUN(augmented_runs_resume_exactly);
     RUN(resume_with_other_augmentation_is_noted);
+    RUN(image_folders_augment_as_memory);
     RUN(trainer_refuses_bad_augmentation);
     tmpdir_remove();
     return test_summary("augment");

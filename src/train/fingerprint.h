@@ -1,12 +1,12 @@
 /* fingerprint.h - what every rank of a data-parallel run must share, compared once
- * before the first step (cf_fit): the model's graph and weights, the data (the rows
- * and a hash of the contents of the training and test sets), and every setting that
- * decides the steps (batch, seed, epochs, optimizer, learning rate, schedule,
- * augmentation, normalisation, where a resumed run starts). Ranks given anything different would
+ * before the first step (cf_fit): the model's graph and weights, the data (the rows and
+ * a hash of the contents of the training and test sets), and every setting that decides
+ * the steps (batch, seed, epochs, optimizer, learning rate, schedule, augmentation,
+ * normalisation, where a resumed run starts). Ranks given anything different would
  * otherwise meet in mismatched MPI calls (Open MPI's "message truncated") or train in
  * silence on what they do not share; instead every rank stops with one message that
- * names the first difference. The fingerprint is of a fixed size, so that one
- * exchange of it can never be cut short by a rank that disagrees. */
+ * names the first difference. The fingerprint is of a fixed size, so that one exchange
+ * of it can never be cut short by a rank that disagrees. */
 #ifndef CF_TRAIN_FINGERPRINT_H
 #define CF_TRAIN_FINGERPRINT_H
 

@@ -5,10 +5,11 @@
  * point (an epoch's end, or the middle of one after cf_trainer_stop) continues
  * exactly as the uninterrupted one would; so is a training sample's augmentation
  * (o.augment), drawn from (seed, e, the sample's index) alone. Sequential data (text)
- * is not shuffled but read as B contiguous streams, one per row of the batch, so that state carried from
- * one batch to the next (a recurrent model's) goes on along the text: see order(); that
- * state starts from zeros where a stream starts from its beginning, at each epoch's
- * training (not where a stopped epoch resumes) and each evaluation. The learning-rate
+ * is not shuffled but read as B contiguous streams, one per row of the batch, so that
+ * state carried from one batch to the next (a recurrent model's) goes on along the
+ * text: see order(); that state starts from zeros where a stream starts from its
+ * beginning, at each epoch's training (not where a stopped epoch resumes) and each
+ * evaluation. The learning-rate
  * schedule is a function of the position in the run, (epoch - 1) * steps + step, so a run resumed with
  * another batch size or more epochs continues it by the fraction of the run done.
  * Executors are bound once: one for full batches, one for the smaller last batch of

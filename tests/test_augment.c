@@ -205,6 +205,7 @@ TEST(bad_specs_are_refused_naming_the_part)
     CHECK(cf_augment_check("crop:1", CF_SHAPE(CF_BATCH, 784)) == -1);
     CHECK_HAS(cf_last_error(), "the model's input is (B, 784), not an image (C, H, W)");
     CHECK(cf_augment_check("flip", CF_SHAPE(CF_BATCH, 4, 4)) == -1);
+    CHECK(cf_augment_check("none", CF_SHAPE(CF_BATCH, 784)) == 0);   /* none fits any model */
     static const char *const good[] = {"crop:4", "flip", "erase", "erase:0.25", "none", "flip,crop:1,erase:1"};
     for (size_t i = 0; i < sizeof good / sizeof *good; i++)
         CHECK(cf_augment_check(good[i], CF_SHAPE(CF_BATCH, 1, 28, 28)) == 0);

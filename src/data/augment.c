@@ -81,7 +81,7 @@ static int parse_part(const char *spec, const char *p, size_t len, cf_augment *a
 int cf_augment_parse(const char *spec, cf_shape input, cf_augment *a)
 {
     memset(a, 0, sizeof *a);
-    if (!spec) return 0;
+    if (!spec || !strcmp(spec, "none")) return 0;   /* any model: it undoes a model file's line */
     int none = 0, parts = 0;
     char s[96];
     if (image_of(input, a))

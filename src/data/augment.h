@@ -40,8 +40,9 @@ typedef struct cf_augment_draws {
 enum { CF_AUGMENT_RAW, CF_AUGMENT_STANDARDISED };
 
 /* Parse spec ("crop:4,flip", "erase:0.25", "none") for images of shape `input` (the
- * model's input 0, (C, H, W), with or without its batch dimension) into *a; a spec
- * of "none" gives all zeros. 0, or -1 with the message naming the bad part. */
+ * model's input 0, (C, H, W), with or without its batch dimension) into *a; NULL or
+ * "none" gives all zeros, for any input. 0, or -1 with the message naming the bad
+ * part. */
 int cf_augment_parse(const char *spec, cf_shape input, cf_augment *a);
 
 /* Whether a does anything. */

@@ -20,6 +20,7 @@ typedef struct args {
     const char *classes, *keep_best, *report, *label_col, *features;
     double top, patience, lr_start, lr_end, steps, depth;
     double epochs, batch, stop_after, lr, wd, clip, val, momentum, threads, seconds, length, temperature, limit_batches;
+    double label_smoothing;
     uint64_t seed;
     int has_seed, json, quiet, normalize, skip_bad, exact_size;
     int argc;             /* the command's own arguments, for messages */

@@ -424,6 +424,12 @@ static int train_run(const args *a, int ranks)
     int rc = 1;
     if (!m) return fail();
     cf_model_set_seed(m, a->seed);
+    if (a->label_smoothing > 0 && (loss == CF_LOSS_MSE || (!loss && strcmp(cf_model_output_op(m, 0), "softmax")))) {
+        fprintf(stderr, "cflux train: --label-smoothing is for cross-entropy, and %s trains with mean squared error "
+                        "(a classifier ends with softmax)\n", a->pos[0]);
+        cf_model_free(m);
+        return 2;
+    }
     if (class_names_set(m, a->classes, a->data, NULL)) goto done;   /* first: word labels are read as these */
     if (open_data(a, m, &train, &test)) goto out;
     if (class_names_from_data(m, train)) goto done;
@@ -445,6 +451,7 @@ static int train_run(const args *a, int ranks)
     fo.keep_best = a->keep_best;
     fo.distributed = ranks > 1;
     fo.limit_batches = isnan(a->limit_batches) ? 0 : (long)a->limit_batches;
+    fo.label_smoothing = isnan(a->label_smoothing) ? 0 : a->label_smoothing;
     r.tty = isatty(fileno(stderr));
     if (data_remember(m, a, train)) goto done;
     if (!(r.trainer = cf_trainer_new(m, train, &fo))) goto out;
@@ -474,10 +481,12 @@ static int train_run(const args *a, int ranks)
         if (fo.limit_batches)
             snprintf(limit, sizeof limit, ", limited to %ld batch%s per epoch and per evaluation", fo.limit_batches,
                      fo.limit_batches == 1 ? "" : "es");
-        fprintf(say, "training %s on %s: %zu train%s%zu test %s, %zu weights, %s lr %g, batch %d%s, %d thread%s\n",
+        char smooth[48] = "";
+        if (fo.label_smoothing > 0) snprintf(smooth, sizeof smooth, ", label smoothing %g", fo.label_smoothing);
+        fprintf(say, "training %s on %s: %zu train%s%zu test %s, %zu weights, %s lr %g%s, batch %d%s, %d thread%s\n",
                a->pos[0], a->data ? a->data : "fashion-mnist", cf_dataset_count(train),
                fo.val_fraction > 0 ? " (less a validation split), " : ", ", test ? cf_dataset_count(test) : 0, what,
-               cf_model_weight_count(m), oo.name, (double)oo.lr, r.batch, limit, nt, nt == 1 ? "" : "s");
+               cf_model_weight_count(m), oo.name, (double)oo.lr, smooth, r.batch, limit, nt, nt == 1 ? "" : "s");
         if (ranks > 1)
             fprintf(say, "data-parallel over %d ranks: each takes its share of every batch of %d (%d to %d rows)\n", ranks,
                    r.batch, r.batch / ranks, (r.batch + ranks - 1) / ranks);
@@ -509,8 +518,14 @@ static int train_run(const args *a, int ranks)
         snprintf(seed_s, sizeof seed_s, "%llu", (unsigned long long)a->seed);
         snprintf(threads_s, sizeof threads_s, "%d", cf_threads());
         snprintf(pat_s, sizeof pat_s, "%d", fo.patience);
+        char loss_s[64];
+        if (fo.label_smoothing > 0)
+            snprintf(loss_s, sizeof loss_s, "cross-entropy, label smoothing %g", fo.label_smoothing);
+        else
+            snprintf(loss_s, sizeof loss_s, "%s",
+                     cf_trainer_loss(r.trainer) == CF_LOSS_XENT ? "cross-entropy" : "mean squared error");
         const char *set[][2] = {{"data", a->data ? a->data : "fashion-mnist"},
-                                {"loss", cf_trainer_loss(r.trainer) == CF_LOSS_XENT ? "cross-entropy" : "mean squared error"},
+                                {"loss", loss_s},
                                 {"optimizer", oo.name}, {"learning rate", lr_s}, {"schedule", schedule},
                                 {"batch", batch_s}, {"epochs", epochs_s}, {"validation split", val_s},
                                 {"patience", fo.patience ? pat_s : "none"}, {"seed", seed_s}, {"threads", threads_s},

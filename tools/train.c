@@ -503,6 +503,7 @@ static int train_run(const args *a, int ranks)
     }
     report rep = {0};
     char command[4096], lr_s[32], batch_s[16], epochs_s[16], val_s[32], seed_s[32], threads_s[16], pat_s[16];
+    char loss_s[64];   /* the report keeps pointers to these until the run ends */
     if (a->report) {
         rep.path = a->report;
         rep.model = a->pos[0];
@@ -518,7 +519,6 @@ static int train_run(const args *a, int ranks)
         snprintf(seed_s, sizeof seed_s, "%llu", (unsigned long long)a->seed);
         snprintf(threads_s, sizeof threads_s, "%d", cf_threads());
         snprintf(pat_s, sizeof pat_s, "%d", fo.patience);
-        char loss_s[64];
         if (fo.label_smoothing > 0)
             snprintf(loss_s, sizeof loss_s, "cross-entropy, label smoothing %g", fo.label_smoothing);
         else

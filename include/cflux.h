@@ -510,7 +510,10 @@ CF_API void cf_scope_end(cf_model *m);
  * probabilities. Returns the loss node; its input 0 is the softmax node, whose value is
  * the probabilities. Backward is fused: d logits = (p - onehot) / B.
  * cf_cross_entropy: the same loss on probabilities p that the model already made
- * (fused with the softmax when p comes straight from one).
+ * (fused with the softmax when p comes straight from one). Through cf_op_at
+ * (CF_OP_XENT, {p, labels}), the one number is the label smoothing ε: in training
+ * (cf_forward(e, 1)) the targets are (1 - ε) onehot + ε / C, as PyTorch's
+ * CrossEntropyLoss(label_smoothing = ε); in evaluation it is left out.
  * cf_mse: mean of (pred - target)^2 over all elements. */
 #define cf_softmax_xent(m, logits, labels) cf_binary_at(m, CF_OP_XENT, cf_softmax(m, logits), labels, __FILE__, __LINE__, 0)
 #define cf_cross_entropy(m, p, labels) cf_binary_at(m, CF_OP_XENT, p, labels, __FILE__, __LINE__, 0)
@@ -1001,6 +1004,11 @@ typedef struct cf_fit_opts {
      * any thread count and across a resume. Checkpoints record it. NULL or "none":
      * none. See cf_augment_check. */
     const char *augment;
+    /* Label smoothing ε for cross-entropy, 0 <= ε < 1 (0: none): in training the
+     * targets are (1 - ε) onehot + ε / C, PyTorch's CrossEntropyLoss(label_smoothing =
+     * ε); the validation and test losses stay the plain cross-entropy. Mean squared
+     * error refuses it. Checkpoints record it; a resumed run must use the same. */
+    double label_smoothing;
 } cf_fit_opts;
 
 CF_API cf_fit_opts cf_fit_defaults(void);

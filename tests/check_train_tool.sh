@@ -170,6 +170,11 @@ grep -q '^epoch  2/2 ' "$t/out" && ok || bad "model settings under the command l
 printf '# train: --epochs lots\nmodel = Chain(Input(4), Affine(3), softmax)\n' > "$t/badown.flux"
 "$tool" train "$t/badown.flux" --data "csv:$t/train.csv" > /dev/null 2> "$t/err"; rc=$?
 [ $rc -eq 2 ] && grep -q "needs a whole number" "$t/err" && ok || bad "bad model settings: exit $rc: $(cat "$t/err")"
+# label smoothing from the model's own line, said in the header
+printf '# train: --epochs 1 --batch 8 --label-smoothing 0.1\nmodel = Chain(Input(4), Affine(3), softmax)\n' > "$t/smooth.flux"
+"$tool" train "$t/smooth.flux" --data "csv:$t/train.csv" > "$t/out" 2>&1
+grep -q '^training .*smooth.flux .* lr 0.001, label smoothing 0.1, batch 8' "$t/out" && grep -q '^epoch  1/1 ' "$t/out" \
+  && ok || bad "label smoothing from the model's settings: $(cat "$t/out")"
 
 # lr-find: the table and the suggestion, the same for the same seed; JSON; the plot; bad usage
 lrfind() { "$tool" lr-find "$t/m.flux" --data "csv:$t/train.csv" --batch 32 --seed 3 "$@"; }

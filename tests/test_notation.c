@@ -442,6 +442,59 @@ TEST(conv2d_in_the_notation)
     cf_model_free(m);
 }
 
+/* cond ? a : b is decided when the model is compiled: only the branch chosen is
+ * evaluated, so only its parameters exist (and a division by zero in the other is
+ * never seen, nor in the right side of && and || when the left decides). Comparisons
+ * and ! give true (1) or false (0); identity is x itself; Conv2D(bias = false) has no
+ * b, and reads the same kernels. */
+TEST(conditionals_are_decided_when_compiling)
+{
+    static const char *pick =
+        "net Pick(in, wide) {\n"
+        "  f = wide > 1 && in != 3 ? Affine(in, 2 * in) : Chain(Affine(in, in), relu)\n"
+        "  x -> f(x)\n"
+        "}\n";
+    char src[512];
+    snprintf(src, sizeof src, "%smodel = Chain(Input(4), Pick(wide = 2))\n", pick);
+    cf_model *m = cf_model_parse(src, "p.flux");
+    const char *wide[] = {"1.f.W", "1.f.b"};
+    CHECK(param_names_are(m, wide, 2));
+    char buf[64];
+    CHECK(m && strcmp(cf_shape_format(cf_model_output_shape(m, 0), buf, sizeof buf), "(B, 8)") == 0);
+    cf_model_free(m);
+    snprintf(src, sizeof src, "%smodel = Chain(Input(4), Pick(wide = 1))\n", pick);
+    m = cf_model_parse(src, "p.flux");
+    const char *narrow[] = {"1.f.0.W", "1.f.0.b"};
+    CHECK(param_names_are(m, narrow, 2));
+    cf_model_free(m);
+
+    enum { B = 2, D = 3, N = B * D };
+    const float x[N] = {-1.5f, 0, 2, 3, -4, 0.25f};
+    float got[N];
+    m = cf_model_parse("model = Chain(Input(3), identity,\n"
+                       "  x -> identity(x) .* (2 >= 2) .* (1 != 1 ? 5 : 3) + (1 == 2 || !(3 < 1) ? 10 : 20),\n"
+                       "  x -> x .- (false && 1 / 0 > 0) .- (true || 1 / 0 > 0 ? 1 : 2) .* (2 <= 1 ? 1 / 0 : 1))\n",
+                       "c.flux");
+    CHECK(m != NULL);
+    if (!m) fprintf(stderr, "%s\n", cf_last_error());
+    CHECK(m && run_model(m, B, x, N, got) == 0);
+    for (int i = 0; m && i < N; i++) CHECK(got[i] == x[i] * 3 + 10 - 1);
+    cf_model_free(m);
+    m = cf_model_parse("model = Chain(Input(3), x -> true && 1 / 0 > 0 ? x : x)\n", "z.flux");
+    CHECK(m == NULL && strstr(cf_last_error(), "division by zero"));
+    cf_model_free(m);
+
+    m = cf_model_parse("model = Chain(Input(2, 5, 5), Conv2D(3, 3, bias = false), Conv2D(4, 3, stride = 2))\n",
+                       "b.flux");
+    const char *conv[] = {"1.K", "2.K", "2.b"};
+    CHECK(param_names_are(m, conv, 3));
+    CHECK(m && cf_model_weight_count(m) == 3 * 2 * 9 + 4 * 3 * 9 + 4);
+    cf_model_free(m);
+    m = cf_model_parse("model = Chain(Input(2, 5, 5), Conv2D(3, 3, bias = 2))\n", "b2.flux");
+    CHECK(m == NULL && strstr(cf_last_error(), "must be true or false") && strstr(cf_last_error(), "b2.flux:1:31"));
+    cf_model_free(m);
+}
+
 /* Inside a Chain, `in` is the channels C of an image (B, C, H, W) and the last
  * dimension of anything else (docs/notation.md, "How a Chain fills in the input
  * size"). Size's W is (in, 5) whatever flows in, so its rows show what the Chain
@@ -693,6 +746,7 @@ int main(void)
     RUN(clamp_in_the_notation);
     RUN(conv2d_in_the_notation);
     RUN(chain_fills_in_channels_of_images_and_features_otherwise);
+    RUN(conditionals_are_decided_when_compiling);
     RUN(notation_mlp_equals_c_mlp);
     RUN(shapes_listing);
     RUN(attention_in_the_notation);

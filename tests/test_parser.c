@@ -2,7 +2,7 @@
  *
  * Trees are checked through a compact dump: (call Chain (call Input 784) relu),
  * (+ a b), (fn (x) body), (block ...), (= name value), (kw name value),
- * (net Name (params) body), (tuple ...), (neg a), y{-1}. */
+ * (net Name (params) body), (tuple ...), (neg a), (not a), (? a b c), y{-1}. */
 #include <locale.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -30,8 +30,9 @@ static void out(const char *fmt, ...)
 
 static const char *opname(ast_op op)
 {
-    static const char *names[] = {"+", "-", "*", ".*", "./", ".+", ".-", "/"};
-    return op <= OP_DIV ? names[op] : "?";
+    static const char *names[] = {"+", "-", "*", ".*", "./", ".+", ".-", "/", "==", "!=", "<", "<=", ">", ">=",
+                                  "&&", "||"};
+    return op <= OP_OR ? names[op] : "?";
 }
 
 static void dump(const ast *e)
@@ -49,6 +50,8 @@ static void dump(const ast *e)
     case AST_KWARG: out("(kw %s ", e->name); dump(e->a); out(")"); return;
     case AST_BINOP: out("(%s ", opname(e->op)); dump(e->a); out(" "); dump(e->b); out(")"); return;
     case AST_NEG: out("(neg "); dump(e->a); out(")"); return;
+    case AST_NOT: out("(not "); dump(e->a); out(")"); return;
+    case AST_COND: out("(? "); dump(e->a); out(" "); dump(e->b); out(" "); dump(e->c); out(")"); return;
     case AST_TUPLE: out("(tuple"); break;
     case AST_LAMBDA:
         out("(fn (");
@@ -333,6 +336,32 @@ TEST(precedence_and_associativity)
     CHECK(!strcmp(d("a = - - b"), "(block (= a (neg (neg b))))"));
     CHECK(!strcmp(d("a = (b + c) * d"), "(block (= a (* (+ b c) d)))"));
     CHECK(!strcmp(d("a = ((b))"), "(block (= a b))"));
+}
+
+/* The conditional and its conditions, loosest first: ?: (right-associative), ||, &&,
+ * one comparison, then arithmetic; ! binds as tightly as a minus sign. A forward
+ * function may be either branch. */
+TEST(conditionals_and_comparisons)
+{
+    CHECK(!strcmp(d("a = s != 1 || i != o ? f(i) : g"),
+                  "(block (= a (? (|| (!= s 1) (!= i o)) (call f i) g)))"));
+    CHECK(!strcmp(d("a = p || q && r"), "(block (= a (|| p (&& q r))))"));
+    CHECK(!strcmp(d("a = p && q || r && s"), "(block (= a (|| (&& p q) (&& r s))))"));
+    CHECK(!strcmp(d("a = b + 1 <= c * 2"), "(block (= a (<= (+ b 1) (* c 2))))"));
+    CHECK(!strcmp(d("a = p ? 1 : q ? 2 : 3"), "(block (= a (? p 1 (? q 2 3))))"));
+    CHECK(!strcmp(d("a = p ? q ? 1 : 2 : 3"), "(block (= a (? p (? q 1 2) 3)))"));
+    CHECK(!strcmp(d("a = (p ? 1 : 2) + 3"), "(block (= a (+ (? p 1 2) 3)))"));
+    CHECK(!strcmp(d("a = !p == q"), "(block (= a (== (not p) q)))"));
+    CHECK(!strcmp(d("a = !(p < q) && -b > 2"), "(block (= a (&& (not (< p q)) (> (neg b) 2))))"));
+    CHECK(!strcmp(d("a = !-1"), "(block (= a (not (neg 1))))"));
+    CHECK(!strcmp(d("a = x -> p ? relu(x) : x"), "(block (= a (fn (x) (? p (call relu x) x))))"));
+    CHECK(!strcmp(d("a = p ? x -> x : y -> relu(y)"), "(block (= a (? p (fn (x) x) (fn (y) (call relu y)))))"));
+    CHECK(!strcmp(d("a = f(c == d, k = b >= 2 ? 1 : 0)"), "(block (= a (call f (== c d) (kw k (? (>= b 2) 1 0)))))"));
+    CHECK_HAS(err("a = b < c < d"), "t.flux:1:11: error: comparisons do not chain: write a < b && b < c");
+    CHECK_HAS(err("a = p ? 1 2"), "t.flux:1:11: error: expected ':' (a ? b : c) but found '2'");
+    CHECK_HAS(err("a = p ? 1"), "t.flux:1:10: error: expected ':' (a ? b : c) but found end of file");
+    CHECK_HAS(err("a = p & q"), "t.flux:1:7: error: unexpected character '&'");
+    CHECK_HAS(err("a = p | q"), "t.flux:1:7: error: unexpected character '|'");
 }
 
 TEST(positions)
@@ -770,6 +799,7 @@ int main(void)
     RUN(numbers);
     RUN(numbers_ignore_the_locale);
     RUN(precedence_and_associativity);
+    RUN(conditionals_and_comparisons);
     RUN(positions);
     RUN(utf8_names);
     RUN(calls_kwargs_tuples);

@@ -311,7 +311,7 @@ TEST(non_finite_parameters_are_refused)
 static const char *const meta_keys[] = {
     "format", "format_version", "cflux_version", "epoch", "epoch_samples", "epoch_loss_sum", "epoch_hits", "epochs", "optimizer_steps", "seed",
     "batch", "lr", "optimizer", "optimizer_settings", "schedule", "loss", "val_fraction", "train_samples",
-    "initial_loss", "graph_hash", "history", "model_file", "model_source"};
+    "initial_loss", "graph_hash", "history", "model_file", "model_source", "label_smoothing"};
 #define NKEYS ((int)(sizeof meta_keys / sizeof *meta_keys))
 
 /* Rewrite a checkpoint with metadata `key` set to value (NULL: removed) and element k
@@ -482,6 +482,42 @@ TEST(changed_settings_are_told)
     CHECK_HAS(b.warnings, "the validation fraction changes from 0.1 to 0.2");
     CHECK_HAS(b.warnings, "the training data has 99 samples, the checkpoint's run had 90");
     cf_dataset_free(more);
+    cf_dataset_free(d);
+}
+
+/* Label smoothing is part of what a run trains: the checkpoint keeps it, a resume
+ * with another is refused (before the graph's hash, which it changes), and the train
+ * loss it gives is higher than without. A regression and a value out of [0, 1) are
+ * refused. */
+TEST(label_smoothing_is_part_of_the_run)
+{
+    cf_dataset *d = spirals(90, 3);
+    seen plain = {0}, smooth = {0};
+    cf_fit_opts o = watched(1, &plain);
+    CHECK(train(o, d, NULL, tmp("p.ckpt"), NULL) == 0);
+    o = watched(1, &smooth);
+    o.label_smoothing = 0.2;
+    CHECK(train(o, d, NULL, tmp("ls.ckpt"), NULL) == 0);
+    CHECK(smooth.loss[1] > plain.loss[1]);
+    o.epochs = 2;
+    CHECK(train(o, d, tmp("ls.ckpt"), NULL, NULL) == 0);
+    o.label_smoothing = 0.1;
+    CHECK(train(o, d, tmp("ls.ckpt"), NULL, NULL) == -1);
+    CHECK_HAS(cf_last_error(), "ls.ckpt: the checkpoint was trained with label smoothing 0.2 but this run uses 0.1");
+    CHECK(train(o, d, tmp("p.ckpt"), NULL, NULL) == -1);
+    CHECK_HAS(cf_last_error(), "p.ckpt: the checkpoint was trained with label smoothing 0 but this run uses 0.1");
+    CHECK(rewrite(tmp("ls.ckpt"), tmp("bad.ckpt"), "label_smoothing", "1.5") == 0);
+    o.label_smoothing = 0.2;
+    CHECK(train(o, d, tmp("bad.ckpt"), NULL, NULL) == -1);
+    CHECK_HAS(cf_last_error(), "bad.ckpt: the checkpoint's 'label_smoothing' is \"1.5\", not a number from 0 to 0.999999");
+    o.label_smoothing = 1;
+    CHECK(train(o, d, NULL, NULL, NULL) == -1);
+    CHECK_HAS(cf_last_error(), "the label smoothing must be in [0, 1), not 1");
+    o.label_smoothing = 0.1;
+    cf_model *m = cf_model_parse("model = Chain(Input(2), Affine(8), relu, Affine(1))\n", "price.flux");
+    CHECK(cf_trainer_new(m, d, &o) == NULL);
+    CHECK_HAS(cf_last_error(), "label smoothing is for cross-entropy, and this model trains with mean squared error");
+    cf_model_free(m);
     cf_dataset_free(d);
 }
 
@@ -684,6 +720,7 @@ int main(void)
     RUN(damaged_optimizer_state_is_refused);
     RUN(a_checkpoint_belongs_to_its_model);
     RUN(changed_settings_are_told);
+    RUN(label_smoothing_is_part_of_the_run);
     RUN(limit_batches);
     RUN(inputs_are_standardised);
     RUN(data_that_cannot_teach_is_refused);

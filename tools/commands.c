@@ -39,6 +39,7 @@ static const opt train_opts[] = {
     LABELCOL,
     IMAGES,
     LOSS,
+    {"--label-smoothing", OPT_NUM, 0, 0.99, OFF(label_smoothing), "X", "cross-entropy against (1 - X) onehot + X / classes, as\nPyTorch's CrossEntropyLoss(label_smoothing=X) (0; training only:\nthe test and validation losses stay plain)"},
     {"--normalize", OPT_FLAG, 0, 0, OFF(normalize), NULL, "standardise each input feature, and a regression's targets, with\nthe training split's mean and std (kept in the checkpoint; eval and\npredict apply it, and give predictions in the targets' units)"},
     {"--epochs", OPT_INT, 1, 1e6, OFF(epochs), "N", "epochs to train (10)"},
     {"--batch", OPT_INT, 1, 1 << 20, OFF(batch), "N", "samples per step (64)"},

@@ -28,6 +28,7 @@ typedef struct args {
     const char *augment;
     double top, patience, lr_start, lr_end, steps, depth;
     double epochs, batch, stop_after, lr, wd, clip, val, momentum, threads, seconds, length, temperature, limit_batches;
+    double label_smoothing;
     uint64_t seed;
     int has_seed, json, quiet, normalize, skip_bad, exact_size;
     const char *only_classes;   /* --only-classes LIST */

@@ -433,6 +433,12 @@ static int train_run(const args *a, int ranks)
         rc = 2;
         goto done;
     }
+    if (a->label_smoothing > 0 && (loss == CF_LOSS_MSE || (!loss && strcmp(cf_model_output_op(m, 0), "softmax")))) {
+        fprintf(stderr, "cflux train: --label-smoothing is for cross-entropy, and %s trains with mean squared error "
+                        "(a classifier ends with softmax)\n", a->pos[0]);
+        rc = 2;
+        goto done;
+    }
     if (class_names_set(m, a->classes, a->data, NULL)) goto done;   /* first: word labels are read as these */
     if (open_data(a, m, &train, &test)) goto out;
     if (only_classes(m, a, &train, &test) || class_names_from_data(m, train) || freeze_params(m, a)) goto done;
@@ -455,6 +461,7 @@ static int train_run(const args *a, int ranks)
     fo.distributed = ranks > 1;
     fo.limit_batches = isnan(a->limit_batches) ? 0 : (long)a->limit_batches;
     fo.augment = a->augment;
+    fo.label_smoothing = isnan(a->label_smoothing) ? 0 : a->label_smoothing;
     r.tty = isatty(fileno(stderr));
     if (!(r.trainer = cf_trainer_new(m, train, &fo))) goto out;
     if (load_init(m, a)) goto done;
@@ -482,10 +489,12 @@ static int train_run(const args *a, int ranks)
             snprintf(limit, sizeof limit, ", limited to %ld batch%s per epoch and per evaluation", fo.limit_batches,
                      fo.limit_batches == 1 ? "" : "es");
         int aug = a->augment && strcmp(a->augment, "none") != 0;
-        fprintf(say, "training %s on %s: %zu train%s%zu test %s, %zu weights, %s lr %g, batch %d%s%s%s, %d thread%s\n",
+        char smooth[48] = "";
+        if (fo.label_smoothing > 0) snprintf(smooth, sizeof smooth, ", label smoothing %g", fo.label_smoothing);
+        fprintf(say, "training %s on %s: %zu train%s%zu test %s, %zu weights, %s lr %g%s, batch %d%s%s%s, %d thread%s\n",
                a->pos[0], a->data ? a->data : "fashion-mnist", cf_dataset_count(train),
                fo.val_fraction > 0 ? " (less a validation split), " : ", ", test ? cf_dataset_count(test) : 0, what,
-               cf_model_weight_count(m), oo.name, (double)oo.lr, r.batch, limit, aug ? ", augment " : "",
+               cf_model_weight_count(m), oo.name, (double)oo.lr, smooth, r.batch, limit, aug ? ", augment " : "",
                aug ? a->augment : "", nt, nt == 1 ? "" : "s");
         if (ranks > 1)
             fprintf(say, "data-parallel over %d ranks: each takes its share of every batch of %d (%d to %d rows)\n", ranks,
@@ -503,6 +512,7 @@ static int train_run(const args *a, int ranks)
     }
     report rep = {0};
     char command[4096], lr_s[32], batch_s[16], epochs_s[16], val_s[32], seed_s[32], threads_s[16], pat_s[16];
+    char loss_s[64];   /* the report keeps pointers to these until the run ends */
     if (a->report) {
         rep.path = a->report;
         rep.model = a->pos[0];
@@ -518,8 +528,13 @@ static int train_run(const args *a, int ranks)
         snprintf(seed_s, sizeof seed_s, "%llu", (unsigned long long)a->seed);
         snprintf(threads_s, sizeof threads_s, "%d", cf_threads());
         snprintf(pat_s, sizeof pat_s, "%d", fo.patience);
+        if (fo.label_smoothing > 0)
+            snprintf(loss_s, sizeof loss_s, "cross-entropy, label smoothing %g", fo.label_smoothing);
+        else
+            snprintf(loss_s, sizeof loss_s, "%s",
+                     cf_trainer_loss(r.trainer) == CF_LOSS_XENT ? "cross-entropy" : "mean squared error");
         const char *set[][2] = {{"data", a->data ? a->data : "fashion-mnist"},
-                                {"loss", cf_trainer_loss(r.trainer) == CF_LOSS_XENT ? "cross-entropy" : "mean squared error"},
+                                {"loss", loss_s},
                                 {"optimizer", oo.name}, {"learning rate", lr_s}, {"schedule", schedule},
                                 {"augmentation", a->augment ? a->augment : "none"},
                                 {"batch", batch_s}, {"epochs", epochs_s}, {"validation split", val_s},

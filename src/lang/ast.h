@@ -18,6 +18,8 @@ typedef enum ast_kind {
     AST_KWARG,   /* name = a, inside a call's arguments or a net's parameters */
     AST_BINOP,   /* a op b */
     AST_NEG,     /* -a */
+    AST_NOT,     /* !a */
+    AST_COND,    /* a ? b : c (the condition a, then b, else c), known when the model is compiled */
     AST_TUPLE,   /* (items...), two or more */
     AST_LAMBDA,  /* items (AST_NAME parameters) -> a (an expression or AST_BLOCK) */
     AST_BLOCK,   /* { items... }: statements; the value is the last item */
@@ -35,7 +37,16 @@ typedef enum ast_op {
     OP_EDIV,     /* ./ */
     OP_EADD,     /* .+ */
     OP_ESUB,     /* .- */
-    OP_DIV       /* /  (numbers only; the compiler says so for tensors) */
+    OP_DIV,      /* /  (numbers only; the compiler says so for tensors) */
+    /* on numbers known when the model is compiled, true = 1 and false = 0 */
+    OP_EQ,       /* == */
+    OP_NE,       /* != */
+    OP_LT,       /* <  */
+    OP_LE,       /* <= */
+    OP_GT,       /* >  */
+    OP_GE,       /* >= */
+    OP_AND,      /* && (the right side evaluated only when the left is true) */
+    OP_OR        /* || (the right side evaluated only when the left is false) */
 } ast_op;
 
 typedef struct ast ast;
@@ -46,6 +57,7 @@ struct ast {
     const char *name;
     ast_op op;
     ast *a, *b;
+    ast *c;      /* AST_COND: the else branch */
     ast **items;
     int n;
 };

@@ -248,6 +248,16 @@ static int unary_call(cc *c, env *en, const ast *e, const struct builtin *b, val
     return cc_unary_node(c, en, e, b->op, &args[0], (float)kw[0].num, out);
 }
 
+/* identity(x): x itself, no node: a model that changes nothing (a residual block's
+ * shortcut when the shapes stay). */
+static int identity_call(cc *c, env *en, const ast *e, const struct builtin *b, value *args, int nargs,
+                         const value *kw, value *out)
+{
+    (void)c, (void)en, (void)e, (void)b, (void)nargs, (void)kw;
+    *out = args[0];
+    return 0;
+}
+
 /* chunk(x, k, n): part k (from 1) of n equal parts of x's last dimension. */
 static int chunk_call(cc *c, env *en, const ast *e, const struct builtin *b, value *args, int nargs, const value *kw,
                       value *out)
@@ -425,6 +435,7 @@ const struct builtin cc_builtins[] = {
      .call = transpose_call},
     {.name = "sqrt", .args = "n", .min = 1, .usage = "sqrt takes one number, not negative: sqrt(in / heads)",
      .call = sqrt_call},
+    {.name = "identity", .unary = 1, .where = 'f', .args = "v", .min = 1, .call = identity_call},
     {.name = "repeat", .id = B_REPEAT},   /* evaluated before its arguments: cc_repeat_call */
     {.name = "positions", .where = 'f', .args = "vv", .min = 2,
      .usage = "positions takes a table and a sequence: positions(P, x), P (context, d), x (B, T)",

@@ -217,6 +217,7 @@ env *cc_env_new(cc *c, env *parent, const char *file);
 int cc_bind(cc *c, env *en, const char *name, value v, const ast *where);
 int cc_local_index(const env *en, const char *name);
 const value *cc_lookup(const env *en, const char *name);
+int cc_name_known(const env *en, const char *name);
 int cc_eval_name(cc *c, env *en, const ast *e, value *out);
 
 /* ---- values.c ---- */

@@ -1,6 +1,7 @@
 /* eval.c - evaluating expressions: names, arithmetic on numbers and values, blocks,
  * and calls (their arguments, with the nets in a Chain that wait for their input
  * size, and what is called: a built-in, a net, a model). */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -8,11 +9,52 @@
 
 /* ---- evaluation ---- */
 
+/* v, the value of e, as a condition: true (1) or false (0), known when the model is
+ * compiled. A graph has no branches, so a condition that depends on the data (a
+ * tensor) cannot choose one. */
+static int known_bool(cc *c, env *en, const ast *e, const value *v, const char *what, int *out)
+{
+    if (v->kind == V_TENSOR)
+        return ERR(c, en, e, "%s must be known when the model is compiled (numbers, true or false: a net's "
+                   "arguments and arithmetic on them), but it is a value that depends on the data (the graph is chosen "
+                   "before any data flows)", what);
+    if (v->kind != V_NUM) return ERR(c, en, e, "%s must be true or false, not %s", what, cc_kind_name(v));
+    if (v->num != 0 && v->num != 1)
+        return ERR(c, en, e, "%s must be true or false (a comparison such as stride != 1), but it is %g", what,
+                   v->num);
+    *out = v->num == 1;
+    return 0;
+}
+
+/* a op b for a comparison, on numbers known when the model is compiled. */
+static int compare_values(cc *c, env *en, const ast *e, const char *op, value a, value b, value *out)
+{
+    if (a.kind == V_TENSOR || b.kind == V_TENSOR)
+        return ERR(c, en, e, "'%s' compares numbers known when the model is compiled, but its %s side is a value "
+                   "that depends on the data (the graph is chosen before any data flows)", op,
+                   a.kind == V_TENSOR ? "left" : "right");
+    if (a.kind != V_NUM || b.kind != V_NUM)
+        return ERR(c, en, e, "'%s' compares numbers, not %s and %s", op, cc_kind_name(&a), cc_kind_name(&b));
+    double x = a.num, y = b.num;
+    int r;
+    switch (e->op) {
+    case OP_EQ: r = x == y; break;
+    case OP_NE: r = x != y; break;
+    case OP_LT: r = x < y; break;
+    case OP_LE: r = x <= y; break;
+    case OP_GT: r = x > y; break;
+    default: r = x >= y;
+    }
+    *out = num_value(r);
+    return 0;
+}
+
 /* a op b, with a and b evaluated. */
 static int binop_values(cc *c, env *en, const ast *e, value a, value b, value *out)
 {
-    static const char *sym[] = {"+", "-", "*", ".*", "./", ".+", ".-", "/"};
+    static const char *sym[] = {"+", "-", "*", ".*", "./", ".+", ".-", "/", "==", "!=", "<", "<=", ">", ">="};
     const char *op = sym[e->op];
+    if (e->op >= OP_EQ) return compare_values(c, en, e, op, a, b, out);
     if (a.kind == V_NUM && b.kind == V_NUM) {
         double x = a.num, y = b.num;
         switch (e->op) {
@@ -64,9 +106,23 @@ static int eval_binop(cc *c, env *en, const ast *e, value *out)
     value acc;
     int rc = cc_eval(c, en, leftmost, &acc);
     for (int i = 0; i < n && rc == 0; i++) {
+        const ast *s = spine[i];
         value b;
-        rc = cc_eval(c, en, spine[i]->b, &b);
-        if (rc == 0) rc = binop_values(c, en, spine[i], acc, b, &acc);
+        if (s->op == OP_AND || s->op == OP_OR) {   /* the right side only when the left does not decide */
+            const char *op = s->op == OP_AND ? "&&" : "||";
+            char what[48];
+            int l = 0, r = 0;
+            snprintf(what, sizeof what, "the left side of '%s'", op);
+            rc = known_bool(c, en, s->a, &acc, what, &l);
+            if (rc || l == (s->op == OP_OR)) continue;
+            snprintf(what, sizeof what, "the right side of '%s'", op);
+            rc = cc_eval(c, en, s->b, &b);
+            if (rc == 0) rc = known_bool(c, en, s->b, &b, what, &r);
+            acc = num_value(r);
+            continue;
+        }
+        rc = cc_eval(c, en, s->b, &b);
+        if (rc == 0) rc = binop_values(c, en, s, acc, b, &acc);
     }
     free(spine);
     *out = acc;
@@ -138,6 +194,9 @@ int cc_eval_args(cc *c, env *en, const ast *e, value *args, int *nargs, const ch
             continue;
         }
         if (*nkw) return ERR(c, en, a, "a positional argument after keyword arguments");
+        if (a->kind == AST_BINOP && a->op == OP_EQ && a->a->kind == AST_NAME && !cc_name_known(en, a->a->name))
+            return ERR(c, en, a->a, "unknown name '%s' ('==' compares; a keyword argument is %s = ...)", a->a->name,
+                       a->a->name);
         const ast *x = a;
         value *v = &args[(*nargs)++];
         /* Chain(Affine(128)): a template one argument short of its `in` waits for it */
@@ -251,6 +310,19 @@ static int eval_at(cc *c, env *en, const ast *e, value *out)
             return 0;
         }
         return cc_unary_node(c, en, e, CF_OP_NEG, &x, 0, out);
+    }
+    case AST_NOT: {
+        value x;
+        int b;
+        if (cc_eval(c, en, e->a, &x) || known_bool(c, en, e->a, &x, "the operand of '!'", &b)) return -1;
+        *out = num_value(!b);
+        return 0;
+    }
+    case AST_COND: {   /* only the branch chosen is evaluated: only its parameters exist */
+        value x;
+        int b;
+        if (cc_eval(c, en, e->a, &x) || known_bool(c, en, e->a, &x, "the condition of 'a ? b : c'", &b)) return -1;
+        return cc_eval(c, en, b ? e->b : e->c, out);
     }
     case AST_TUPLE: {
         value *items = cf_arena_alloc(&c->arena, (size_t)e->n * sizeof *items);

@@ -276,7 +276,18 @@ token lex_next(lexer *lx)
     case '*': t.kind = T_STAR; break;
     case '/': t.kind = T_SLASH; break;
     case ',': t.kind = T_COMMA; break;
+    case '?': t.kind = T_QUESTION; break;
+    case ':': t.kind = T_COLON; break;
     case '=': t.kind = T_EQ; break;
+    case '<': t.kind = T_LT; break;
+    case '>': t.kind = T_GT; break;
+    case '!': t.kind = T_NOT; break;
+    case '&':
+    case '|':   /* && and || alone: a single & or | is no operator */
+        if (lx->pos + 1 >= n || s[lx->pos + 1] != (char)c) return bad_char(lx, c);
+        t.kind = c == '&' ? T_AND : T_OR;
+        t.len = 2;
+        break;
     case '-':
         t.kind = T_MINUS;
         if (lx->pos + 1 < n && s[lx->pos + 1] == '>') t.kind = T_ARROW, t.len = 2;
@@ -305,6 +316,11 @@ token lex_next(lexer *lx)
         break;
     default:
         return bad_char(lx, c);
+    }
+    if (t.len == 1 && lx->pos + 1 < n && s[lx->pos + 1] == '=' &&
+        (t.kind == T_EQ || t.kind == T_LT || t.kind == T_GT || t.kind == T_NOT)) {
+        t.kind = t.kind == T_EQ ? T_EQEQ : t.kind == T_LT ? T_LE : t.kind == T_GT ? T_GE : T_NE;
+        t.len = 2;
     }
     lx->pos += t.len;
     lx->col += (int)t.len;

@@ -38,6 +38,17 @@ typedef enum tok_kind {
     T_COMMA,
     T_EQ,        /* =  */
     T_ARROW,     /* -> */
+    T_QUESTION,  /* ? */
+    T_COLON,     /* : */
+    T_EQEQ,      /* == */
+    T_NE,        /* != */
+    T_LT,        /* <  */
+    T_LE,        /* <= */
+    T_GT,        /* >  */
+    T_GE,        /* >= */
+    T_AND,       /* && */
+    T_OR,        /* || */
+    T_NOT,       /* !  */
     T_ERROR      /* a lexical error; the message is in the lexer */
 } tok_kind;
 

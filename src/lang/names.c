@@ -157,6 +157,15 @@ const value *cc_lookup(const env *en, const char *name)
     return NULL;
 }
 
+/* Does name mean something here (a binding, a built-in, an initialiser, true, false)? */
+int cc_name_known(const env *en, const char *name)
+{
+    if (cc_lookup(en, name) || cc_builtin_find(name) >= 0 || !strcmp(name, "true") || !strcmp(name, "false")) return 1;
+    for (int i = 0; i < 3; i++)
+        if (strcmp(inits[i].name, name) == 0) return 1;
+    return 0;
+}
+
 int cc_eval_name(cc *c, env *en, const ast *e, value *out)
 {
     const value *v = cc_lookup(en, e->name);

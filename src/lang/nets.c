@@ -351,6 +351,8 @@ int cc_apply(cc *c, const value *f, value *x, int nx, const char *file, const as
         env tmp = {.file = file};
         struct builtin b = cc_builtin_at(f->fn);
         if (nx != 1) return cc_err(c, file, where->line, where->col, "%s takes one value", b.name);
+        if (b.op == CF_OP_INPUT)   /* no op of its own (identity): its function */
+            return cc_call_builtin(c, &tmp, where, f->fn, x, 1, NULL, NULL, 0, out);
         return cc_op_call(c, &tmp, where, b.op, x, 1, NULL, NULL, 0, out);
     }
     /* a partial: give it the size of what flows in, once */

@@ -7,10 +7,15 @@
  *   block    := '{' { NAME '=' expr | expr } '}'
  *               (a net body: bindings, at most one torch(...) declaration among them,
  *               and last its forward function)
- *   expr     := additive [ '->' ( block | expr ) ]  (the left side: a name or a tuple of names)
+ *   expr     := cond [ '->' ( block | expr ) ]  (the left side: a name or a tuple of names)
+ *   cond     := or [ '?' expr ':' expr ]         (right-associative, as in C and Julia)
+ *   or       := and { '||' and }
+ *   and      := compare { '&&' compare }
+ *   compare  := additive [ ('==' | '!=' | '<' | '<=' | '>' | '>=') additive ]
+ *               (comparisons do not chain: a < b < c is an error)
  *   additive := term { ('+' | '-' | '.+' | '.-') term }
  *   term     := operand { ('*' | '/' | '.*' | './') operand }
- *   operand  := { '-' } primary { '(' args ')' | '{' '-' INTEGER '}' }
+ *   operand  := { '-' | '!' } primary { '(' args ')' | '{' '-' INTEGER '}' }
  *               (-NUMBER folds into the number; {-k} only right after a name)
  *   args     := [ arg { ',' arg } [','] ]          arg := NAME '=' expr | expr
  *   primary  := NUMBER | NAME | '(' expr { ',' expr } ')'
@@ -411,20 +416,22 @@ static ast *parse_paren(parser *p)
     return e;
 }
 
-/* An operand: { '-' } primary { postfix }. A run of minus signs is a loop (each
- * still counts as a level of nesting); -NUMBER folds into the number. */
+/* An operand: { '-' | '!' } primary { postfix }. A run of prefix signs is a loop
+ * (each still counts as a level of nesting); -NUMBER folds into the number. */
 static ast *parse_operand(parser *p)
 {
     ast *e, *neg = NULL, *inner = NULL;
-    int line = p->tok.line, col = p->tok.col, minus = 0, i;
+    int line = p->tok.line, col = p->tok.col, minus = 0, nots = 0, i;
 
-    while (p->tok.kind == T_MINUS) {
+    while (p->tok.kind == T_MINUS || p->tok.kind == T_NOT) {
         ast *n;
-        if (!enter(p) || !(n = node_at(p, AST_NEG, &p->tok))) return NULL;
+        int is_not = p->tok.kind == T_NOT;
+        if (!enter(p) || !(n = node_at(p, is_not ? AST_NOT : AST_NEG, &p->tok))) return NULL;
         if (inner) inner->a = n;
         else neg = n;
         inner = n;
         minus++;
+        nots += is_not;
         advance(p);
     }
     switch (p->tok.kind) {
@@ -455,7 +462,7 @@ static ast *parse_operand(parser *p)
     if (!e) return NULL;
     for (i = 0; i < minus; i++) leave(p);
     if (!minus) return e;
-    if (e->kind == AST_NUM) {   /* -3 is the number -3 (and --3 is 3) */
+    if (e->kind == AST_NUM && !nots) {   /* -3 is the number -3 (and --3 is 3) */
         if (minus % 2) e->num = -e->num;
         e->line = line;
         e->col = col;
@@ -518,11 +525,78 @@ static ast *parse_additive(parser *p)
     }
 }
 
+static int cmp_op(tok_kind k, ast_op *op)
+{
+    switch (k) {
+    case T_EQEQ: *op = OP_EQ; return 1;
+    case T_NE: *op = OP_NE; return 1;
+    case T_LT: *op = OP_LT; return 1;
+    case T_LE: *op = OP_LE; return 1;
+    case T_GT: *op = OP_GT; return 1;
+    case T_GE: *op = OP_GE; return 1;
+    default: return 0;
+    }
+}
+
+/* additive [ comparison additive ]: one comparison, never a chain (a < b < c means
+ * one thing in C and another in Julia; neither is what a reader may guess). */
+static ast *parse_compare(parser *p)
+{
+    ast *a = parse_additive(p), *b;
+    ast_op op;
+
+    if (!a || !cmp_op(p->tok.kind, &op)) return a;
+    advance(p);
+    if (!(b = parse_additive(p)) || !(a = binop(p, op, a, b))) return NULL;
+    if (cmp_op(p->tok.kind, &op))
+        return fail_here(p, "comparisons do not chain: write a < b && b < c");
+    return a;
+}
+
+/* compare { '&&' compare } and { '||' and }, left-associative loops. */
+static ast *parse_and(parser *p)
+{
+    ast *e = parse_compare(p), *b;
+    while (e && p->tok.kind == T_AND) {
+        advance(p);
+        if (!(b = parse_compare(p)) || !(e = binop(p, OP_AND, e, b))) return NULL;
+    }
+    return e;
+}
+
+static ast *parse_or(parser *p)
+{
+    ast *e = parse_and(p), *b;
+    while (e && p->tok.kind == T_OR) {
+        advance(p);
+        if (!(b = parse_and(p)) || !(e = binop(p, OP_OR, e, b))) return NULL;
+    }
+    return e;
+}
+
+/* or [ '?' expr ':' expr ]: the else branch is a whole expression, so that
+ * a ? b : c ? d : e nests to the right (and may be a forward function). */
+static ast *parse_cond(parser *p)
+{
+    ast *e = parse_or(p), *cond;
+
+    if (!e || p->tok.kind != T_QUESTION) return e;
+    if (!enter(p) || !(cond = node(p, AST_COND, e->line, e->col))) return NULL;
+    cond->a = e;
+    advance(p); /* ? */
+    if (!(cond->b = parse_expr(p))) return NULL;
+    if (p->tok.kind != T_COLON) return expected(p, "':' (a ? b : c)");
+    advance(p);
+    if (!(cond->c = parse_expr(p))) return NULL;
+    leave(p);
+    return cond;
+}
+
 /* An expression, possibly a forward function `params -> body`. */
 static ast *parse_expr(parser *p)
 {
     int line = p->tok.line, col = p->tok.col;
-    ast *e = parse_additive(p), *fn;
+    ast *e = parse_cond(p), *fn;
     nodes params = {0};
     int i;
 

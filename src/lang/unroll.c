@@ -136,6 +136,7 @@ static int positionwise_op(const value *v)
     if (v->kind != V_BUILTIN) return 0;
     struct builtin b = cc_builtin_at(v->fn);
     if (!b.unary) return 0;   /* an op's (B_OP), or gelu's */
+    if (b.op == CF_OP_INPUT) return 1;   /* identity */
     return (cf_ops[b.op]->flags & CF_POSITIONWISE) != 0;
 }
 

@@ -7,6 +7,10 @@
  *   the softmax's input z as input 2; the loss is computed from z (logsumexp, stable)
  *   and the gradient goes to z alone: dz = (p sum(t) - t) / rows, MXNet's
  *   SoftmaxOutput.
+ *   Label smoothing ε (attr.f[0], in training only): the targets are t' = (1 - ε) t +
+ *   ε / C (t one-hot for an index), so that a row's loss is (1 - ε)(-log p_y) +
+ *   ε / C sum_c (-log p_c), PyTorch's CrossEntropyLoss(label_smoothing = ε); in
+ *   evaluation the loss is the plain cross-entropy, as cflux eval computes it.
  * mean squared error: mean over all elements of (a - b)^2. */
 #include <math.h>
 
@@ -51,15 +55,43 @@ static int label_of(const cf_inst *k, size_t r, int C)
     return (int)v;
 }
 
+/* The label smoothing of this run: ε in training, 0 in evaluation. */
+static float smoothing(const cf_inst *k) { return k->ctx->train ? k->node->attr.f[0] : 0.0f; }
+
+/* One row's loss with label smoothing eps: sum_c t'_c nl(c), nl(c) = -log p_c, from
+ * the logits z (fused: (mx - z_c) + ls) or from p. */
+static double smoothed_row(const float *p, const float *z, float mx, float ls, const float *t, int y, int C,
+                           float eps)
+{
+    double row = 0;
+    for (int c = 0; c < C; c++) {
+        float tc = (1 - eps) * (y < 0 ? t[c] : (float)(c == y)) + eps / (float)C;
+        row += tc * (z ? (mx - z[c]) + ls : -logf(p[c]));
+    }
+    return row;
+}
+
 static int xent_forward(const cf_inst *k)
 {
     int C = k->xs[0].d[k->xs[0].rank - 1];
     size_t rows = cf_shape_count_b(k->xs[0], 1) / (size_t)C;
     int soft = k->xs[1].rank == k->xs[0].rank, fused = k->nin > 2;
+    float eps = smoothing(k);
     double total = 0;
     for (size_t r = 0; r < rows; r++) {
         const float *p = k->x[0] + r * C, *t = k->x[1] + r * C;
-        if (fused) {
+        if (eps > 0) {
+            int y = soft ? -1 : label_of(k, r, C);
+            if (!soft && y < 0) return -1;
+            const float *z = fused ? k->x[2] + r * C : NULL;
+            float mx = 0, ls = 0;
+            if (z) {
+                mx = z[0];
+                for (int c = 1; c < C; c++) mx = z[c] > mx ? z[c] : mx;
+                ls = logf(cf_vexp_sum(NULL, z, mx, (size_t)C));
+            }
+            total += smoothed_row(p, z, mx, ls, t, y, C, eps);
+        } else if (fused) {
             const float *z = k->x[2] + r * C;
             float mx = z[0];
             for (int c = 1; c < C; c++) mx = z[c] > mx ? z[c] : mx;
@@ -95,17 +127,18 @@ static void xent_backward(const cf_inst *k)
     float *dx = k->dx[slot];
     if (!dx) return;
     int acc = k->acc[slot];
+    float eps = smoothing(k), keep = 1 - eps, spread = eps / (float)C;   /* t' = keep t + spread */
     for (size_t r = 0; r < rows; r++) {
         const float *p = k->x[0] + r * C, *t = k->x[1] + r * C;
         float *d = dx + r * C;
         int y = soft ? -1 : (int)k->x[1][r];   /* checked by forward */
-        float tsum = 1;
+        float tsum = 1;   /* sum_c t'_c; for an index 1 */
         if (soft && fused) {
             tsum = 0;
-            for (int c = 0; c < C; c++) tsum += t[c];
+            for (int c = 0; c < C; c++) tsum += keep * t[c] + spread;
         }
         for (int c = 0; c < C; c++) {
-            float tc = soft ? t[c] : (c == y);
+            float tc = keep * (soft ? t[c] : (float)(c == y)) + spread;
             float v = fused ? g * (p[c] * tsum - tc) : (tc != 0 ? -g * tc / p[c] : 0.0f);
             d[c] = acc ? d[c] + v : v;
         }

@@ -2,15 +2,17 @@
  * where the run was, in one safetensors file.
  *
  * The metadata (format "cflux-checkpoint", version 2) records the position (epochs
+ * The metadata (format "cflux-checkpoint", version 2) records the position (epochs
  * done, samples of the next epoch done, the optimizer's steps), what the run was (seed,
  * batch, base learning rate, schedule, augmentation when there is one, planned epochs,
- * validation fraction, training samples, loss, the first loss, the frozen parameters)
- * and the model (a hash of its graph, its file name and source text). Metadata comes
- * from a file that anyone may have written: every number is parsed whole and in range,
- * the fields must agree with one another, and the graph must be this model's.
- * Differences that a resumed run can live with (another seed, batch size, schedule,
- * augmentation, number of epochs) are passed to on_warning, saying what they change.
- * Version 1 checkpoints (no position within an epoch, no graph hash) still load.
+ * validation fraction, training samples, loss and its label smoothing, the first loss,
+ * the frozen parameters) and the model (a hash of its graph, its file name and source
+ * text). Metadata comes from a file that anyone may have written: every number is
+ * parsed whole and in range, the fields must agree with one another, and the graph
+ * must be this model's. Differences that a resumed run can live with (another seed,
+ * batch size, schedule, augmentation, number of epochs) are passed to on_warning,
+ * saying what they change. Version 1 checkpoints (no position within an epoch, no
+ * graph hash) still load.
  *
  * A run on text data also records the text's vocabulary ("text_vocab", the distinct
  * bytes in ascending order, written as text: printable ASCII as itself, a backslash
@@ -273,8 +275,9 @@ int cf_trainer_save(cf_trainer *t, const char *path)
     snprintf(step, sizeof step, "%ld", cf_optim_get_steps(t->opt));
     snprintf(seed, sizeof seed, "%" PRIu64, t->o.seed);
     snprintf(batch, sizeof batch, "%d", t->o.batch);
-    char limit[32];
+    char limit[32], smooth[32];
     snprintf(limit, sizeof limit, "%ld", t->o.limit_batches);
+    snprintf(smooth, sizeof smooth, "%.9g", t->o.label_smoothing);
     snprintf(lr, sizeof lr, "%.9g", (double)t->o.optim.lr);
     snprintf(val, sizeof val, "%.17g", t->o.val_fraction);
     snprintf(ntrain, sizeof ntrain, "%zu", t->ntrain);
@@ -307,6 +310,7 @@ int cf_trainer_save(cf_trainer *t, const char *path)
     char aug[64];
     if (cf_augment_any(&t->aug)) META("augment", cf_augment_format(&t->aug, aug, sizeof aug));   /* none: absent */
     META("loss", loss_name(m->loss_kind));
+    if (t->o.label_smoothing > 0) META("label_smoothing", smooth);   /* none: 0 */
     META("val_fraction", val);
     META("train_samples", ntrain);
     if (!isnan(t->initial_loss)) META("initial_loss", initial);   /* no step yet: none */
@@ -343,6 +347,7 @@ typedef struct ckpt_meta {
     uint64_t seed;
     int has_seed;
     double lr, val_fraction, initial_loss;   /* NAN: not recorded */
+    double label_smoothing;                  /* 0: none, or not recorded */
     const char *optim, *schedule, *loss, *hash, *model_file;
     const char *augment;                  /* NULL: none */
 } ckpt_meta;
@@ -405,7 +410,8 @@ static int read_meta(const cf_st_file *f, const char *path, ckpt_meta *k)
     if (seed && cf_parse_u64(seed, &k->seed)) return bad_field(path, "seed", seed, "a whole number from 0 to 2^64-1");
     k->has_seed = seed != NULL;
     if (get_num(f, path, "lr", 1e-30, 1e30, &k->lr) || get_num(f, path, "val_fraction", 0, 0.999999, &k->val_fraction) ||
-        get_num(f, path, "initial_loss", 0, 1e300, &k->initial_loss))
+        get_num(f, path, "initial_loss", 0, 1e300, &k->initial_loss) ||
+        get_num(f, path, "label_smoothing", 0, 0.999999, &k->label_smoothing))
         return -1;
     k->optim = cf_st_meta(f, "optimizer");
     k->schedule = cf_st_meta(f, "schedule");
@@ -441,6 +447,10 @@ static int check_same_run(cf_trainer *t, const ckpt_meta *k, const cf_st_file *f
                          loss_name(t->o.loss));
     if (cf_model_params_from(t->m, f, path, CF_LOAD_CHECK) || cf_frozen_check(t->m, cf_st_meta(f, "frozen"), path))
         return -1;
+    if ((float)k->label_smoothing != (float)t->o.label_smoothing)   /* another loss: said before the graph's hash */
+        return cf_seterr("error: %s: the checkpoint was trained with label smoothing %g but this run uses %g "
+                         "(--label-smoothing)", path, k->label_smoothing, t->o.label_smoothing);
+    if (cf_model_params_from(t->m, f, path, CF_LOAD_CHECK)) return -1;
     char hash[32];
     snprintf(hash, sizeof hash, "%016" PRIx64, cf_model_graph_hash(t->m));
     if (k->hash && strcmp(k->hash, hash) != 0)

@@ -255,6 +255,8 @@ cf_trainer *cf_trainer_new(cf_model *m, const cf_dataset *train, const cf_fit_op
     if (o->patience < 0) return cf_seterr("error: the patience must be 0 (none) or more epochs, not %d", o->patience), NULL;
     if (o->loss != 0 && o->loss != CF_LOSS_XENT && o->loss != CF_LOSS_MSE)
         return cf_seterr("error: unknown loss %d (CF_LOSS_XENT or CF_LOSS_MSE)", (int)o->loss), NULL;
+    if (!(o->label_smoothing >= 0 && o->label_smoothing < 1))
+        return cf_seterr("error: the label smoothing must be in [0, 1), not %g", o->label_smoothing), NULL;
     float lr;
     if (cf_schedule_lr(o->schedule ? o->schedule : "const", 1, 0, 1, 1, &lr)) return NULL;
     if (cf_model_infer_shapes(m)) return NULL;
@@ -267,6 +269,9 @@ cf_trainer *cf_trainer_new(cf_model *m, const cf_dataset *train, const cf_fit_op
     if (o->normalize && cf_norm_check(m, train)) return NULL;
     cf_loss want = o->loss ? o->loss : cf_model_has_loss(m) ? (cf_loss)cf_model_has_loss(m) : default_loss(m);
     if (cf_loss_fits(m, want)) return NULL;
+    if (o->label_smoothing > 0 && want != CF_LOSS_XENT)
+        return cf_seterr("error: label smoothing is for cross-entropy, and this model trains with mean squared error "
+                         "(a classifier ends with softmax)"), NULL;
     cf_trainer *t = calloc(1, sizeof *t);
     if (!t) return cf_oom(sizeof *t), NULL;
     t->m = m;
@@ -291,7 +296,7 @@ cf_trainer *cf_trainer_new(cf_model *m, const cf_dataset *train, const cf_fit_op
     }
     /* the model changes (its loss) only once the data fits */
     if (check_data(t, train, CHECK_VALUES) || size_run(m, t->o.optim.name) || cf_model_add_loss(m, want) ||
-        cf_model_init_params(m) ||
+        cf_loss_set_smoothing(m, (float)o->label_smoothing) || cf_model_init_params(m) ||
         !(t->opt = cf_optim_new(m, &t->o.optim)) || (o->distributed && cf_dist_size() > 1 && !(t->dist = cf_dist_attach(m)))) {
         cf_trainer_free(t);
         return NULL;

@@ -1,5 +1,5 @@
 /* loss.c - adding the training loss to a model: cross-entropy fused with the
- * classifier's softmax, or mean squared error. */
+ * classifier's softmax (with label smoothing if asked), or mean squared error. */
 #include "core/error.h"
 #include "core/graph.h"
 #include "train/trainer.h"
@@ -44,5 +44,15 @@ int cf_model_add_loss(cf_model *m, cf_loss kind)
     m->loss = loss;
     m->target = target;
     m->loss_kind = kind;
+    return 0;
+}
+
+/* Label smoothing eps of the model's cross-entropy: the loss node's number (none when
+ * 0, so that a graph without smoothing hashes as it always did). */
+int cf_loss_set_smoothing(cf_model *m, float eps)
+{
+    if (eps > 0 && (!m->loss || m->loss_kind != CF_LOSS_XENT))
+        return cf_seterr("error: label smoothing is for cross-entropy");
+    if (m->loss) m->loss->attr.f[0] = eps;
     return 0;
 }

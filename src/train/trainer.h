@@ -61,6 +61,10 @@ void cf_trainer_drop_carry(cf_trainer *t);
  * for cross-entropy), changing nothing: 0, or -1 with the message. */
 int cf_loss_fits(const cf_model *m, cf_loss kind);
 
+/* Set the label smoothing of the model's cross-entropy (src/ops/loss.c says what it
+ * does): 0, or -1 when eps > 0 and the model's loss is not cross-entropy. */
+int cf_loss_set_smoothing(cf_model *m, float eps);
+
 /* Append an epoch to the history; 0 or -1. */
 int cf_trainer_record(cf_trainer *t, const cf_epoch_stats *st);
 

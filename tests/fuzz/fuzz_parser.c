@@ -46,8 +46,12 @@ static void check_node(const ast *e, const ast *parent, int lines)
     }
     switch (e->kind) {
     case AST_BINOP:
-        if (!e->a || !e->b || (unsigned)e->op > OP_DIV || before(e->b, e->a)) abort();
+        if (!e->a || !e->b || (unsigned)e->op > OP_OR || before(e->b, e->a)) abort();
         break;
+    case AST_COND:
+        if (!e->a || !e->b || !e->c || before(e->b, e->a) || before(e->c, e->b)) abort();
+        break;
+    case AST_NOT:
     case AST_NEG:
     case AST_CALL:
     case AST_KWARG:
@@ -101,15 +105,15 @@ static void check_tree(const ast *root, int lines)
     st[n++] = (pair){root, NULL};
     while (n) {
         pair p = st[--n];
-        const ast *kids[2] = {p.e->a, p.e->b};
+        const ast *kids[3] = {p.e->a, p.e->b, p.e->c};
         check_node(p.e, p.parent, lines);
-        if (n + (size_t)p.e->n + 2 > cap) {
+        if (n + (size_t)p.e->n + 3 > cap) {
             pair *bigger;
-            cap = 2 * (n + (size_t)p.e->n + 2);
+            cap = 2 * (n + (size_t)p.e->n + 3);
             if (!(bigger = realloc(st, cap * sizeof *st))) break;
             st = bigger;
         }
-        for (i = 0; i < 2; i++)
+        for (i = 0; i < 3; i++)
             if (kids[i]) st[n++] = (pair){kids[i], p.e};
         for (i = 0; i < p.e->n; i++) st[n++] = (pair){p.e->items[i], p.e};
     }

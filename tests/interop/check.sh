@@ -53,5 +53,7 @@ trained clamp clamp.flux "csv:$work/norm.csv"
 # a GPT: transposes, batched products and the causal mask (an Add of -inf above the
 # diagonal before Softmax)
 trained gpt gpt.flux text:/usr/share/common-licenses/GPL-3
+# residual blocks: convolutions without bias, batch normalisation, the shortcuts' Add
+trained resnet resnet.flux fashion-mnist --limit-batches 5
 if [ $fail = 0 ]; then echo "interop: 1 passed, 0 failed"; else echo "interop: 0 passed, 1 failed"; fi
 exit $fail

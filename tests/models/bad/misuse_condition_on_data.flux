@@ -1,0 +1,6 @@
+net Gate(in) {
+  W = param(in, in)
+  x -> mean(x * W) > 0 ? relu(x) : x
+}
+
+model = Chain(Input(4), Gate())

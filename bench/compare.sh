@@ -1,7 +1,7 @@
 #!/bin/sh
 # compare.sh OLD NEW [ROUNDS] [SECONDS] - two cflux binaries on the cases of make bench
-# (bench/run.sh): the MLP of models/mlp.flux and the CNN of models/cnn.flux at batch
-# 64, the character GPT of models/char-gpt.flux and the LSTM of models/char-rnn.flux at
+# (bench/run.sh): the MLP of models/mlp.flux, the CNN of models/cnn.flux and the ResNet
+# of models/resnet.flux at batch 64, the character GPT of models/char-gpt.flux and the LSTM of models/char-rnn.flux at
 # batch 32 (sequences of 64 and 50: their figures in tokens/s and characters/s), each at
 # every thread count from 1 to the CPU count. Each round runs OLD and NEW once on every
 # case, one right after the other, and turns which goes first each round, so that both
@@ -13,7 +13,7 @@
 # Defaults: 5 rounds of 3 s per run. OLD and NEW are paths of binaries with `cflux
 # bench`; to compare one binary with itself under some setting, give a script that
 # sets it and runs the binary (exec env CFLUX_PASSES=none build/cflux "$@"). Settings:
-#   CFLUX_BENCH_MODELS     the cases, of mlp, cnn, lstm and gpt (default all four)
+#   CFLUX_BENCH_MODELS     the cases, of mlp, cnn, resnet, lstm and gpt (default all five)
 #   CFLUX_BENCH_THREADS    the thread counts (default 1 to the CPU count)
 #   CFLUX_BENCH_OUT        where the raw lines go (default
 #                          bench/results-compare-DATE.raw.jsonl), one JSON line a run
@@ -23,7 +23,7 @@ if [ $# -lt 2 ] || [ $# -gt 4 ]; then echo "$usage" >&2; exit 2; fi
 old=$1 new=$2 rounds=${3:-5} secs=${4:-3}
 case $rounds in '' | *[!0-9]*) echo "$usage" >&2; exit 2 ;; esac
 here=$(cd "$(dirname "$0")/.." && pwd)
-models=${CFLUX_BENCH_MODELS:-mlp cnn gpt lstm}
+models=${CFLUX_BENCH_MODELS:-mlp cnn resnet gpt lstm}
 threads=${CFLUX_BENCH_THREADS:-$(seq -s ' ' "$(nproc)")}
 raw=${CFLUX_BENCH_OUT:-$here/bench/results-compare-$(date +%Y-%m-%d-%H%M%S).raw.jsonl}
 for b in "$old" "$new"; do

@@ -20,6 +20,15 @@ test; bench/run.sh runs it with bench/pyenv.sh's python.
            also give "seq_len": 50 and chars_per_sec = samples_per_sec x 50; its
            latency is one sequence of 50 at batch 1, its inference batches of 1000
            sequences
+  resnet   models/resnet.flux (PyTorch only: MXNet is not run on it): inputs (B, 1, 28,
+           28); a 3x3 convolution of RESNET_WIDTHS[0] filters without bias, batch
+           normalisation, relu; then for each width of RESNET_WIDTHS, RESNET_BLOCKS
+           basic blocks (torchvision's BasicBlock: 3x3 convolution (stride 2 in the
+           first block of every stage but the first), batch norm, relu, 3x3
+           convolution, batch norm, plus the input or, where the shape changes, a 1x1
+           convolution of the same stride and a batch norm; relu), convolutions
+           without bias; global average pooling; dense RESNET_WIDTHS[-1]-10, softmax.
+           Trained in train mode (batch statistics), evaluated in eval mode
   gpt      models/char-gpt.flux (PyTorch only: MXNet 1.x has no causal attention
            to match, and run.sh skips it there): a character GPT over sequences of
            T = 64 indices in 0..75 (B, 64); token embedding 76 -> 128 plus learned
@@ -66,7 +75,9 @@ import sys
 import time
 
 SIZES = (784, 128, 64, 10)                 # the MLP's layers
-SHAPE = {"mlp": (784,), "cnn": (1, 28, 28)}  # one sample's input
+SHAPE = {"mlp": (784,), "cnn": (1, 28, 28), "resnet": (1, 28, 28)}  # one sample's input
+# the ResNet of models/resnet.flux: the widths of its stages, and blocks a stage
+RESNET_WIDTHS, RESNET_BLOCKS = (32, 64, 128), 1
 CLASSES = 10
 BATCH, INFER_BATCH, POOL, LR = 64, 1000, 64, 0.01
 # the LSTM: a character model, vocabulary V, embedding E, hidden H, T steps, batch 32
@@ -117,9 +128,39 @@ def peak_rss_mb():
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0  # Linux: KiB
 
 
+def torch_resnet():
+    import torch
+    nn, F = torch.nn, torch.nn.functional
+
+    class BasicBlock(nn.Module):
+        def __init__(self, cin, cout, stride):
+            super().__init__()
+            self.conv1 = nn.Conv2d(cin, cout, 3, stride, 1, bias=False)
+            self.bn1 = nn.BatchNorm2d(cout)
+            self.conv2 = nn.Conv2d(cout, cout, 3, 1, 1, bias=False)
+            self.bn2 = nn.BatchNorm2d(cout)
+            self.downsample = None
+            if stride != 1 or cin != cout:
+                self.downsample = nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout))
+
+        def forward(self, x):
+            y = self.bn2(self.conv2(F.relu(self.bn1(self.conv1(x)))))
+            return F.relu(y + (x if self.downsample is None else self.downsample(x)))
+
+    layers, cin = [nn.Conv2d(1, RESNET_WIDTHS[0], 3, 1, 1, bias=False), nn.BatchNorm2d(RESNET_WIDTHS[0]), nn.ReLU()], RESNET_WIDTHS[0]
+    for stage, width in enumerate(RESNET_WIDTHS):
+        for block in range(RESNET_BLOCKS):
+            layers.append(BasicBlock(cin, width, 2 if stage > 0 and block == 0 else 1))
+            cin = width
+    layers += [nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(cin, CLASSES)]
+    return nn.Sequential(*layers)
+
+
 def torch_model(name):
     import torch
     nn = torch.nn
+    if name == "resnet":
+        return torch_resnet()
     if name == "cnn":
         return nn.Sequential(nn.Conv2d(1, 8, 5), nn.ReLU(), nn.MaxPool2d(2),
                              nn.Conv2d(8, 16, 5), nn.ReLU(), nn.MaxPool2d(2),
@@ -418,12 +459,12 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("peer", choices=("torch", "mxnet"))
     ap.add_argument("case", choices=("train", "latency", "infer"))
-    ap.add_argument("--model", choices=("mlp", "cnn", "lstm", "gpt"), default="mlp")
+    ap.add_argument("--model", choices=("mlp", "cnn", "lstm", "gpt", "resnet"), default="mlp")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--seconds", type=float, default=3.0)
     a = ap.parse_args()
-    if a.peer == "mxnet" and a.model == "gpt":
-        ap.error("the gpt case is PyTorch's only (run.sh skips MXNet there)")
+    if a.peer == "mxnet" and a.model in ("gpt", "resnet"):
+        ap.error("the %s case is PyTorch's only (run.sh skips MXNet there)" % a.model)
     for v in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MXNET_CPU_WORKER_NTHREADS"):
         os.environ[v] = str(a.threads)
     res = (run_torch if a.peer == "torch" else run_mxnet)(a.model, a.case, a.threads, a.seconds)

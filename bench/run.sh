@@ -1,12 +1,12 @@
 #!/bin/sh
 # run.sh [ROUNDS] [SECONDS] - cflux side by side with PyTorch 2 and MXNet 1.9.1 (make
-# bench) on the MLP of models/mlp.flux, then on the CNN of models/cnn.flux and the
-# character GPT of models/char-gpt.flux (and, when asked, the LSTM of
-# models/char-rnn.flux): training samples/s (batch 64, SGD at lr 0.01; the LSTM and the
+# bench) on the MLP of models/mlp.flux, then on the CNN of models/cnn.flux, the ResNet
+# of models/resnet.flux and the character GPT of models/char-gpt.flux (and, when asked,
+# the LSTM of models/char-rnn.flux): training samples/s (batch 64, SGD at lr 0.01; the LSTM and the
 # GPT: batch 32, in characters/s and tokens/s), batch-1 latency, batch-1000 inference
-# samples/s (the GPT: batch 100) and the training's peak memory. The GPT runs against
-# PyTorch only: MXNet 1.x has no causal attention to match, so its case is skipped
-# there. For each model, each round runs every contender once at
+# samples/s (the GPT: batch 100) and the training's peak memory. The GPT and the ResNet
+# run against PyTorch only: MXNet 1.x has no causal attention to match, and its ResNet
+# case is not written, so they are skipped there. For each model, each round runs every contender once at
 # every thread count from 1 to the CPU count (the order of the contenders turns each
 # round, so none always runs first); then bench/results.py prints, for each model, the
 # medians of each contender at each thread count and a table of each at its best.
@@ -16,9 +16,10 @@
 # bench/results-DATE.json, with every raw line; the raw lines are also kept, as they
 # come, in the same name with .raw.jsonl. Other settings:
 #   CFLUX=path             the cflux binary (default build/cflux; needs `cflux bench`)
-#   CFLUX_BENCH_MODELS     the models to run, of mlp, cnn, lstm and gpt (default
-#                          "mlp cnn gpt"); lstm is models/char-rnn.flux, sequences of
-#                          50 characters; gpt models/char-gpt.flux, sequences of 64
+#   CFLUX_BENCH_MODELS     the models to run, of mlp, cnn, resnet, lstm and gpt
+#                          (default "mlp cnn resnet gpt"); lstm is models/char-rnn.flux,
+#                          sequences of 50 characters; gpt models/char-gpt.flux,
+#                          sequences of 64
 #   CFLUX_BENCH_PEERS      the peers to run (default "torch mxnet")
 #   CFLUX_BENCH_VENV       the peers' Python environment (bench/pyenv.sh makes it)
 #   CFLUX_BENCH_PRESCOTT   1 (the default): also run cflux as "cflux-prescott", with
@@ -29,14 +30,14 @@ rounds=${1:-5} secs=${2:-3}
 case $rounds in '' | *[!0-9]*) echo "usage: bench/run.sh [ROUNDS] [SECONDS]" >&2; exit 2 ;; esac
 here=$(cd "$(dirname "$0")/.." && pwd)
 cflux=${CFLUX:-$here/build/cflux}
-models=${CFLUX_BENCH_MODELS:-mlp cnn gpt}
+models=${CFLUX_BENCH_MODELS:-mlp cnn resnet gpt}
 peers=${CFLUX_BENCH_PEERS-torch mxnet}
 out=${CFLUX_BENCH_OUT:-$here/bench/results-$(date +%Y-%m-%d-%H%M%S).json}
 raw=${out%.json}.raw.jsonl
 cpus=$(nproc)
 [ -x "$cflux" ] || { echo "run.sh: no $cflux: build first (make)" >&2; exit 1; }
-# the peers that run a case (MXNet has no gpt)
-peers_of() { for c in $peers; do if [ "$c" != mxnet ] || [ "$1" != gpt ]; then echo "$c"; fi; done; }
+# the peers that run a case (MXNet runs neither the GPT nor the ResNet)
+peers_of() { for c in $peers; do case $c.$1 in mxnet.gpt | mxnet.resnet) ;; *) echo "$c" ;; esac; done; }
 . "$here/bench/cases.sh"
 check_cases run.sh "$models"
 py=$(sh "$here/bench/pyenv.sh")

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "ops/op.h"
+#include "rt/vsum.h"
 
 /* A walk over the output: `rank` dims (merged), and for each of a and b the element
  * stride of every dim (0 where broadcast). */
@@ -111,26 +112,6 @@ typedef struct {
     int which;
 } bjob;
 
-/* The sum of x[0..n): sixteen interleaved partial sums, four vectors of four, added in
- * a fixed order, then the rest in turn. Not one chain of n dependent additions (a bias
- * over an image sums a plane per row): the same bits every time all the same. */
-static float sum_floats(const float *x, size_t n)
-{
-    typedef float v4 __attribute__((vector_size(16)));
-    v4 s[4] = {{0}, {0}, {0}, {0}};
-    size_t i = 0;
-    for (; i + 16 <= n; i += 16)
-        for (int q = 0; q < 4; q++) {
-            v4 v;
-            memcpy(&v, x + i + 4 * q, sizeof v);
-            s[q] += v;
-        }
-    v4 t = (s[0] + s[1]) + (s[2] + s[3]);
-    float r = (t[0] + t[1]) + (t[2] + t[3]);
-    for (; i < n; i++) r += x[i];
-    return r;
-}
-
 /* dx = local grads, for an input with the output's shape (rows are independent). */
 static void backward_rows_full(void *p, size_t r0, size_t r1)
 {
@@ -189,7 +170,7 @@ static void arith_backward(const cf_inst *k)
             if (op == CF_OP_ADD || op == CF_OP_SUB) {   /* reads neither input */
                 float sign = (op == CF_OP_SUB && which) ? -1.0f : 1.0f, s = 0;
                 if (sx == 0) {
-                    s = sum_floats(dy, n);
+                    s = cf_vsum(dy, n);   /* a bias over an image sums a plane a row */
                     d[0] += sign * s;
                 } else {
                     for (size_t i = 0; i < n; i++) d[i] += sign * dy[i];

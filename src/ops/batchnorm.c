@@ -32,6 +32,7 @@
 
 #include "core/error.h"
 #include "ops/op.h"
+#include "rt/vsum.h"
 
 #define DEFAULT_EPS 1e-5f
 #define DEFAULT_MOMENTUM 0.1f
@@ -90,6 +91,27 @@ static job job_of(const cf_inst *k)
     return j;
 }
 
+/* Channel c's batch mean and biased variance. The sums are taken plane by plane (the S
+ * values of one sample, which lie together), each in float by rt/vsum.h's sixteen
+ * partial sums (one double accumulator was a chain of dependent additions, and the
+ * op's main cost), and the planes' sums added in double in sample order: an order that
+ * depends on the shape alone. The mean first, then the squared deviations from it as
+ * a float m (a second pass, over values the first leaves in cache), less the square of
+ * m's rounding, since sum (x - m)^2 = sum (x - mean)^2 + N (mean - m)^2. */
+static void channel_stats(const job *j, size_t c, double *mean, double *var)
+{
+    const float *x = j->k->x[0];
+    size_t N = j->B * j->S;
+    double s = 0, q = 0;
+    for (size_t b = 0; b < j->B; b++) s += cf_vsum(x + (b * j->C + c) * j->S, j->S);
+    *mean = s / (double)N;
+    float m = (float)*mean;
+    for (size_t b = 0; b < j->B; b++) q += cf_vsum_sqdev(x + (b * j->C + c) * j->S, j->S, m);
+    double r = *mean - m;
+    *var = q / (double)N - r * r;
+    if (*var < 0) *var = 0;
+}
+
 /* Channels [c0, c1): statistics (batch or running), then y. */
 static void forward_range(void *p, size_t c0, size_t c1)
 {
@@ -103,19 +125,9 @@ static void forward_range(void *p, size_t c0, size_t c1)
     for (size_t c = c0; c < c1; c++) {
         double mean, var;
         if (batch_stats(k)) {
-            double s = 0, q = 0;
-            for (size_t b = 0; b < j->B; b++) {
-                const float *xc = x + (b * j->C + c) * j->S;
-                for (size_t i = 0; i < j->S; i++) s += xc[i];
-            }
-            mean = s / (double)N;
-            for (size_t b = 0; b < j->B; b++) {
-                const float *xc = x + (b * j->C + c) * j->S;
-                for (size_t i = 0; i < j->S; i++) q += (xc[i] - mean) * (xc[i] - mean);
-            }
-            var = q / (double)N;
+            channel_stats(j, c, &mean, &var);
             rmean[c] = (1 - mom) * rmean[c] + mom * (float)mean;
-            rvar[c] = (1 - mom) * rvar[c] + mom * (float)(q / (double)(N - 1));
+            rvar[c] = (1 - mom) * rvar[c] + mom * (float)(var * (double)N / (double)(N - 1));
         } else {
             mean = rmean[c];
             var = rvar[c];
@@ -124,10 +136,11 @@ static void forward_range(void *p, size_t c0, size_t c1)
         k->aux[c] = m;
         k->aux[j->C + c] = istd;
         float a = gamma[c] * istd, sh = beta[c] - m * a;
+        size_t S = j->S;   /* a local, for the loop to vectorise (dx_planes) */
         for (size_t b = 0; b < j->B; b++) {
-            const float *xc = x + (b * j->C + c) * j->S;
-            float *yc = k->y + (b * j->C + c) * j->S;
-            for (size_t i = 0; i < j->S; i++) yc[i] = xc[i] * a + sh;
+            const float *restrict xc = x + (b * j->C + c) * S;
+            float *restrict yc = k->y + (b * j->C + c) * S;
+            for (size_t i = 0; i < S; i++) yc[i] = xc[i] * a + sh;
         }
     }
 }
@@ -143,26 +156,43 @@ static int bn_forward(const cf_inst *k)
     return 0;
 }
 
+/* dx for channel c's planes: a dy + bx x + c0, added when acc. */
+static void dx_planes(const job *j, size_t c, float a, float bx, float c0, int acc)
+{
+    const cf_inst *k = j->k;
+    size_t S = j->S;   /* a local: through j, every store to dx might change it, and no loop would vectorise */
+    for (size_t b = 0; b < j->B; b++) {
+        size_t o = (b * j->C + c) * S;
+        const float *restrict xc = k->x[0] + o, *restrict dyc = k->dy + o;
+        float *restrict dxc = k->dx[0] + o;
+        if (acc)
+            for (size_t i = 0; i < S; i++) dxc[i] += a * dyc[i] + bx * xc[i] + c0;
+        else
+            for (size_t i = 0; i < S; i++) dxc[i] = a * dyc[i] + bx * xc[i] + c0;
+    }
+}
+
 static void backward_range(void *p, size_t c0, size_t c1)
 {
     const job *j = p;
     const cf_inst *k = j->k;
     const float *x = k->x[0], *gamma = k->x[1], *dy = k->dy;
-    float *dx = k->dx[0], *dgamma = k->dx[1], *dbeta = k->dx[2];
+    float *dgamma = k->dx[1], *dbeta = k->dx[2];
     size_t N = j->B * j->S;
     for (size_t c = c0; c < c1; c++) {
         float m = k->aux[c], istd = k->aux[j->C + c];
-        double sdy = 0, sdyx = 0;
+        double sdy = 0, sdyx = 0;   /* sum dy, and sum dy (x - m), which istd makes sum dy xhat */
         for (size_t b = 0; b < j->B; b++) {
-            const float *xc = x + (b * j->C + c) * j->S, *dyc = dy + (b * j->C + c) * j->S;
-            for (size_t i = 0; i < j->S; i++) {
-                sdy += dyc[i];
-                sdyx += dyc[i] * ((xc[i] - m) * istd);
-            }
+            size_t o = (b * j->C + c) * j->S;
+            float s, sx;
+            cf_vsum_grad(x + o, dy + o, j->S, m, &s, &sx);
+            sdy += s;
+            sdyx += sx;
         }
+        sdyx *= istd;
         if (dgamma) dgamma[c] = (k->acc[1] ? dgamma[c] : 0) + (float)sdyx;
         if (dbeta) dbeta[c] = (k->acc[2] ? dbeta[c] : 0) + (float)sdy;
-        if (!dx) continue;
+        if (!k->dx[0]) continue;
         float g = gamma[c] * istd;
         /* training: dx = g dy - g / N (dbeta + xhat dgamma) = a dy + b x + c0 */
         float a = g, bx = 0, c0v = 0;
@@ -171,14 +201,7 @@ static void backward_range(void *p, size_t c0, size_t c1)
             bx = -g * mg * istd;
             c0v = -g * mb + g * mg * istd * m;
         }
-        for (size_t b = 0; b < j->B; b++) {
-            const float *xc = x + (b * j->C + c) * j->S, *dyc = dy + (b * j->C + c) * j->S;
-            float *dxc = dx + (b * j->C + c) * j->S;
-            if (k->acc[0])
-                for (size_t i = 0; i < j->S; i++) dxc[i] += a * dyc[i] + bx * xc[i] + c0v;
-            else
-                for (size_t i = 0; i < j->S; i++) dxc[i] = a * dyc[i] + bx * xc[i] + c0v;
-        }
+        dx_planes(j, c, a, bx, c0v, k->acc[0]);
     }
 }
 

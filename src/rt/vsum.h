@@ -3,7 +3,6 @@
  *
  *   float s = cf_vsum(x, n);                  sum of x[i], i < n
  *   float q = cf_vsum_sqdev(x, n, m);         sum of (x[i] - m)^2
- *   cf_vsum_grad(x, dy, n, m, &s, &sx);       s = sum of dy[i], sx = sum of dy[i] (x[i] - m)
  *
  * Element i goes to partial sum i % 16 (four vectors of four lanes, GCC's generic
  * vectors: SSE2 on the baseline x86-64 build, NEON on arm64), for i below n rounded
@@ -11,14 +10,17 @@
  * lane and then the lanes likewise, and the last n % 16 elements added in turn. One
  * accumulator would be a chain of n dependent additions, four cycles each; sixteen are
  * independent chains that run together. The order depends on n alone: the same bits
- * for the same array at any thread count. */
+ * for the same array at any thread count. cf_vsum_load and cf_vsum_fold are there for
+ * other sums of the same order (ops/batchnorm.c's gradient). */
 #ifndef CF_RT_VSUM_H
 #define CF_RT_VSUM_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <string.h>
 
 typedef float cf_vsum_v4 __attribute__((vector_size(16)));
+typedef int32_t cf_vsum_v4i __attribute__((vector_size(16)));   /* a comparison's lanes */
 
 static inline cf_vsum_v4 cf_vsum_load(const float *p)
 {
@@ -58,27 +60,6 @@ static inline float cf_vsum_sqdev(const float *restrict x, size_t n, float m)
     float r = cf_vsum_fold(s);
     for (; i < n; i++) r += (x[i] - m) * (x[i] - m);
     return r;
-}
-
-static inline void cf_vsum_grad(const float *restrict x, const float *restrict dy, size_t n, float m, float *sdy,
-                                float *sdyx)
-{
-    const cf_vsum_v4 mv = {m, m, m, m};
-    cf_vsum_v4 s[4] = {{0}, {0}, {0}, {0}}, sx[4] = {{0}, {0}, {0}, {0}};
-    size_t i = 0;
-    for (; i + 16 <= n; i += 16)
-        for (int q = 0; q < 4; q++) {
-            cf_vsum_v4 g = cf_vsum_load(dy + i + 4 * q);
-            s[q] += g;
-            sx[q] += g * (cf_vsum_load(x + i + 4 * q) - mv);
-        }
-    float r = cf_vsum_fold(s), rx = cf_vsum_fold(sx);
-    for (; i < n; i++) {
-        r += dy[i];
-        rx += dy[i] * (x[i] - m);
-    }
-    *sdy = r;
-    *sdyx = rx;
 }
 
 #endif

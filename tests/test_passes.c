@@ -37,9 +37,9 @@ static cf_exec *bind_with(cf_model **m, const char *src, const char *passes, uns
     return e;
 }
 
-/* Four SGD steps on fixed data: each step's loss into loss[], then the weights and
- * the states into *w (malloc'd, *nw floats). The nodes of op `fused` found into *fused.
- * 0 or -1. */
+/* Four SGD steps on fixed data: each step's loss into loss[0..3] and an evaluation's
+ * on the last batch into loss[4], then the weights and the states into *w (malloc'd,
+ * *nw floats). The nodes of op `fused` found into *fused. 0 or -1. */
 static int train(const char *src, const char *passes, cf_opcode op, float *loss, float **w, size_t *nw, int *fused)
 {
     cf_model *m;
@@ -54,14 +54,16 @@ static int train(const char *src, const char *passes, cf_opcode op, float *loss,
             for (size_t j = 0; j < n; j++)
                 x[j] = labels ? (float)((j + step) % 3) : (float)((j * 7 + i * 3 + step) % 11) / 5.0f - 1.0f;
         }
-        if (cf_forward(e, 1) || cf_backward(e) || cf_update_sgd(e, 0.1f)) {
+        int rc = cf_forward(e, 1) || cf_backward(e) || cf_update_sgd(e, 0.1f);
+        loss[step] = cf_exec_loss(e);
+        if (rc || (step == 3 && cf_forward(e, 0))) {
             fprintf(stderr, "step: %s\n", cf_last_error());
             cf_exec_free(e);
             cf_model_free(m);
             return -1;
         }
-        loss[step] = cf_exec_loss(e);
     }
+    loss[4] = cf_exec_loss(e);
     *nw = m->nweights + m->nstatefloats;   /* the parameters' and states' blocks, as the model carves them */
     if ((*w = malloc(*nw * sizeof **w))) {
         memcpy(*w, m->pdata, m->nweights * sizeof **w);
@@ -76,7 +78,7 @@ static int train(const char *src, const char *passes, cf_opcode op, float *loss,
  * bits; `want` nodes of op with the passes, none without. */
 static void same_bits(const char *src, const char *off, cf_opcode op, int want)
 {
-    float l1[4], l2[4], *w1 = NULL, *w2 = NULL;
+    float l1[5], l2[5], *w1 = NULL, *w2 = NULL;
     size_t n1 = 0, n2 = 0;
     int f1 = -1, f2 = -1;
     CHECK(train(src, NULL, op, l1, &w1, &n1, &f1) == 0);

@@ -548,6 +548,7 @@ typedef enum cf_opcode {
     CF_OP_AFFINE,      /* x W + b in one product: what the fusion pass makes of the two ops */
     CF_OP_AFFINE_RELU, /* relu(x W + b) in one product, likewise */
     CF_OP_CLAMP,
+    CF_OP_BATCHNORM_RELU, /* relu(batchnorm(...)) in one node: what a fusion pass makes of the two */
     CF_OP_COUNT_
 } cf_opcode;
 

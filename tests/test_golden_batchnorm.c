@@ -137,24 +137,26 @@ TEST(batchnorm_matches_pytorch)
     cf_st_free(gold);
 }
 
-/* The fixture's cases are too small for the work to be split between threads. This
- * one is (its channels go to different threads, forward and backward): the same bits
- * at 1, 2 and 3 threads, the running statistics included. */
-TEST(same_bits_at_any_thread_count)
+/* The fixture's cases are too small for the work to be split between threads. These
+ * are (their channels go to different threads, forward and backward): the same bits
+ * at 1, 2 and 3 threads, the running statistics included. Planes of 256 values (whole
+ * vectors of partial sums), and 7 x 7 and 14 x 14 at batch 3 with odd channel counts:
+ * planes with a remainder after the vectors, and threads' shares of odd sizes. */
+static void same_bits_for(const bcase *c)
 {
-    static const bcase big = {"big", 4, {8, 6, 16, 16}, 0, 0, 1, 0};
     kept ref[NSTAGES] = {0};
     for (int threads = 1; threads <= 3; threads++) {
         kept got[NSTAGES] = {0};
         cf_set_threads(threads);
         golden_state = SEED;
-        run_case(NULL, &big, threads == 1 ? ref : got);
+        run_case(NULL, c, threads == 1 ? ref : got);
         if (threads == 1) continue;
         for (int s = 0; s < NSTAGES; s++)
             for (int k = 0; k < 6; k++) {
                 int same = ref[s].v[k] && got[s].v[k] && got[s].n[k] == ref[s].n[k] &&
                            memcmp(got[s].v[k], ref[s].v[k], ref[s].n[k] * sizeof(float)) == 0;
-                if (!same) fprintf(stderr, "  %s, value %d: differs at %d threads\n", stages[s], k, threads);
+                if (!same)
+                    fprintf(stderr, "  %s, %s, value %d: differs at %d threads\n", c->name, stages[s], k, threads);
                 CHECK(same);
                 free(got[s].v[k]);
             }
@@ -162,6 +164,16 @@ TEST(same_bits_at_any_thread_count)
     for (int s = 0; s < NSTAGES; s++)
         for (int k = 0; k < 6; k++) free(ref[s].v[k]);
     cf_set_threads(0);
+}
+
+TEST(same_bits_at_any_thread_count)
+{
+    static const bcase big[] = {
+        {"big", 4, {8, 6, 16, 16}, 0, 0, 1, 0},
+        {"7x7", 4, {3, 101, 7, 7}, 0, 0, 1, 0.5f},
+        {"14x14", 4, {3, 27, 14, 14}, 0, 0, 2, -1},
+    };
+    for (size_t i = 0; i < sizeof big / sizeof big[0]; i++) same_bits_for(&big[i]);
 }
 
 /* The comparison itself must be able to fail: a planted error in one element of the

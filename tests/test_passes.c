@@ -1,9 +1,9 @@
 /* test_passes.c - the passes between compiling and binding (src/exec/passes.c): each
  * leaves the results as they were, and CFLUX_PASSES switches each off.
  *
- * fuse_affine runs the kernels of the ops it replaces in their order, so training with
- * it and without it must agree to the bit: the losses of every step and the weights
- * after them. */
+ * fuse_affine runs the kernels of the ops it replaces in their order, and fuse_bn_relu
+ * the same operations, so training with each and without it must agree to the bit: the
+ * losses of every step, and the weights and running statistics after them. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -37,14 +37,15 @@ static cf_exec *bind_with(cf_model **m, const char *src, const char *passes, uns
     return e;
 }
 
-/* Four SGD steps on fixed data: each step's loss into loss[], then the weights into
- * *w (malloc'd, *nw floats). The fused ops found into *fused. 0 or -1. */
-static int train(const char *src, const char *passes, float *loss, float **w, size_t *nw, int *fused)
+/* Four SGD steps on fixed data: each step's loss into loss[0..3] and an evaluation's
+ * on the last batch into loss[4], then the weights and the states into *w (malloc'd,
+ * *nw floats). The nodes of op `fused` found into *fused. 0 or -1. */
+static int train(const char *src, const char *passes, cf_opcode op, float *loss, float **w, size_t *nw, int *fused)
 {
     cf_model *m;
     cf_exec *e = bind_with(&m, src, passes, CF_TRAIN);
     if (!e) return cf_model_free(m), -1;
-    *fused = count_op(e, CF_OP_AFFINE);
+    *fused = count_op(e, op);
     for (int step = 0; step < 4; step++) {
         for (int i = 0; i < cf_exec_input_count(e); i++) {
             size_t n;
@@ -53,29 +54,35 @@ static int train(const char *src, const char *passes, float *loss, float **w, si
             for (size_t j = 0; j < n; j++)
                 x[j] = labels ? (float)((j + step) % 3) : (float)((j * 7 + i * 3 + step) % 11) / 5.0f - 1.0f;
         }
-        if (cf_forward(e, 1) || cf_backward(e) || cf_update_sgd(e, 0.1f)) {
+        int rc = cf_forward(e, 1) || cf_backward(e) || cf_update_sgd(e, 0.1f);
+        loss[step] = cf_exec_loss(e);
+        if (rc || (step == 3 && cf_forward(e, 0))) {
             fprintf(stderr, "step: %s\n", cf_last_error());
             cf_exec_free(e);
             cf_model_free(m);
             return -1;
         }
-        loss[step] = cf_exec_loss(e);
     }
-    *nw = m->nweights;   /* the parameters' block, as the model carves it */
-    if ((*w = malloc(*nw * sizeof **w))) memcpy(*w, m->pdata, *nw * sizeof **w);
+    loss[4] = cf_exec_loss(e);
+    *nw = m->nweights + m->nstatefloats;   /* the parameters' and states' blocks, as the model carves them */
+    if ((*w = malloc(*nw * sizeof **w))) {
+        memcpy(*w, m->pdata, m->nweights * sizeof **w);
+        if (m->nstatefloats) memcpy(*w + m->nweights, m->sdata, m->nstatefloats * sizeof **w);
+    }
     cf_exec_free(e);
     cf_model_free(m);
     return 0;
 }
 
-/* Trained with fuse_affine and without: the same bits; `want` fused nodes with it. */
-static void same_bits(const char *src, int want)
+/* Trained with the passes and with `off` (CFLUX_PASSES: one switched off): the same
+ * bits; `want` nodes of op with the passes, none without. */
+static void same_bits(const char *src, const char *off, cf_opcode op, int want)
 {
-    float l1[4], l2[4], *w1 = NULL, *w2 = NULL;
+    float l1[5], l2[5], *w1 = NULL, *w2 = NULL;
     size_t n1 = 0, n2 = 0;
     int f1 = -1, f2 = -1;
-    CHECK(train(src, NULL, l1, &w1, &n1, &f1) == 0);
-    CHECK(train(src, "-fuse_affine", l2, &w2, &n2, &f2) == 0);
+    CHECK(train(src, NULL, op, l1, &w1, &n1, &f1) == 0);
+    CHECK(train(src, off, op, l2, &w2, &n2, &f2) == 0);
     CHECK(f1 == want);
     CHECK(f2 == 0);
     CHECK(memcmp(l1, l2, sizeof l1) == 0);
@@ -87,11 +94,23 @@ static void same_bits(const char *src, int want)
 TEST(fuse_affine_keeps_the_bits)
 {
     /* two products with relu, one without (a softmax follows the last) */
-    same_bits("model = Chain(Input(6), Affine(8), relu, Affine(7), relu, Affine(3), softmax)\n", 3);
+    same_bits("model = Chain(Input(6), Affine(8), relu, Affine(7), relu, Affine(3), softmax)\n", "-fuse_affine",
+              CF_OP_AFFINE, 3);
     /* the bias on the left of the addition, and sequences (B, 4, 6) */
     same_bits("net Left(in, out) {\n  W = param(in, out)\n  b = param(1, out)\n  x -> relu(b + x * W)\n}\n"
               "model = Chain(Input(4, 6), Left(5), Left(3), softmax)\n",
-              2);
+              "-fuse_affine", CF_OP_AFFINE, 2);
+}
+
+TEST(fuse_bn_relu_keeps_the_bits)
+{
+    /* images: planes of 25 and 9 (whole vectors of partial sums and a remainder) */
+    same_bits("model = Chain(Input(2, 5, 5), Conv2D(3, 3, pad = 1), BatchNorm(), relu, Conv2D(4, 3, stride = 2),\n"
+              "  BatchNorm(), relu, flatten, Affine(3), softmax)\n",
+              "-fuse_bn_relu", CF_OP_BATCHNORM_RELU, 2);
+    /* features, after a product that fuse_affine makes one node first */
+    same_bits("model = Chain(Input(6), Affine(8), BatchNorm(), relu, Affine(3), softmax)\n", "-fuse_bn_relu",
+              CF_OP_BATCHNORM_RELU, 1);
 }
 
 TEST(fusion_leaves_a_value_that_is_read)
@@ -110,6 +129,19 @@ TEST(fusion_leaves_a_value_that_is_read)
     e = bind_with(&m, src, NULL, 0);
     CHECK(e && count_op(e, CF_OP_AFFINE) == 1 && count_op(e, CF_OP_RELU) == 1 && count_op(e, CF_OP_MATMUL) == 0);
     CHECK(e && e->g->node[e->nn - 1] && e->g->node[e->nn - 1]->op == CF_OP_SOFTMAX);
+    cf_exec_free(e);
+    cf_model_free(m);
+}
+
+TEST(fuse_bn_relu_leaves_a_value_that_is_read)
+{
+    /* the normalisation's value is read by the relu and by the sum: it must stay */
+    cf_model *m;
+    const char *src = "net R(c) {\n  n = BatchNorm(c)\n  x -> { y = n(x)\n  relu(y) + y }\n}\n"
+                      "model = Chain(Input(6), R(6), Affine(3), softmax)\n";
+    cf_exec *e = bind_with(&m, src, NULL, CF_TRAIN);
+    CHECK(e && count_op(e, CF_OP_BATCHNORM_RELU) == 0 && count_op(e, CF_OP_BATCHNORM) == 1 &&
+          count_op(e, CF_OP_RELU) == 1);
     cf_exec_free(e);
     cf_model_free(m);
 }
@@ -145,7 +177,8 @@ TEST(cflux_passes_switches_them)
     cf_model_free(m);
     e = bind_with(&m, src, "-fuse_afine", 0);
     CHECK(e == NULL);
-    CHECK_HAS(cf_last_error(), "error: CFLUX_PASSES: no pass is called 'fuse_afine' (the passes: fuse_lstm, fuse_affine; write -NAME");
+    CHECK_HAS(cf_last_error(), "error: CFLUX_PASSES: no pass is called 'fuse_afine' "
+                               "(the passes: fuse_lstm, fuse_affine, fuse_bn_relu; write -NAME");
     cf_model_free(m);
     /* CFLUX_NANTRAP names the op that made a NaN: nothing is fused under it */
     setenv("CFLUX_NANTRAP", "1", 1);
@@ -160,6 +193,8 @@ int main(void)
 {
     RUN(fuse_affine_keeps_the_bits);
     RUN(fusion_leaves_a_value_that_is_read);
+    RUN(fuse_bn_relu_keeps_the_bits);
+    RUN(fuse_bn_relu_leaves_a_value_that_is_read);
     RUN(fusion_keeps_no_more_memory);
     RUN(cflux_passes_switches_them);
     return test_summary("passes");

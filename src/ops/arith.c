@@ -7,15 +7,23 @@
 #include <string.h>
 
 #include "ops/op.h"
+#include "rt/vsum.h"
 
 /* A walk over the output: `rank` dims (merged), and for each of a and b the element
- * stride of every dim (0 where broadcast). */
+ * stride of every dim (0 where broadcast). The threads share it out in pieces: each
+ * row in `parts` pieces, where rows are few and long (operands of one shape merge into
+ * one row of every element, which would leave every thread but one idle); an
+ * element's value does not depend on its piece. */
 typedef struct {
     int rank;
     size_t od[CF_MAX_DIMS];
     size_t sa[CF_MAX_DIMS], sb[CF_MAX_DIMS];
     size_t rows, n;          /* rows = product of od[0..rank-2], n = od[rank-1] */
+    size_t parts;
 } walk;
+
+#define PIECE 8192   /* elements a piece of a row, about, when rows are few */
+#define FEW_ROWS 16
 
 static void walk_init(walk *w, cf_shape a, cf_shape b, cf_shape y)
 {
@@ -42,6 +50,16 @@ static void walk_init(walk *w, cf_shape a, cf_shape b, cf_shape y)
     w->n = w->od[r - 1];
     w->rows = 1;
     for (int i = 0; i < r - 1; i++) w->rows *= w->od[i];
+    w->parts = w->rows >= FEW_ROWS || w->n <= PIECE ? 1 : (w->n + PIECE - 1) / PIECE;
+}
+
+/* Piece u of the walk: columns [*j0, *j1) of row *r. */
+static void walk_piece(const walk *w, size_t u, size_t *r, size_t *j0, size_t *j1)
+{
+    size_t part = u % w->parts;
+    *r = u / w->parts;
+    *j0 = w->n * part / w->parts;
+    *j1 = w->n * (part + 1) / w->parts;
 }
 
 /* Offsets of row `row` in a and b: the walk's dims but the last. */
@@ -74,15 +92,17 @@ typedef struct {
     walk w;
 } job;
 
-static void forward_rows(void *p, size_t r0, size_t r1)
+static void forward_pieces(void *p, size_t u0, size_t u1)
 {
     const job *j = p;
     const cf_inst *k = j->k;
-    for (size_t r = r0; r < r1; r++) {
-        size_t oa, ob;
+    size_t sa = j->w.sa[j->w.rank - 1], sb = j->w.sb[j->w.rank - 1];
+    for (size_t u = u0; u < u1; u++) {
+        size_t r, j0, j1, oa, ob;
+        walk_piece(&j->w, u, &r, &j0, &j1);
         walk_row(&j->w, r, &oa, &ob);
-        row_forward(k->node->op, k->y + r * j->w.n, k->x[0] + oa, j->w.sa[j->w.rank - 1],
-                    k->x[1] + ob, j->w.sb[j->w.rank - 1], j->w.n);
+        row_forward(k->node->op, k->y + r * j->w.n + j0, k->x[0] + oa + j0 * sa, sa, k->x[1] + ob + j0 * sb, sb,
+                    j1 - j0);
     }
 }
 
@@ -90,7 +110,7 @@ static int arith_forward(const cf_inst *k)
 {
     job j = {k, {0}};
     walk_init(&j.w, k->xs[0], k->xs[1], k->ys);
-    cf_parallel_range(j.w.rows, j.w.n, forward_rows, &j);
+    cf_parallel_range(j.w.rows * j.w.parts, j.w.n / j.w.parts, forward_pieces, &j);
     return 0;
 }
 
@@ -111,39 +131,21 @@ typedef struct {
     int which;
 } bjob;
 
-/* The sum of x[0..n): sixteen interleaved partial sums, four vectors of four, added in
- * a fixed order, then the rest in turn. Not one chain of n dependent additions (a bias
- * over an image sums a plane per row): the same bits every time all the same. */
-static float sum_floats(const float *x, size_t n)
-{
-    typedef float v4 __attribute__((vector_size(16)));
-    v4 s[4] = {{0}, {0}, {0}, {0}};
-    size_t i = 0;
-    for (; i + 16 <= n; i += 16)
-        for (int q = 0; q < 4; q++) {
-            v4 v;
-            memcpy(&v, x + i + 4 * q, sizeof v);
-            s[q] += v;
-        }
-    v4 t = (s[0] + s[1]) + (s[2] + s[3]);
-    float r = (t[0] + t[1]) + (t[2] + t[3]);
-    for (; i < n; i++) r += x[i];
-    return r;
-}
-
-/* dx = local grads, for an input with the output's shape (rows are independent). */
-static void backward_rows_full(void *p, size_t r0, size_t r1)
+/* dx = local grads, for an input with the output's shape (pieces are independent). */
+static void backward_pieces_full(void *p, size_t u0, size_t u1)
 {
     const bjob *j = p;
     const cf_inst *k = j->k;
     cf_opcode op = k->node->op;
-    size_t n = j->w.n, sa = j->w.sa[j->w.rank - 1], sb = j->w.sb[j->w.rank - 1];
+    size_t sa = j->w.sa[j->w.rank - 1], sb = j->w.sb[j->w.rank - 1];
     int acc = k->acc[j->which];
-    for (size_t r = r0; r < r1; r++) {
-        size_t oa, ob;
+    for (size_t u = u0; u < u1; u++) {
+        size_t r, j0, j1, oa, ob;
+        walk_piece(&j->w, u, &r, &j0, &j1);
         walk_row(&j->w, r, &oa, &ob);
-        const float *a = k->x[0] + oa, *b = k->x[1] + ob, *dy = k->dy + r * n;
-        float *dx = k->dx[j->which] + r * n;
+        size_t n = j1 - j0;
+        const float *a = k->x[0] + oa + j0 * sa, *b = k->x[1] + ob + j0 * sb, *dy = k->dy + r * j->w.n + j0;
+        float *dx = k->dx[j->which] + r * j->w.n + j0;
         if (op == CF_OP_ADD || op == CF_OP_SUB) {   /* reads neither input */
             float sign = (op == CF_OP_SUB && j->which) ? -1.0f : 1.0f;
             if (acc) for (size_t i = 0; i < n; i++) dx[i] += sign * dy[i];
@@ -173,7 +175,7 @@ static void arith_backward(const cf_inst *k)
         if (!dx) continue;
         j.which = which;
         if (cf_shape_count_b(k->xs[which], 1) == total) {
-            cf_parallel_range(j.w.rows, j.w.n, backward_rows_full, &j);
+            cf_parallel_range(j.w.rows * j.w.parts, j.w.n / j.w.parts, backward_pieces_full, &j);
             continue;
         }
         /* A broadcast input: sum the local gradients into its elements. */
@@ -189,7 +191,7 @@ static void arith_backward(const cf_inst *k)
             if (op == CF_OP_ADD || op == CF_OP_SUB) {   /* reads neither input */
                 float sign = (op == CF_OP_SUB && which) ? -1.0f : 1.0f, s = 0;
                 if (sx == 0) {
-                    s = sum_floats(dy, n);
+                    s = cf_vsum(dy, n);   /* a bias over an image sums a plane a row */
                     d[0] += sign * s;
                 } else {
                     for (size_t i = 0; i < n; i++) d[i] += sign * dy[i];

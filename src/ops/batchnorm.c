@@ -26,12 +26,21 @@
  *   training:   dx = gamma istd / N (N dy - dbeta - xhat dgamma)   (mean, var depend on x)
  *   evaluation: dx = gamma istd dy.
  * Channels are independent and each is summed in one fixed order: the same bits at
- * any thread count. */
+ * any thread count.
+ *
+ * batchnorm_relu: relu(batchnorm(x)) in one node, which the fuse_bn_relu pass
+ * (src/exec/fuse_bn_relu.c) makes of the two. Its forward writes relu's output and
+ * never batchnorm's; its backward takes relu's gradient in passing (dy where the
+ * forward's value x a + sh was positive, recomputed by the same operations rather
+ * than read back) and then runs batchnorm's on it, by the same operations in the same
+ * order: the bits of the two ops, with two passes over memory fewer each way. */
 #include <math.h>
 #include <stddef.h>
+#include <string.h>
 
 #include "core/error.h"
 #include "ops/op.h"
+#include "rt/vsum.h"
 
 #define DEFAULT_EPS 1e-5f
 #define DEFAULT_MOMENTUM 0.1f
@@ -81,13 +90,43 @@ static size_t bn_aux(const cf_inst *k) { return 2 * (size_t)k->ys.d[1]; }
 typedef struct {
     const cf_inst *k;
     size_t B, C, S;   /* x as (B, C, S) */
+    int relu;         /* batchnorm_relu */
 } job;
 
 static job job_of(const cf_inst *k)
 {
-    job j = {k, (size_t)k->ys.d[0], (size_t)k->ys.d[1], 1};
+    job j = {k, (size_t)k->ys.d[0], (size_t)k->ys.d[1], 1, k->node->op == CF_OP_BATCHNORM_RELU};
     for (int i = 2; i < k->ys.rank; i++) j.S *= (size_t)k->ys.d[i];
     return j;
+}
+
+/* y = x a + sh on channel c: a and sh from the mean and istd in aux. */
+static void affine_of(const job *j, size_t c, float *a, float *sh)
+{
+    const cf_inst *k = j->k;
+    *a = k->x[1][c] * k->aux[j->C + c];
+    *sh = k->x[2][c] - k->aux[c] * *a;
+}
+
+/* Channel c's batch mean and biased variance. The sums are taken plane by plane (the S
+ * values of one sample, which lie together), each in float by rt/vsum.h's sixteen
+ * partial sums (one double accumulator was a chain of dependent additions, and the
+ * op's main cost), and the planes' sums added in double in sample order: an order that
+ * depends on the shape alone. The mean first, then the squared deviations from it as
+ * a float m (a second pass, over values the first leaves in cache), less the square of
+ * m's rounding, since sum (x - m)^2 = sum (x - mean)^2 + N (mean - m)^2. */
+static void channel_stats(const job *j, size_t c, double *mean, double *var)
+{
+    const float *x = j->k->x[0];
+    size_t N = j->B * j->S;
+    double s = 0, q = 0;
+    for (size_t b = 0; b < j->B; b++) s += cf_vsum(x + (b * j->C + c) * j->S, j->S);
+    *mean = s / (double)N;
+    float m = (float)*mean;
+    for (size_t b = 0; b < j->B; b++) q += cf_vsum_sqdev(x + (b * j->C + c) * j->S, j->S, m);
+    double r = *mean - m;
+    *var = q / (double)N - r * r;
+    if (*var < 0) *var = 0;
 }
 
 /* Channels [c0, c1): statistics (batch or running), then y. */
@@ -95,7 +134,7 @@ static void forward_range(void *p, size_t c0, size_t c1)
 {
     const job *j = p;
     const cf_inst *k = j->k;
-    const float *x = k->x[0], *gamma = k->x[1], *beta = k->x[2];
+    const float *x = k->x[0];
     /* the running statistics: model state, written here in training (see the top) */
     float *rmean = (float *)k->x[3], *rvar = (float *)k->x[4];
     float eps = eps_of(k->node), mom = momentum_of(k->node);
@@ -103,19 +142,9 @@ static void forward_range(void *p, size_t c0, size_t c1)
     for (size_t c = c0; c < c1; c++) {
         double mean, var;
         if (batch_stats(k)) {
-            double s = 0, q = 0;
-            for (size_t b = 0; b < j->B; b++) {
-                const float *xc = x + (b * j->C + c) * j->S;
-                for (size_t i = 0; i < j->S; i++) s += xc[i];
-            }
-            mean = s / (double)N;
-            for (size_t b = 0; b < j->B; b++) {
-                const float *xc = x + (b * j->C + c) * j->S;
-                for (size_t i = 0; i < j->S; i++) q += (xc[i] - mean) * (xc[i] - mean);
-            }
-            var = q / (double)N;
+            channel_stats(j, c, &mean, &var);
             rmean[c] = (1 - mom) * rmean[c] + mom * (float)mean;
-            rvar[c] = (1 - mom) * rvar[c] + mom * (float)(q / (double)(N - 1));
+            rvar[c] = (1 - mom) * rvar[c] + mom * (float)(var * (double)N / (double)(N - 1));
         } else {
             mean = rmean[c];
             var = rvar[c];
@@ -123,11 +152,19 @@ static void forward_range(void *p, size_t c0, size_t c1)
         float m = (float)mean, istd = (float)(1 / sqrt(var + eps));
         k->aux[c] = m;
         k->aux[j->C + c] = istd;
-        float a = gamma[c] * istd, sh = beta[c] - m * a;
+        float a, sh;
+        affine_of(j, c, &a, &sh);
+        size_t S = j->S;   /* a local: through j, every store to y might change it, and no loop would vectorise */
         for (size_t b = 0; b < j->B; b++) {
-            const float *xc = x + (b * j->C + c) * j->S;
-            float *yc = k->y + (b * j->C + c) * j->S;
-            for (size_t i = 0; i < j->S; i++) yc[i] = xc[i] * a + sh;
+            const float *restrict xc = x + (b * j->C + c) * S;
+            float *restrict yc = k->y + (b * j->C + c) * S;
+            if (j->relu)   /* relu's own expression (ops/activation.c) */
+                for (size_t i = 0; i < S; i++) {
+                    float v = xc[i] * a + sh;
+                    yc[i] = v > 0 ? v : 0;
+                }
+            else
+                for (size_t i = 0; i < S; i++) yc[i] = xc[i] * a + sh;
         }
     }
 }
@@ -143,26 +180,118 @@ static int bn_forward(const cf_inst *k)
     return 0;
 }
 
+/* batchnorm's incoming gradient g: dy, or for batchnorm_relu dy where the forward's
+ * x a + sh was positive and +0 elsewhere, as relu's backward makes it. */
+typedef struct {
+    int relu;
+    float a, sh;
+} gate;
+
+/* The gate on four values; relu is a constant wherever this is inlined (see below). */
+static inline __attribute__((always_inline)) cf_vsum_v4 gated(cf_vsum_v4 g, cf_vsum_v4 xv, int relu, float a,
+                                                              float sh)
+{
+    const cf_vsum_v4 av = {a, a, a, a}, shv = {sh, sh, sh, sh}, zero = {0};
+    return relu ? (cf_vsum_v4)((cf_vsum_v4i)(xv * av + shv > zero) & (cf_vsum_v4i)g) : g;
+}
+
+/* Sums of g and of g (x - m) over a plane of n values, in rt/vsum.h's order. */
+static inline __attribute__((always_inline)) void grad_sums_as(const float *restrict x, const float *restrict dy,
+                                                               size_t n, float m, int relu, float a, float sh,
+                                                               float *sdy, float *sdyx)
+{
+    const cf_vsum_v4 mv = {m, m, m, m};
+    cf_vsum_v4 s[4] = {{0}, {0}, {0}, {0}}, sx[4] = {{0}, {0}, {0}, {0}};
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16)
+        for (int q = 0; q < 4; q++) {
+            cf_vsum_v4 xv = cf_vsum_load(x + i + 4 * q), g = gated(cf_vsum_load(dy + i + 4 * q), xv, relu, a, sh);
+            s[q] += g;
+            sx[q] += g * (xv - mv);
+        }
+    float t = cf_vsum_fold(s), tx = cf_vsum_fold(sx);
+    for (; i < n; i++) {
+        float g = relu && !(x[i] * a + sh > 0) ? 0.0f : dy[i];
+        t += g;
+        tx += g * (x[i] - m);
+    }
+    *sdy = t;
+    *sdyx = tx;
+}
+
+/* The gate's test, where it is on, in the loop's copy of its own: none where it is off. */
+static void grad_sums(const float *x, const float *dy, size_t n, float m, gate r, float *sdy, float *sdyx)
+{
+    if (r.relu) grad_sums_as(x, dy, n, m, 1, r.a, r.sh, sdy, sdyx);
+    else grad_sums_as(x, dy, n, m, 0, 0, 0, sdy, sdyx);
+}
+
+/* dx = a g + bx x + c0 over a plane of n values (added when acc), four at a time, the
+ * last n % 4 in a padded vector. */
+static inline __attribute__((always_inline)) void dx_plane_as(float *dx, const float *x, const float *dy, size_t n,
+                                                              int relu, float ra, float rsh, float a, float bx,
+                                                              float c0, int acc)
+{
+    const cf_vsum_v4 av = {a, a, a, a}, bv = {bx, bx, bx, bx}, cv = {c0, c0, c0, c0};
+    size_t i = 0;
+    for (; i + 4 <= n; i += 4) {
+        cf_vsum_v4 xv = cf_vsum_load(x + i), d = av * gated(cf_vsum_load(dy + i), xv, relu, ra, rsh) + bv * xv + cv;
+        if (acc) d = cf_vsum_load(dx + i) + d;
+        memcpy(dx + i, &d, sizeof d);
+    }
+    if (i < n) {
+        cf_vsum_v4 xv = {0}, g = {0}, d0 = {0};
+        size_t bytes = (n - i) * sizeof(float);
+        memcpy(&xv, x + i, bytes);
+        memcpy(&g, dy + i, bytes);
+        cf_vsum_v4 d = av * gated(g, xv, relu, ra, rsh) + bv * xv + cv;
+        if (acc) {
+            memcpy(&d0, dx + i, bytes);
+            d = d0 + d;
+        }
+        memcpy(dx + i, &d, bytes);
+    }
+}
+
+/* dx for channel c's planes, by a copy of the loop for each gate and acc. */
+static void dx_planes(const job *j, size_t c, gate r, float a, float bx, float c0, int acc)
+{
+    const cf_inst *k = j->k;
+    size_t S = j->S;
+    for (size_t b = 0; b < j->B; b++) {
+        size_t o = (b * j->C + c) * S;
+        const float *xc = k->x[0] + o, *dyc = k->dy + o;
+        float *dxc = k->dx[0] + o;
+        if (r.relu && acc) dx_plane_as(dxc, xc, dyc, S, 1, r.a, r.sh, a, bx, c0, 1);
+        else if (r.relu) dx_plane_as(dxc, xc, dyc, S, 1, r.a, r.sh, a, bx, c0, 0);
+        else if (acc) dx_plane_as(dxc, xc, dyc, S, 0, 0, 0, a, bx, c0, 1);
+        else dx_plane_as(dxc, xc, dyc, S, 0, 0, 0, a, bx, c0, 0);
+    }
+}
+
 static void backward_range(void *p, size_t c0, size_t c1)
 {
     const job *j = p;
     const cf_inst *k = j->k;
     const float *x = k->x[0], *gamma = k->x[1], *dy = k->dy;
-    float *dx = k->dx[0], *dgamma = k->dx[1], *dbeta = k->dx[2];
+    float *dgamma = k->dx[1], *dbeta = k->dx[2];
     size_t N = j->B * j->S;
     for (size_t c = c0; c < c1; c++) {
         float m = k->aux[c], istd = k->aux[j->C + c];
-        double sdy = 0, sdyx = 0;
+        gate r = {j->relu, 0, 0};
+        if (r.relu) affine_of(j, c, &r.a, &r.sh);
+        double sdy = 0, sdyx = 0;   /* sum g, and sum g (x - m), which istd makes sum g xhat */
         for (size_t b = 0; b < j->B; b++) {
-            const float *xc = x + (b * j->C + c) * j->S, *dyc = dy + (b * j->C + c) * j->S;
-            for (size_t i = 0; i < j->S; i++) {
-                sdy += dyc[i];
-                sdyx += dyc[i] * ((xc[i] - m) * istd);
-            }
+            size_t o = (b * j->C + c) * j->S;
+            float s, sx;
+            grad_sums(x + o, dy + o, j->S, m, r, &s, &sx);
+            sdy += s;
+            sdyx += sx;
         }
+        sdyx *= istd;
         if (dgamma) dgamma[c] = (k->acc[1] ? dgamma[c] : 0) + (float)sdyx;
         if (dbeta) dbeta[c] = (k->acc[2] ? dbeta[c] : 0) + (float)sdy;
-        if (!dx) continue;
+        if (!k->dx[0]) continue;
         float g = gamma[c] * istd;
         /* training: dx = g dy - g / N (dbeta + xhat dgamma) = a dy + b x + c0 */
         float a = g, bx = 0, c0v = 0;
@@ -171,14 +300,7 @@ static void backward_range(void *p, size_t c0, size_t c1)
             bx = -g * mg * istd;
             c0v = -g * mb + g * mg * istd * m;
         }
-        for (size_t b = 0; b < j->B; b++) {
-            const float *xc = x + (b * j->C + c) * j->S, *dyc = dy + (b * j->C + c) * j->S;
-            float *dxc = dx + (b * j->C + c) * j->S;
-            if (k->acc[0])
-                for (size_t i = 0; i < j->S; i++) dxc[i] += a * dyc[i] + bx * xc[i] + c0v;
-            else
-                for (size_t i = 0; i < j->S; i++) dxc[i] = a * dyc[i] + bx * xc[i] + c0v;
-        }
+        dx_planes(j, c, r, a, bx, c0v, k->acc[0]);
     }
 }
 
@@ -189,16 +311,22 @@ static void bn_backward(const cf_inst *k)
 }
 
 /* Training: the mean (1), the variance (3), y = x a + c (2); backward: sum dy and
- * sum dy xhat (5), and with dx, a dy + b x + c (4). */
+ * sum dy xhat (5), and with dx, a dy + b x + c (4). relu's 1 per element each way, as
+ * its own row counts it. */
 static void bn_flops(const cf_node *n, const unsigned char *want, double *fwd, double *bwd)
 {
-    double E = cf_count1(n->shape);
-    *fwd = 6 * E;
-    *bwd = 5 * E + (want[0] ? 4 * E : 0);
+    double E = cf_count1(n->shape), relu = n->op == CF_OP_BATCHNORM_RELU;
+    *fwd = 6 * E + relu * E;
+    *bwd = 5 * E + (want[0] ? 4 * E : 0) + relu * E;
 }
 
 const cf_opdef cf_op_batchnorm = {
     .name = "batchnorm", .what = "batch normalisation", .infer = bn_infer, .aux = bn_aux,
+    .forward = bn_forward, .backward = bn_backward, .flags = CF_BWD_X, .nograd = 1u << 3 | 1u << 4, .nin = 5,
+    .flops = bn_flops,
+};
+const cf_opdef cf_op_batchnorm_relu = {
+    .name = "batchnorm_relu", .what = "fused batch normalisation and relu", .infer = bn_infer, .aux = bn_aux,
     .forward = bn_forward, .backward = bn_backward, .flags = CF_BWD_X, .nograd = 1u << 3 | 1u << 4, .nin = 5,
     .flops = bn_flops,
 };

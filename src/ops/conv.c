@@ -17,12 +17,15 @@
  * workspace, and the partial dw are summed in chunk order: the same bits at any thread
  * count.
  *
- * The direct path (stride 1, no dilation, one group: most layers) runs rt/dconv.h's
- * kernels instead, without im2col or packing: forward reads windows of x padded with
- * zeros (the padded x of every sample is then the aux, for backward); dx sums, for
- * each kernel tap, w^T dy into a padded gradient where the tap puts it, and keeps its
- * middle; dw^T sums, for each output position, dy's channels times the input under
- * each tap. Chunks, partial dw and their order are as above. */
+ * The direct path (one group: every layer but grouped ones) runs rt/dconv.h's kernels
+ * instead, at any stride and dilation, without im2col: forward pads each sample's x
+ * with zeros (the padded x of every sample is then the aux, for backward), computes
+ * y transposed (positions x output channels: the kernels vectorise over channels) and
+ * transposes it into y; backward transposes dy, sums, for each kernel tap, w^T dy
+ * into a padded dx transposed where the tap puts it, and keeps its middle; dw^T sums,
+ * for each output position, dy's channels times the input under each tap. Chunks,
+ * partial dw and their order are as above; the forward runs in the same chunks, each
+ * with its own y transposed. */
 #include <limits.h>
 #include <stddef.h>
 #include <string.h>
@@ -135,8 +138,7 @@ static int nchunks(int B) { return B < NCHUNK ? B : NCHUNK; }
  * offsets within a sample's padded input are ints. */
 static int is_direct(const geom *g)
 {
-    return g->sh == 1 && g->sw == 1 && g->dh == 1 && g->dw == 1 && g->G == 1 &&
-           (double)g->C * (g->H + 2.0 * g->ph) * cf_dconv_row(g->OW, g->KW) < INT_MAX;
+    return g->G == 1 && (double)(g->H + 2.0 * g->ph) * (g->W + 2.0 * g->pw) * cf_dconv_or(g->C) < INT_MAX;
 }
 
 static size_t round16(size_t n) { return (n + 15) & ~(size_t)15; }
@@ -144,31 +146,34 @@ static size_t round16(size_t n) { return (n + 15) & ~(size_t)15; }
 /* The direct path's buffers, in floats (each rounded to 16, so that they stay aligned). */
 typedef struct {
     cf_dconv_geom dg;         /* x padded -> y */
-    int OWv, Or;              /* output rows and channels rounded up to vectors */
-    size_t xp;                /* one sample's padded x (or dx): C planes of dg.Hp x dg.Wr */
-    size_t wp, wt;            /* weights packed for forward, and for dx */
-    size_t dyv, dyT, dwT;     /* per chunk, with a padded dx (xp): dy with rows of OWv
-                                 (when OW is not a multiple of 8), dy transposed
-                                 (P x Or), a partial dw^T (K x Or) */
+    int Or, Cr;               /* output and input channels rounded up to vectors */
+    size_t xp;                /* one sample's padded x: C planes of dg.Hp x dg.Wr */
+    size_t wp, wt;            /* weights packed for forward (K x Or), and for dx */
+    size_t yT;                /* per chunk (forward): y transposed, P x Or */
+    size_t dxT, dyT, dwT;     /* per chunk (backward): the padded dx transposed (Hp Wr x
+                                 Cr), dy transposed with rows of zeros after, a
+                                 partial dw^T (K x Or); then the padded dx (xp) */
 } dsizes;
 
 static dsizes dsizes_of(const geom *g)
 {
     dsizes d;
-    d.dg = (cf_dconv_geom){g->C, g->H + 2 * g->ph, cf_dconv_row(g->OW, g->KW), g->O, g->KH, g->KW, g->OH, g->OW};
-    d.OWv = (g->OW + 7) / 8 * 8;
+    d.dg = (cf_dconv_geom){g->C, g->H + 2 * g->ph, g->W + 2 * g->pw, g->O, g->KH, g->KW, g->OH, g->OW,
+                           g->sh, g->sw, g->dh, g->dw};
     d.Or = cf_dconv_or(g->O);
+    d.Cr = cf_dconv_or(g->C);
     d.xp = round16((size_t)g->C * d.dg.Hp * d.dg.Wr);
-    d.wp = round16((size_t)(g->O + CF_DCONV_OB - 1) / CF_DCONV_OB * CF_DCONV_OB * g->K);
-    d.wt = round16((size_t)(g->C + CF_DCONV_OB - 1) / CF_DCONV_OB * CF_DCONV_OB * g->O * g->KH * g->KW);
-    d.dyv = round16((size_t)g->O * g->OH * d.OWv);
-    d.dyT = round16(g->P * d.Or);
+    d.wp = round16(g->K * d.Or);
+    d.wt = round16((size_t)g->KH * g->KW * g->O * d.Cr);
+    d.yT = round16(g->P * d.Or);
+    d.dxT = round16((size_t)d.dg.Hp * d.dg.Wr * d.Cr);
+    d.dyT = round16((g->P + CF_DCONV_QPAD) * d.Or);
     d.dwT = round16(g->K * d.Or);
     return d;
 }
 
 /* Per chunk of the backward's workspace. */
-static size_t dchunk(const dsizes *d) { return d->xp + d->dyv + d->dyT + d->dwT; }
+static size_t dchunk(const dsizes *d) { return d->dxT + d->dyT + d->dwT + d->xp; }
 
 /* Direct: the padded x of every sample. Else: the columns of every sample, B G K P. */
 static size_t conv_aux(const cf_inst *k)
@@ -179,18 +184,18 @@ static size_t conv_aux(const cf_inst *k)
     return (size_t)g.B * g.G * g.K * g.P;
 }
 
-/* Direct: the packed weights (forward), or the weights packed for dx and, per chunk,
- * a padded dx, dy with padded rows, dy transposed and a partial dw^T (backward).
- * Else, per chunk: a partial dw (O K floats) and the columns' gradient of one sample
- * (G K P). */
+/* Direct: the packed weights and, per chunk, y transposed (forward); or the weights
+ * packed for dx and, per chunk, a padded dx transposed and not, dy transposed and a
+ * partial dw^T (backward). Else, per chunk: a partial dw (O K floats) and the columns' gradient of
+ * one sample (G K P). */
 static size_t conv_workspace(const cf_inst *k)
 {
     geom g;
     geom_of(&g, k);
     if (is_direct(&g)) {
         dsizes d = dsizes_of(&g);
-        size_t bwd = d.wt + (size_t)nchunks(g.B) * dchunk(&d);
-        return bwd > d.wp ? bwd : d.wp;
+        size_t fwd = d.wp + (size_t)nchunks(g.B) * d.yT, bwd = d.wt + (size_t)nchunks(g.B) * dchunk(&d);
+        return bwd > fwd ? bwd : fwd;
     }
     return (size_t)nchunks(g.B) * ((size_t)g.O * g.K + (size_t)g.G * g.K * g.P);
 }
@@ -276,42 +281,57 @@ static void pad_planes(const float *restrict src, int n, int h, int w, int ph, i
         }
 }
 
-/* The forward kernels' weights: for each block of CF_DCONV_OB output channels, for
- * each k of (c, ki, kj), the block's w[o][k] (zeros past O). */
-static void pack_weights(const geom *g, const float *restrict w, float *restrict wp)
+/* Zeros in columns [from, ld) of the rows of m (ld floats apart). */
+static void zero_cols(float *m, size_t rows, int from, int ld)
 {
-    enum { OB = CF_DCONV_OB };
-    for (int ob = 0; ob < g->O; ob += OB)
-        for (size_t k = 0; k < g->K; k++, wp += OB)
-            for (int o = 0; o < OB; o++) wp[o] = ob + o < g->O ? w[(size_t)(ob + o) * g->K + k] : 0;
+    if (from < ld)
+        for (size_t r = 0; r < rows; r++) memset(m + r * ld + from, 0, (size_t)(ld - from) * sizeof *m);
 }
 
-/* The input gradient kernel's weights: for each block of CF_DCONV_OB input channels,
- * for each tap t of (ki, kj), for each o, the block's w[o][c][t] (zeros past C). */
-static void pack_for_dx(const geom *g, const float *restrict w, float *restrict wt)
+/* The forward kernel's weights: w (O x K) transposed, K x Or, zeros past O. */
+static void pack_weights(const job *j, const float *restrict w, float *restrict wp)
 {
-    enum { OB = CF_DCONV_OB };
+    j->impl->transpose(w, j->g.O, (int)j->g.K, j->g.K, wp, (size_t)j->d.Or, 0);
+    zero_cols(wp, j->g.K, j->g.O, j->d.Or);
+}
+
+/* The input gradient kernel's weights: for each tap t of (ki, kj), for each o, the
+ * row of w[o][c][t] over c (zeros past C). */
+static void pack_for_dx(const geom *g, const dsizes *d, const float *restrict w, float *restrict wt)
+{
     size_t khw = (size_t)g->KH * g->KW;
-    for (int cb = 0; cb < g->C; cb += OB)
-        for (size_t t = 0; t < khw; t++)
-            for (int o = 0; o < g->O; o++, wt += OB)
-                for (int c = 0; c < OB; c++) wt[c] = cb + c < g->C ? w[((size_t)o * g->C + cb + c) * khw + t] : 0;
+    for (size_t t = 0; t < khw; t++)
+        for (int o = 0; o < g->O; o++, wt += d->Cr)
+            for (int c = 0; c < d->Cr; c++) wt[c] = c < g->C ? w[((size_t)o * g->C + c) * khw + t] : 0;
 }
 
-static void forward_range_direct(void *p, size_t b, size_t e)
+/* The samples [*b0, *b1) of chunk c. */
+static void chunk_of(int B, int c, size_t *b0, size_t *b1)
+{
+    int nc = nchunks(B);
+    *b0 = (size_t)B * c / nc, *b1 = (size_t)B * (c + 1) / nc;
+}
+
+/* Chunk c of the samples (direct): pads each sample's x into the aux, and y. */
+static void forward_chunk_direct(void *p, int c)
 {
     const job *j = p;
     const cf_inst *k = j->k;
     const geom *g = &j->g;
-    size_t xsz = (size_t)g->C * g->H * g->W, ysz = (size_t)g->O * g->P;
-    for (size_t s = b; s < e; s++) {
-        float *xp = k->aux + s * j->d.xp;
-        pad_planes(k->x[0] + s * xsz, g->C, g->H, g->W, g->ph, g->pw, xp, j->d.dg.Hp, j->d.dg.Wr);
-        j->impl->forward(&j->d.dg, xp, k->ws, k->y + s * ysz, 0);
+    const dsizes *d = &j->d;
+    size_t xsz = (size_t)g->C * g->H * g->W, ysz = (size_t)g->O * g->P, b0, b1;
+    float *yT = k->ws + d->wp + (size_t)c * d->yT;
+    chunk_of(g->B, c, &b0, &b1);
+    for (size_t s = b0; s < b1; s++) {
+        float *xp = k->aux + s * d->xp;
+        pad_planes(k->x[0] + s * xsz, g->C, g->H, g->W, g->ph, g->pw, xp, d->dg.Hp, d->dg.Wr);
+        j->impl->forward(&d->dg, xp, k->ws, yT);
+        j->impl->transpose(yT, (int)g->P, g->O, (size_t)d->Or, k->y + s * ysz, g->P, 0);
     }
 }
 
-/* dx (C, H, W) = (or +=, with acc) the middle of the padded gradient dxp. */
+/* dx (C, H, W) = (or +=, with acc) the middle of the padded gradient dxp (C planes of
+ * Hp x Wr). */
 static void crop_planes(const float *restrict dxp, const geom *g, const dsizes *d, float *restrict dx, int acc)
 {
     int H = g->H, W = g->W, Hp = d->dg.Hp, Wr = d->dg.Wr;
@@ -332,26 +352,20 @@ static void backward_chunk_direct(void *p, int c)
     const cf_inst *k = j->k;
     const geom *g = &j->g;
     const dsizes *d = &j->d;
-    int nc = nchunks(g->B);
-    size_t b0 = (size_t)g->B * c / nc, b1 = (size_t)g->B * (c + 1) / nc;
-    size_t xsz = (size_t)g->C * g->H * g->W, ysz = (size_t)g->O * g->P;
-    float *dxp = k->ws + d->wt + (size_t)c * dchunk(d), *dyv = dxp + d->xp, *dyT = dyv + d->dyv, *dwT = dyT + d->dyT;
+    size_t xsz = (size_t)g->C * g->H * g->W, ysz = (size_t)g->O * g->P, b0, b1;
+    float *dxT = k->ws + d->wt + (size_t)c * dchunk(d), *dyT = dxT + d->dxT, *dwT = dyT + d->dyT, *dxp = dwT + d->dwT;
+    chunk_of(g->B, c, &b0, &b1);
+    memset(dyT + g->P * d->Or, 0, CF_DCONV_QPAD * d->Or * sizeof *dyT);
     for (size_t s = b0; s < b1; s++) {
-        const float *dy = k->dy + s * ysz;
+        j->impl->transpose(k->dy + s * ysz, g->O, (int)g->P, g->P, dyT, (size_t)d->Or, 0);
+        zero_cols(dyT, g->P, g->O, d->Or);
         if (k->dx[0]) {
-            const float *dyr = dy;   /* rows of OWv: dy itself when OW is a multiple of 8 */
-            if (d->OWv != g->OW) {
-                pad_planes(dy, g->O, g->OH, g->OW, 0, 0, dyv, g->OH, d->OWv);
-                dyr = dyv;
-            }
-            memset(dxp, 0, d->xp * sizeof *dxp);
-            j->impl->input_grad(&d->dg, dyr, k->ws, dxp);
+            memset(dxT, 0, d->dxT * sizeof *dxT);
+            j->impl->input_grad(&d->dg, dyT, k->ws, dxT);
+            j->impl->transpose(dxT, d->dg.Hp * d->dg.Wr, g->C, (size_t)d->Cr, dxp, (size_t)d->dg.Hp * d->dg.Wr, 0);
             crop_planes(dxp, g, d, k->dx[0] + s * xsz, k->acc[0]);
         }
-        if (k->dx[1]) {
-            j->impl->transpose(dy, g->O, g->P, dyT);
-            j->impl->weight_grad(&d->dg, k->aux + s * d->xp, dyT, dwT, s != b0);
-        }
+        if (k->dx[1]) j->impl->weight_grad(&d->dg, k->aux + s * d->xp, dyT, dwT, s != b0);
     }
 }
 
@@ -361,12 +375,12 @@ static void conv_backward_direct(job *j)
     const geom *g = &j->g;
     const dsizes *d = &j->d;
     int nc = nchunks(g->B);
-    if (k->dx[0]) pack_for_dx(g, k->x[1], k->ws);
+    if (k->dx[0]) pack_for_dx(g, d, k->x[1], k->ws);
     cf_gemm_add_flops(2.0 * g->B * g->O * g->K * g->P * (!!k->dx[0] + !!k->dx[1]));
     cf_parallel_for(nc, backward_chunk_direct, j);
     if (!k->dx[1]) return;
     /* dw: the chunks' partial dw^T, transposed and summed in chunk order */
-    const float *part = k->ws + d->wt + d->xp + d->dyv + d->dyT;
+    const float *part = k->ws + d->wt + d->dxT + d->dyT;
     float *dw = k->dx[1];
     for (int o = 0; o < g->O; o++)
         for (size_t kk = 0; kk < g->K; kk++) {
@@ -399,9 +413,9 @@ static int conv_forward(const cf_inst *k)
     if (is_direct(&j.g)) {
         j.d = dsizes_of(&j.g);
         j.impl = cf_dconv_pick();
-        pack_weights(&j.g, k->x[1], k->ws);
+        pack_weights(&j, k->x[1], k->ws);
         cf_gemm_add_flops(2.0 * j.g.B * j.g.O * j.g.K * j.g.P);
-        cf_parallel_range((size_t)j.g.B, (size_t)j.g.O * j.g.K * j.g.P + 1, forward_range_direct, &j);
+        cf_parallel_for(nchunks(j.g.B), forward_chunk_direct, &j);
         return 0;
     }
     cf_parallel_range((size_t)j.g.B, (size_t)j.g.O * j.g.K * j.g.P + 1, forward_range, &j);
@@ -414,11 +428,10 @@ static void backward_chunk(void *p, int c)
     const job *j = p;
     const cf_inst *k = j->k;
     const geom *g = &j->g;
-    int nc = nchunks(g->B);
-    size_t b0 = (size_t)g->B * c / nc, b1 = (size_t)g->B * (c + 1) / nc;
-    size_t xsz = (size_t)g->C * g->H * g->W, ysz = (size_t)g->O * g->P, csz = (size_t)g->G * g->K * g->P;
+    size_t b0, b1, xsz = (size_t)g->C * g->H * g->W, ysz = (size_t)g->O * g->P, csz = (size_t)g->G * g->K * g->P;
     size_t wsz = (size_t)g->O * g->K;
     float *dwp = k->ws + c * (wsz + csz), *dcol = dwp + wsz;
+    chunk_of(g->B, c, &b0, &b1);
     const float *w = k->x[1];
     float *dx = k->dx[0];
     for (size_t s = b0; s < b1; s++) {

@@ -17,15 +17,18 @@
  * workspace, and the partial dw are summed in chunk order: the same bits at any thread
  * count.
  *
- * The direct path (one group: every layer but grouped ones) runs rt/dconv.h's kernels
- * instead, at any stride and dilation, without im2col: forward pads each sample's x
- * with zeros (the padded x of every sample is then the aux, for backward), computes
- * y transposed (positions x output channels: the kernels vectorise over channels) and
- * transposes it into y; backward transposes dy, sums, for each kernel tap, w^T dy
- * into a padded dx transposed where the tap puts it, and keeps its middle; dw^T sums,
- * for each output position, dy's channels times the input under each tap. Chunks,
- * partial dw and their order are as above; the forward runs in the same chunks, each
- * with its own y transposed. */
+ * A 1x1 kernel without padding takes this path too: its columns are x subsampled by
+ * the stride, or x itself at stride 1 (no aux then, and dx is the product's output).
+ *
+ * The direct path (one group, a kernel larger than 1x1 or padded) runs rt/dconv.h's
+ * kernels instead, at any stride and dilation, without im2col: forward pads each
+ * sample's x with zeros (the padded x of every sample is then the aux, for backward),
+ * computes y transposed (positions x output channels: the kernels vectorise over
+ * channels) and transposes it into y; backward transposes dy, sums, for each kernel
+ * tap, w^T dy into a padded dx transposed where the tap puts it, and keeps its
+ * middle; dw^T sums, for each output position, dy's channels times the input under
+ * each tap. Chunks, partial dw and their order are as above; the forward runs in the
+ * same chunks, each with its own y transposed. */
 #include <limits.h>
 #include <stddef.h>
 #include <string.h>
@@ -134,11 +137,18 @@ static int nchunks(int B) { return B < NCHUNK ? B : NCHUNK; }
 
 /* ---- the direct path's geometry ---- */
 
+/* Whether the kernel is 1x1 without padding: a matrix product of the weights and x
+ * (subsampled, with a stride), which the matrix-product engine runs best. */
+static int is_1x1(const geom *g) { return g->KH == 1 && g->KW == 1 && g->ph == 0 && g->pw == 0; }
+
+/* Whether x itself is the columns: a 1x1 kernel at stride 1 without padding. */
+static int is_pointwise(const geom *g) { return is_1x1(g) && g->sh == 1 && g->sw == 1; }
+
 /* Whether the direct kernels run this convolution (see the top of the file); their
  * offsets within a sample's padded input are ints. */
 static int is_direct(const geom *g)
 {
-    return g->G == 1 && (double)(g->H + 2.0 * g->ph) * (g->W + 2.0 * g->pw) * cf_dconv_or(g->C) < INT_MAX;
+    return g->G == 1 && !is_1x1(g) && (double)(g->H + 2.0 * g->ph) * (g->W + 2.0 * g->pw) * cf_dconv_or(g->C) < INT_MAX;
 }
 
 static size_t round16(size_t n) { return (n + 15) & ~(size_t)15; }
@@ -175,13 +185,14 @@ static dsizes dsizes_of(const geom *g)
 /* Per chunk of the backward's workspace. */
 static size_t dchunk(const dsizes *d) { return d->dxT + d->dyT + d->dwT + d->xp; }
 
-/* Direct: the padded x of every sample. Else: the columns of every sample, B G K P. */
+/* Direct: the padded x of every sample. Else: the columns of every sample, B G K P
+ * (none for a pointwise kernel: x is its columns). */
 static size_t conv_aux(const cf_inst *k)
 {
     geom g;
     geom_of(&g, k);
     if (is_direct(&g)) return (size_t)g.B * dsizes_of(&g).xp;
-    return (size_t)g.B * g.G * g.K * g.P;
+    return is_pointwise(&g) ? 0 : (size_t)g.B * g.G * g.K * g.P;
 }
 
 /* Direct: the packed weights and, per chunk, y transposed (forward); or the weights
@@ -398,8 +409,11 @@ static void forward_range(void *p, size_t b, size_t e)
     const geom *g = &j->g;
     size_t xsz = (size_t)g->C * g->H * g->W, ysz = (size_t)g->O * g->P, csz = (size_t)g->G * g->K * g->P;
     for (size_t s = b; s < e; s++) {
-        float *col = k->aux + s * csz;
-        im2col(g, k->x[0] + s * xsz, col);
+        const float *col = k->x[0] + s * xsz;   /* a pointwise kernel's columns */
+        if (!is_pointwise(g)) {
+            im2col(g, col, k->aux + s * csz);
+            col = k->aux + s * csz;
+        }
         for (int gr = 0; gr < g->G; gr++)
             cf_gemm(0, 0, g->Og, (int)g->P, (int)g->K, 1.0f, k->x[1] + (size_t)gr * g->Og * g->K, (int)g->K,
                     col + gr * g->K * g->P, (int)g->P, 0.0f, k->y + s * ysz + (size_t)gr * g->Og * g->P, (int)g->P);
@@ -434,8 +448,10 @@ static void backward_chunk(void *p, int c)
     chunk_of(g->B, c, &b0, &b1);
     const float *w = k->x[1];
     float *dx = k->dx[0];
+    int pw = is_pointwise(g);   /* x is the columns, dx their gradient */
     for (size_t s = b0; s < b1; s++) {
-        const float *dy = k->dy + s * ysz, *col = k->aux + s * csz;
+        const float *dy = k->dy + s * ysz, *col = pw ? k->x[0] + s * xsz : k->aux + s * csz;
+        float *dc = pw && dx ? dx + s * xsz : dcol;
         for (int gr = 0; gr < g->G; gr++) {
             const float *dyg = dy + (size_t)gr * g->Og * g->P;
             const float *wg = w + (size_t)gr * g->Og * g->K;
@@ -443,10 +459,10 @@ static void backward_chunk(void *p, int c)
                 cf_gemm(0, 1, g->Og, (int)g->K, (int)g->P, 1.0f, dyg, (int)g->P, col + gr * g->K * g->P, (int)g->P,
                         s == b0 ? 0.0f : 1.0f, dwp + (size_t)gr * g->Og * g->K, (int)g->K);
             if (dx)
-                cf_gemm(1, 0, (int)g->K, (int)g->P, g->Og, 1.0f, wg, (int)g->K, dyg, (int)g->P, 0.0f,
-                        dcol + gr * g->K * g->P, (int)g->P);
+                cf_gemm(1, 0, (int)g->K, (int)g->P, g->Og, 1.0f, wg, (int)g->K, dyg, (int)g->P,
+                        pw && k->acc[0] ? 1.0f : 0.0f, dc + gr * g->K * g->P, (int)g->P);
         }
-        if (dx) {
+        if (dx && !pw) {
             float *dxs = dx + s * xsz;
             if (!k->acc[0]) memset(dxs, 0, xsz * sizeof *dxs);
             col2im(g, dcol, dxs);

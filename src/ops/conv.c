@@ -349,10 +349,10 @@ static void crop_planes(const float *restrict dxp, const geom *g, const dsizes *
     for (int c = 0; c < g->C; c++)
         for (int i = 0; i < H; i++, dx += W) {
             const float *restrict r = dxp + ((size_t)c * Hp + i + g->ph) * Wr + g->pw;
-            if (acc)
+            if (acc)   /* rows are short: a loop, not memcpy's call */
                 for (int q = 0; q < W; q++) dx[q] += r[q];
             else
-                memcpy(dx, r, (size_t)W * sizeof *dx);
+                for (int q = 0; q < W; q++) dx[q] = r[q];
         }
 }
 
@@ -390,16 +390,14 @@ static void conv_backward_direct(job *j)
     cf_gemm_add_flops(2.0 * g->B * g->O * g->K * g->P * (!!k->dx[0] + !!k->dx[1]));
     cf_parallel_for(nc, backward_chunk_direct, j);
     if (!k->dx[1]) return;
-    /* dw: the chunks' partial dw^T, transposed and summed in chunk order */
-    const float *part = k->ws + d->wt + d->dxT + d->dyT;
-    float *dw = k->dx[1];
-    for (int o = 0; o < g->O; o++)
-        for (size_t kk = 0; kk < g->K; kk++) {
-            float v = part[kk * d->Or + o];
-            for (int c = 1; c < nc; c++) v += part[c * dchunk(d) + kk * d->Or + o];
-            float *t = dw + (size_t)o * g->K + kk;
-            *t = k->acc[1] ? *t + v : v;
-        }
+    /* dw: the chunks' partial dw^T summed into the first in chunk order, transposed */
+    float *part = k->ws + d->wt + d->dxT + d->dyT;
+    size_t n = g->K * d->Or;
+    for (int c = 1; c < nc; c++) {
+        const float *pc = part + c * dchunk(d);
+        for (size_t i = 0; i < n; i++) part[i] += pc[i];
+    }
+    j->impl->transpose(part, (int)g->K, g->O, (size_t)d->Or, k->dx[1], g->K, k->acc[1]);
 }
 
 static void forward_range(void *p, size_t b, size_t e)

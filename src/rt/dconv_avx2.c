@@ -4,5 +4,6 @@
 #define DC(name) name##_avx2
 #define DC_ENTRY cf_dconv_avx2
 #define DC_VW 8
+#define DC_NP1 12
 #define DC_NP 6
 #include "rt/dconv_tile.h"

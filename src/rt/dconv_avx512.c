@@ -5,5 +5,6 @@
 #define DC(name) name##_avx512
 #define DC_ENTRY cf_dconv_avx512
 #define DC_VW 16
+#define DC_NP1 12
 #define DC_NP 12
 #include "rt/dconv_tile.h"

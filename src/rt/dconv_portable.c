@@ -3,6 +3,7 @@
 #define DC(name) name##_portable
 #define DC_ENTRY cf_dconv_portable
 #define DC_VW 8
+#define DC_NP1 12
 #define DC_NP 6
 #include "rt/dconv_tile.h"
 

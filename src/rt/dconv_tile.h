@@ -6,10 +6,12 @@
  *   DC_VW        floats per vector: 8, or 16 for AVX-512
  *   DC_NP        rows per tile of two vectors of channels: DC_NP x 2 accumulators and
  *                the operands fill the ISA's vector registers
+ *   DC_NP1       rows per tile of one vector: at most what keeps the rows' offsets in
+ *                general registers (each broadcast is then one load, not two)
  *
  * Each kernel computes tiles of NP rows (output positions, or weight rows k = (c, ki,
  * kj) for the weights' gradient) by NV vectors of channels: NV = 2 with NP = DC_NP,
- * or NV = 1 with NP = 2 DC_NP for an odd vector left at the end. For each term of its
+ * or NV = 1 with NP = DC_NP1 for an odd vector left at the end. For each term of its
  * sum a tile loads NV vectors of one operand along the channels and broadcasts one
  * value of the other per row. The rows left after the whole tiles go in tiles a third
  * as tall; the last may run past the end, where it repeats the last row (its reads
@@ -25,7 +27,7 @@ typedef float DC(uf) __attribute__((vector_size(DC_VW * 4), aligned(4)));   /* a
 typedef float DC(v8) __attribute__((vector_size(32)));
 typedef float DC(u8) __attribute__((vector_size(32), aligned(4)));
 
-#define NPMAX (2 * DC_NP)
+#define NPMAX (DC_NP > DC_NP1 ? DC_NP : DC_NP1)
 #define INLINE static inline __attribute__((always_inline))
 
 /* Runs TILE(NP, NV, r0, c0, ...) over the rows [0, n) and the vectors of channels
@@ -33,7 +35,7 @@ typedef float DC(u8) __attribute__((vector_size(32), aligned(4)));
    of a tile for the rest. */
 #define DC_TILES(n, NV, c0, TILE, ...)                                                    \
     do {                                                                                  \
-        enum { NP_ = (NV) == 2 ? DC_NP : 2 * DC_NP, NR_ = NP_ / 3 };                      \
+        enum { NP_ = (NV) == 2 ? DC_NP : DC_NP1, NR_ = NP_ / 3 };                         \
         int r_ = 0;                                                                       \
         for (; r_ + NP_ <= (n); r_ += NP_) TILE(NP_, NV, r_, c0, __VA_ARGS__);            \
         for (; r_ < (n); r_ += NR_) TILE(NR_, NV, r_, c0, __VA_ARGS__);                   \
@@ -45,8 +47,17 @@ typedef float DC(u8) __attribute__((vector_size(32), aligned(4)));
         if (v_ < vn_) DC_TILES(n, 1, v_ * DC_VW, TILE, __VA_ARGS__);                      \
     } while (0)
 
-/* Where output position q's window starts (tap 0, 0) in a padded input plane. */
-INLINE int DC(pos_off)(const cf_dconv_geom *g, int q) { return q / g->OW * g->sh * g->Wr + q % g->OW * g->sw; }
+/* pos[p] = where the window of output position q0 + p starts (tap 0, 0) in a padded
+   input plane, for p < NP; positions past the last repeat it. One division a tile. */
+INLINE void DC(positions)(int NP, const cf_dconv_geom *g, int q0, int *pos)
+{
+    int P = g->OH * g->OW, i = q0 / g->OW, j = q0 % g->OW;
+#pragma GCC unroll 24
+    for (int p = 0; p < NP; p++) {
+        pos[p] = i * g->sh * g->Wr + j * g->sw;
+        if (q0 + p + 1 < P && ++j == g->OW) j = 0, i++;
+    }
+}
 
 /* Where the tap (ki, kj) of channel c, k = (c, ki, kj), is in the padded input. */
 INLINE int DC(k_off)(const cf_dconv_geom *g, int k)
@@ -61,8 +72,7 @@ INLINE void DC(fwd_tile)(int NP, int NV, int q0, int o0, const cf_dconv_geom *g,
                          float *yT)
 {
     int P = g->OH * g->OW, ld = cf_dconv_or(g->O), pos[NPMAX];
-#pragma GCC unroll 24
-    for (int p = 0; p < NP; p++) pos[p] = DC(pos_off)(g, q0 + p < P ? q0 + p : P - 1);
+    DC(positions)(NP, g, q0, pos);
     DC(vf) acc[NPMAX][2];
 #pragma GCC unroll 24
     for (int p = 0; p < NP; p++)
@@ -101,7 +111,7 @@ static void DC(forward)(const cf_dconv_geom *g, const float *xp, const float *wp
 INLINE void DC(dx_tile)(int NP, int NV, int q0, int c0, const cf_dconv_geom *g, const float *dyT, const float *wt,
                         float *dxpT, int ki, int kj)
 {
-    int P = g->OH * g->OW, ldo = cf_dconv_or(g->O), ldc = cf_dconv_or(g->C);
+    int P = g->OH * g->OW, ldo = cf_dconv_or(g->O), ldc = cf_dconv_or(g->C), pos[NPMAX];
     DC(vf) acc[NPMAX][2];
 #pragma GCC unroll 24
     for (int p = 0; p < NP; p++)
@@ -120,8 +130,9 @@ INLINE void DC(dx_tile)(int NP, int NV, int q0, int c0, const cf_dconv_geom *g, 
         }
     }
     int tap = ki * g->dh * g->Wr + kj * g->dw;
+    DC(positions)(NP, g, q0, pos);
     for (int p = 0; p < NP && q0 + p < P; p++) {
-        float *t = dxpT + (size_t)(DC(pos_off)(g, q0 + p) + tap) * ldc + c0;
+        float *t = dxpT + (size_t)(pos[p] + tap) * ldc + c0;
 #pragma GCC unroll 2
         for (int n = 0; n < NV; n++) *(DC(uf) *)(t + n * DC_VW) += acc[p][n];
     }

@@ -100,9 +100,58 @@ INLINE void DC(fwd_tile)(int NP, int NV, int q0, int o0, const cf_dconv_geom *g,
         for (int n = 0; n < NV; n++) *(DC(uf) *)(yT + (size_t)(q0 + p) * ld + o0 + n * DC_VW) = acc[p][n];
 }
 
+/* yT at the NP positions from (i, j0) along output row i (j0 + NP <= OW) by the one
+   vector of output channels from o0, for a kernel three wide at stride 1 along rows
+   and no dilation along them: each input value, broadcast once, feeds the (up to)
+   three positions whose windows hold it, a third of fwd_tile's broadcasts. The sum of
+   each position is in fwd_tile's order. */
+INLINE void DC(fwd_row_tile)(int NP, const cf_dconv_geom *g, const float *xp, const float *wp, float *yT, int i,
+                             int j0, int o0)
+{
+    int ld = cf_dconv_or(g->O);
+    DC(vf) acc[NPMAX];
+#pragma GCC unroll 24
+    for (int p = 0; p < NP; p++) acc[p] = (DC(vf)){0};
+    const float *w = wp + o0;
+    for (int c = 0; c < g->C; c++)
+        for (int ki = 0; ki < g->KH; ki++, w += 3 * ld) {
+            const float *xr = xp + ((size_t)c * g->Hp + (size_t)i * g->sh + (size_t)ki * g->dh) * g->Wr + j0;
+            DC(vf) w0 = *(const DC(uf) *)w, w1 = *(const DC(uf) *)(w + ld), w2 = *(const DC(uf) *)(w + 2 * ld);
+#pragma GCC unroll 26
+            for (int m = 0; m < NP + 2; m++) {
+                float xs = xr[m];
+                if (m < NP) acc[m] += xs * w0;
+                if (m >= 1 && m <= NP) acc[m - 1] += xs * w1;
+                if (m >= 2) acc[m - 2] += xs * w2;
+            }
+        }
+    float *y = yT + ((size_t)i * g->OW + j0) * ld + o0;
+#pragma GCC unroll 24
+    for (int p = 0; p < NP; p++) *(DC(uf) *)(y + (size_t)p * ld) = acc[p];
+}
+
+/* The one vector of output channels from o0 by rows (see fwd_row_tile): whole tiles,
+   then tiles of 4, 2 and 1, so that no tile reads past its row. */
+static void DC(fwd_rows)(const cf_dconv_geom *g, const float *xp, const float *wp, float *yT, int o0)
+{
+    for (int i = 0; i < g->OH; i++) {
+        int j = 0;
+        for (; j + DC_NP1 <= g->OW; j += DC_NP1) DC(fwd_row_tile)(DC_NP1, g, xp, wp, yT, i, j, o0);
+        for (; j + 4 <= g->OW; j += 4) DC(fwd_row_tile)(4, g, xp, wp, yT, i, j, o0);
+        for (; j + 2 <= g->OW; j += 2) DC(fwd_row_tile)(2, g, xp, wp, yT, i, j, o0);
+        for (; j < g->OW; j++) DC(fwd_row_tile)(1, g, xp, wp, yT, i, j, o0);
+    }
+}
+
 static void DC(forward)(const cf_dconv_geom *g, const float *xp, const float *wp, float *yT)
 {
-    DC_BLOCKS(g->O, g->OH * g->OW, DC(fwd_tile), g, xp, wp, yT);
+    int P = g->OH * g->OW, vn = (g->O + DC_VW - 1) / DC_VW, v = 0;
+    for (; v + 2 <= vn; v += 2) DC_TILES(P, 2, v * DC_VW, DC(fwd_tile), g, xp, wp, yT);
+    if (v == vn) return;
+    if (g->KW == 3 && g->sw == 1 && g->dw == 1)
+        DC(fwd_rows)(g, xp, wp, yT, v * DC_VW);
+    else
+        DC_TILES(P, 1, v * DC_VW, DC(fwd_tile), g, xp, wp, yT);
 }
 
 /* For tap (ki, kj): the input gradient at the NP positions from q0 (those below P),

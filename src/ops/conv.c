@@ -26,9 +26,11 @@
  * computes y transposed (positions x output channels: the kernels vectorise over
  * channels) and transposes it into y; backward transposes dy, sums, for each kernel
  * tap, w^T dy into a padded dx transposed where the tap puts it, and keeps its
- * middle; dw^T sums, for each output position, dy's channels times the input under
- * each tap. Chunks, partial dw and their order are as above; the forward runs in the
- * same chunks, each with its own y transposed. */
+ * middle (at stride 1, with padding smaller than the kernel, dx is instead the
+ * forward kernel's over dy padded, by the kernel flipped: see dx_gathers); dw^T
+ * sums, for each output position, dy's channels times the input under each tap.
+ * Chunks, partial dw and their order are as above; the forward runs in the same
+ * chunks, each with its own y transposed. */
 #include <limits.h>
 #include <stddef.h>
 #include <string.h>
@@ -156,20 +158,35 @@ static size_t round16(size_t n) { return (n + 15) & ~(size_t)15; }
 /* The direct path's buffers, in floats (each rounded to 16, so that they stay aligned). */
 typedef struct {
     cf_dconv_geom dg;         /* x padded -> y */
+    cf_dconv_geom dgx;        /* with gather: dy padded -> dx */
+    int gather;               /* dx as a forward over dy padded (stride 1, see dx_gathers) */
     int Or, Cr;               /* output and input channels rounded up to vectors */
     size_t xp;                /* one sample's padded x: C planes of dg.Hp x dg.Wr */
     size_t wp, wt;            /* weights packed for forward (K x Or), and for dx */
     size_t yT;                /* per chunk (forward): y transposed, P x Or */
     size_t dxT, dyT, dwT;     /* per chunk (backward): the padded dx transposed (Hp Wr x
                                  Cr), dy transposed with rows of zeros after, a
-                                 partial dw^T (K x Or); then the padded dx (xp) */
+                                 partial dw^T (K x Or); then pl: */
+    size_t pl;                /* the padded dx (xp), or with gather the padded dy */
 } dsizes;
+
+/* Whether dx is a forward over dy padded with KH - 1 - ph rows above and KW - 1 - pw
+ * columns to the left, by the kernel flipped and transposed (C x O x KH x KW): at
+ * stride 1 without dilation, with padding smaller than the kernel; dx is then written
+ * once, not summed tap by tap into a buffer. */
+static int dx_gathers(const geom *g)
+{
+    return g->sh == 1 && g->sw == 1 && g->dh == 1 && g->dw == 1 && g->ph < g->KH && g->pw < g->KW &&
+           (double)g->O * (g->H + g->KH - 1) * (g->W + g->KW - 1) < INT_MAX;
+}
 
 static dsizes dsizes_of(const geom *g)
 {
     dsizes d;
     d.dg = (cf_dconv_geom){g->C, g->H + 2 * g->ph, g->W + 2 * g->pw, g->O, g->KH, g->KW, g->OH, g->OW,
                            g->sh, g->sw, g->dh, g->dw};
+    d.gather = dx_gathers(g);
+    d.dgx = (cf_dconv_geom){g->O, g->H + g->KH - 1, g->W + g->KW - 1, g->C, g->KH, g->KW, g->H, g->W, 1, 1, 1, 1};
     d.Or = cf_dconv_or(g->O);
     d.Cr = cf_dconv_or(g->C);
     d.xp = round16((size_t)g->C * d.dg.Hp * d.dg.Wr);
@@ -179,11 +196,12 @@ static dsizes dsizes_of(const geom *g)
     d.dxT = round16((size_t)d.dg.Hp * d.dg.Wr * d.Cr);
     d.dyT = round16((g->P + CF_DCONV_QPAD) * d.Or);
     d.dwT = round16(g->K * d.Or);
+    d.pl = d.gather ? round16((size_t)g->O * d.dgx.Hp * d.dgx.Wr) : d.xp;
     return d;
 }
 
 /* Per chunk of the backward's workspace. */
-static size_t dchunk(const dsizes *d) { return d->dxT + d->dyT + d->dwT + d->xp; }
+static size_t dchunk(const dsizes *d) { return d->dxT + d->dyT + d->dwT + d->pl; }
 
 /* Direct: the padded x of every sample. Else: the columns of every sample, B G K P
  * (none for a pointwise kernel: x is its columns). */
@@ -307,13 +325,16 @@ static void pack_weights(const job *j, const float *restrict w, float *restrict 
 }
 
 /* The input gradient kernel's weights: for each tap t of (ki, kj), for each o, the
- * row of w[o][c][t] over c (zeros past C). */
+ * row of w[o][c][t] over c (zeros past C). With gather, the forward kernel's for dy:
+ * for each o, for each tap t, the row of w[o][c][KH KW - 1 - t] (the kernel flipped). */
 static void pack_for_dx(const geom *g, const dsizes *d, const float *restrict w, float *restrict wt)
 {
     size_t khw = (size_t)g->KH * g->KW;
     for (size_t t = 0; t < khw; t++)
-        for (int o = 0; o < g->O; o++, wt += d->Cr)
-            for (int c = 0; c < d->Cr; c++) wt[c] = c < g->C ? w[((size_t)o * g->C + c) * khw + t] : 0;
+        for (int o = 0; o < g->O; o++) {
+            float *r = d->gather ? wt + ((size_t)o * khw + khw - 1 - t) * d->Cr : wt + (t * g->O + o) * d->Cr;
+            for (int c = 0; c < d->Cr; c++) r[c] = c < g->C ? w[((size_t)o * g->C + c) * khw + t] : 0;
+        }
 }
 
 /* The samples [*b0, *b1) of chunk c. */
@@ -364,17 +385,23 @@ static void backward_chunk_direct(void *p, int c)
     const geom *g = &j->g;
     const dsizes *d = &j->d;
     size_t xsz = (size_t)g->C * g->H * g->W, ysz = (size_t)g->O * g->P, b0, b1;
-    float *dxT = k->ws + d->wt + (size_t)c * dchunk(d), *dyT = dxT + d->dxT, *dwT = dyT + d->dyT, *dxp = dwT + d->dwT;
+    float *dxT = k->ws + d->wt + (size_t)c * dchunk(d), *dyT = dxT + d->dxT, *dwT = dyT + d->dyT, *pl = dwT + d->dwT;
     chunk_of(g->B, c, &b0, &b1);
     memset(dyT + g->P * d->Or, 0, CF_DCONV_QPAD * d->Or * sizeof *dyT);
     for (size_t s = b0; s < b1; s++) {
         j->impl->transpose(k->dy + s * ysz, g->O, (int)g->P, g->P, dyT, (size_t)d->Or, 0);
         zero_cols(dyT, g->P, g->O, d->Or);
-        if (k->dx[0]) {
+        if (k->dx[0] && d->gather) {
+            pad_planes(k->dy + s * ysz, g->O, g->OH, g->OW, g->KH - 1 - g->ph, g->KW - 1 - g->pw, pl, d->dgx.Hp,
+                       d->dgx.Wr);
+            j->impl->forward(&d->dgx, pl, k->ws, dxT);
+            j->impl->transpose(dxT, g->H * g->W, g->C, (size_t)d->Cr, k->dx[0] + s * xsz, (size_t)g->H * g->W,
+                               k->acc[0]);
+        } else if (k->dx[0]) {
             memset(dxT, 0, d->dxT * sizeof *dxT);
             j->impl->input_grad(&d->dg, dyT, k->ws, dxT);
-            j->impl->transpose(dxT, d->dg.Hp * d->dg.Wr, g->C, (size_t)d->Cr, dxp, (size_t)d->dg.Hp * d->dg.Wr, 0);
-            crop_planes(dxp, g, d, k->dx[0] + s * xsz, k->acc[0]);
+            j->impl->transpose(dxT, d->dg.Hp * d->dg.Wr, g->C, (size_t)d->Cr, pl, (size_t)d->dg.Hp * d->dg.Wr, 0);
+            crop_planes(pl, g, d, k->dx[0] + s * xsz, k->acc[0]);
         }
         if (k->dx[1]) j->impl->weight_grad(&d->dg, k->aux + s * d->xp, dyT, dwT, s != b0);
     }

@@ -232,9 +232,58 @@ INLINE void DC(dw_tile)(int NP, int NV, int k0, int o0, const cf_dconv_geom *g, 
         }
 }
 
+/* dwT's rows of the NR kernel rows (c, ki) from r0 (three taps each, k = 3 r + kj)
+   by the one vector of output channels from o0, for a kernel three wide at stride 1
+   along rows and no dilation along them: along each output row, each input value,
+   broadcast once, meets the output gradients of the three positions whose windows
+   hold it (kept in registers as they slide), a third of dw_tile's broadcasts. Each
+   sum runs over the positions in dw_tile's order. */
+INLINE void DC(dw_row_tile)(int NR, const cf_dconv_geom *g, const float *xp, const float *dyT, float *dwT, int r0,
+                            int o0, int add)
+{
+    int ld = cf_dconv_or(g->O), roff[NPMAX];
+#pragma GCC unroll 8
+    for (int r = 0; r < NR; r++) roff[r] = ((r0 + r) / g->KH * g->Hp + (r0 + r) % g->KH * g->dh) * g->Wr;
+    DC(vf) acc[NPMAX][3];
+#pragma GCC unroll 8
+    for (int r = 0; r < NR; r++)
+#pragma GCC unroll 3
+        for (int t = 0; t < 3; t++) acc[r][t] = (DC(vf)){0};
+    for (int i = 0; i < g->OH; i++) {
+        const float *xq = xp + (size_t)i * g->sh * g->Wr, *d = dyT + (size_t)i * g->OW * ld + o0;
+        DC(vf) d0 = {0}, d1 = {0}, d2 = {0};   /* dy at positions m, m - 1, m - 2 (zeros outside) */
+        for (int m = 0; m < g->OW + 2; m++) {
+            d2 = d1, d1 = d0;
+            d0 = m < g->OW ? *(const DC(uf) *)(d + (size_t)m * ld) : (DC(vf)){0};
+#pragma GCC unroll 8
+            for (int r = 0; r < NR; r++) {
+                float xs = xq[roff[r] + m];
+                acc[r][0] += xs * d0;
+                acc[r][1] += xs * d1;
+                acc[r][2] += xs * d2;
+            }
+        }
+    }
+#pragma GCC unroll 8
+    for (int r = 0; r < NR; r++)
+#pragma GCC unroll 3
+        for (int t = 0; t < 3; t++) {
+            DC(uf) *o = (DC(uf) *)(dwT + (size_t)(3 * (r0 + r) + t) * ld + o0);
+            *o = add ? *o + acc[r][t] : acc[r][t];
+        }
+}
+
 static void DC(weight_grad)(const cf_dconv_geom *g, const float *xp, const float *dyT, float *dwT, int add)
 {
-    DC_BLOCKS(g->O, g->C * g->KH * g->KW, DC(dw_tile), g, xp, dyT, dwT, add);
+    int vn = (g->O + DC_VW - 1) / DC_VW, v = 0, K = g->C * g->KH * g->KW, nr = g->C * g->KH, r = 0;
+    for (; v + 2 <= vn; v += 2) DC_TILES(K, 2, v * DC_VW, DC(dw_tile), g, xp, dyT, dwT, add);
+    if (v == vn) return;
+    if (g->KW != 3 || g->sw != 1 || g->dw != 1) {
+        DC_TILES(K, 1, v * DC_VW, DC(dw_tile), g, xp, dyT, dwT, add);
+        return;
+    }
+    for (; r + DC_NP1 / 3 <= nr; r += DC_NP1 / 3) DC(dw_row_tile)(DC_NP1 / 3, g, xp, dyT, dwT, r, v * DC_VW, add);
+    for (; r < nr; r++) DC(dw_row_tile)(1, g, xp, dyT, dwT, r, v * DC_VW, add);
 }
 
 INLINE void DC(put)(float *d, float v, int add) { *d = add ? *d + v : v; }

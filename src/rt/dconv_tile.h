@@ -17,7 +17,12 @@
  * as tall; the last may run past the end, where it repeats the last row (its reads
  * stay in place) and drops the results. Each result is summed in one fixed order,
  * whatever the thread count. Sums use fused multiply-adds where the target has them
- * (the compiler contracts them). */
+ * (the compiler contracts them).
+ *
+ * One vector of channels takes a broadcast per multiply-add, which bounds it; for a
+ * kernel three wide at stride 1 (most layers), the forward and dw walk output rows
+ * instead (fwd_row_tile, dw_row_tile), so that each input value, broadcast once,
+ * serves the three taps that read it. */
 #include <string.h>
 
 #include "rt/dconv.h"

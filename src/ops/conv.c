@@ -214,9 +214,9 @@ static size_t conv_aux(const cf_inst *k)
 }
 
 /* Direct: the packed weights and, per chunk, y transposed (forward); or the weights
- * packed for dx and, per chunk, a padded dx transposed and not, dy transposed and a
- * partial dw^T (backward). Else, per chunk: a partial dw (O K floats) and the columns' gradient of
- * one sample (G K P). */
+ * packed for dx and, per chunk, dx transposed, dy transposed, a partial dw^T and a
+ * padded dx or dy (backward, see dsizes). Else, per chunk: a partial dw (O K floats)
+ * and the columns' gradient of one sample (G K P). */
 static size_t conv_workspace(const cf_inst *k)
 {
     geom g;

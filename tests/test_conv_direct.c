@@ -1,8 +1,10 @@
-/* test_conv_direct.c - conv2d's direct path (stride 1, no dilation, one group:
+/* test_conv_direct.c - conv2d's direct path (one group, any stride and dilation:
  * rt/dconv.h) against the definition, computed here in double: outputs, dx and dw for
- * shapes that reach every edge of its tiles (output rows not a multiple of 8, channels
- * not a multiple of the tile, fewer than twelve kernel taps left over, padding as
- * large as the kernel and larger, a 1x1 kernel, one input channel), through the
+ * shapes that reach every edge of its tiles (output positions and weight rows not a
+ * multiple of a tile, a third of a tile or any vector; channels not a multiple of 8 or
+ * 16, one vector of them or an odd number; padding as large as the kernel and larger,
+ * a 1x1 kernel, one input channel), the widths of a small ResNet (28, 14, 7, 4) with
+ * its strides, strides and dilations that differ between the directions, through the
  * backward that adds (x and w read by two convolutions), with each engine's kernels
  * and at 1 and 2 threads (the same bits). */
 #include <stdlib.h>
@@ -14,17 +16,29 @@
 
 typedef struct shape {
     int B, C, H, W, O, KH, KW, ph, pw;
+    int sh, sw, dh, dw;   /* stride, dilation */
 } shape;
 
 static const shape shapes[] = {
-    {3, 1, 28, 28, 8, 5, 5, 0, 0},    /* the first layer of models/cnn.flux */
-    {3, 8, 12, 12, 16, 5, 5, 0, 0},   /* its second */
-    {2, 3, 7, 11, 5, 3, 3, 1, 1},     /* rows of 11: a vector and 3 */
-    {2, 5, 6, 5, 9, 3, 2, 2, 1},      /* 9 channels out, padding as large as the kernel's height */
-    {2, 2, 4, 4, 3, 3, 3, 4, 3},      /* padding larger than the kernel */
-    {2, 4, 5, 9, 17, 1, 1, 0, 0},     /* 1x1, 17 channels out: two vectors and one */
-    {1, 13, 3, 20, 4, 2, 4, 0, 1},    /* K = 104: tiles of twelve taps and a remainder */
-    {2, 2, 9, 9, 24, 3, 3, 1, 1},     /* three vectors of channels */
+    {3, 1, 28, 28, 8, 5, 5, 0, 0, 1, 1, 1, 1},      /* the first layer of models/cnn.flux */
+    {3, 8, 12, 12, 16, 5, 5, 0, 0, 1, 1, 1, 1},     /* its second */
+    {2, 3, 7, 11, 5, 3, 3, 1, 1, 1, 1, 1, 1},       /* 77 positions, 5 channels out */
+    {2, 5, 6, 5, 9, 3, 2, 2, 1, 1, 1, 1, 1},        /* 9 channels out, padding as large as the kernel's height */
+    {2, 2, 4, 4, 3, 3, 3, 4, 3, 1, 1, 1, 1},        /* padding larger than the kernel */
+    {2, 4, 5, 9, 17, 1, 1, 0, 0, 1, 1, 1, 1},       /* 1x1, 17 channels out: one or two vectors and one */
+    {1, 13, 3, 20, 4, 2, 4, 0, 1, 1, 1, 1, 1},      /* K = 104 weight rows: whole tiles and a rest */
+    {2, 2, 9, 9, 24, 3, 3, 1, 1, 1, 1, 1, 1},       /* three vectors of 8 channels */
+    {3, 16, 28, 28, 16, 3, 3, 1, 1, 1, 1, 1, 1},    /* a small ResNet's layers: 784 positions, 16 channels */
+    {3, 16, 28, 28, 32, 3, 3, 1, 1, 2, 2, 1, 1},    /* 28 -> 14 */
+    {3, 16, 28, 28, 32, 1, 1, 0, 0, 2, 2, 1, 1},    /* its 1x1 projection */
+    {2, 32, 14, 14, 64, 3, 3, 1, 1, 2, 2, 1, 1},    /* 14 -> 7 */
+    {2, 64, 7, 7, 64, 3, 3, 1, 1, 1, 1, 1, 1},      /* 49 positions: four tiles and one short */
+    {3, 5, 7, 7, 11, 3, 3, 1, 1, 2, 2, 1, 1},       /* 7 -> 4, channels not a multiple of 8 */
+    {3, 20, 7, 7, 13, 1, 1, 0, 0, 2, 2, 1, 1},      /* 7 -> 4 by a 1x1 */
+    {2, 9, 4, 4, 40, 3, 3, 1, 1, 1, 1, 1, 1},       /* width 4; 40 channels: a pair of vectors and one */
+    {2, 3, 11, 13, 6, 3, 2, 2, 1, 3, 2, 2, 3},      /* stride and dilation differ by direction */
+    {2, 18, 5, 6, 33, 2, 2, 0, 1, 1, 1, 2, 1},      /* dilation 2 along rows only */
+    {2, 6, 9, 10, 8, 3, 3, 0, 0, 1, 1, 1, 1},       /* 3x3 unpadded, 8 out: windows reach the rows' ends */
 };
 #define NSHAPES (int)(sizeof shapes / sizeof shapes[0])
 
@@ -34,11 +48,19 @@ static float at(const float *x, const shape *s, int b, int c, int i, int j)
     return x[(((size_t)b * s->C + c) * s->H + i) * s->W + j];
 }
 
+/* The output's height and width. */
+static void out_size(const shape *s, int *OH, int *OW)
+{
+    *OH = (s->H + 2 * s->ph - s->dh * (s->KH - 1) - 1) / s->sh + 1;
+    *OW = (s->W + 2 * s->pw - s->dw * (s->KW - 1) - 1) / s->sw + 1;
+}
+
 /* y, dx and dw of two convolutions of x by w whose outputs get head gradients r1, r2. */
 static void reference(const shape *s, const float *x, const float *w, const float *r1, const float *r2, double *y,
                       double *dx, double *dw)
 {
-    int OH = s->H + 2 * s->ph - s->KH + 1, OW = s->W + 2 * s->pw - s->KW + 1;
+    int OH, OW;
+    out_size(s, &OH, &OW);
     size_t nx = (size_t)s->B * s->C * s->H * s->W, nw = (size_t)s->O * s->C * s->KH * s->KW;
     memset(dx, 0, nx * sizeof *dx);
     memset(dw, 0, nw * sizeof *dw);
@@ -52,7 +74,8 @@ static void reference(const shape *s, const float *x, const float *w, const floa
                         for (int ki = 0; ki < s->KH; ki++)
                             for (int kj = 0; kj < s->KW; kj++) {
                                 size_t wi = (((size_t)o * s->C + c) * s->KH + ki) * s->KW + kj;
-                                int hi = i + ki - s->ph, wj = j + kj - s->pw;
+                                int hi = i * s->sh + ki * s->dh - s->ph;
+                                int wj = j * s->sw + kj * s->dw - s->pw;
                                 acc += (double)w[wi] * at(x, s, b, c, hi, wj);
                                 dw[wi] += r * at(x, s, b, c, hi, wj);
                                 if (hi >= 0 && hi < s->H && wj >= 0 && wj < s->W)
@@ -75,7 +98,7 @@ static int close_all(const char *what, const float *got, const double *want, siz
 /* Runs shape s; returns y, dx and dw (malloc'd, for the bitwise comparison). */
 static void run_shape(const shape *s, float **keep)
 {
-    int ia[7] = {1, 1, s->ph, s->pw, 1, 1, 1};
+    int ia[7] = {s->sh, s->sw, s->ph, s->pw, s->dh, s->dw, 1};
     cf_model *m = cf_model_new();
     cf_node *in[2];
     in[0] = cf_input(m, "x", CF_SHAPE(s->C, s->H, s->W));
@@ -133,7 +156,8 @@ static void run_engine(const char *engine, int threads)
             run_shape(&shapes[i], t == 1 ? ref[i] : got);
             if (t == 1) continue;
             const shape *s = &shapes[i];
-            int OH = s->H + 2 * s->ph - s->KH + 1, OW = s->W + 2 * s->pw - s->KW + 1;
+            int OH, OW;
+            out_size(s, &OH, &OW);
             size_t n[3] = {(size_t)s->B * s->O * OH * OW, (size_t)s->B * s->C * s->H * s->W,
                            (size_t)s->O * s->C * s->KH * s->KW};
             for (int j = 0; j < 3; j++) {

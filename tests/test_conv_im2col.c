@@ -1,8 +1,9 @@
-/* test_conv_im2col.c - conv2d's im2col path (stride, dilation or groups) at a batch
- * larger than its backward's chunks: the samples are split into at most 16 chunks
- * (ops/conv.c), and a batch of 37 gives chunks of 2 and 3 samples, so that a chunk
- * that lost a sample, or a partial dw summed short, shows. Output, dx and dw against
- * the definition computed here in double, with stride 2, dilation 2 and 2 groups. */
+/* test_conv_im2col.c - conv2d at a batch larger than its backward's chunks: the
+ * samples are split into at most 16 chunks (ops/conv.c), and a batch of 37 gives
+ * chunks of 2 and 3 samples, so that a chunk that lost a sample, or a partial dw
+ * summed short, shows. Output, dx and dw against the definition computed here in
+ * double, with stride 2 and dilation 2 (the direct path) and 2 groups (im2col), the
+ * last also with a stride and a dilation, so that im2col's own are tested. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -22,6 +23,7 @@ static const config configs[] = {
     {"stride2", 3, 9, 8, 4, 3, 3, {2, 2, 1, 1, 1, 1, 1}},
     {"dil2", 2, 8, 9, 3, 3, 2, {1, 1, 2, 1, 2, 2, 1}},
     {"groups2", 4, 6, 7, 6, 3, 3, {1, 1, 1, 1, 1, 1, 2}},
+    {"groups2s2d2", 4, 9, 8, 6, 3, 3, {2, 2, 1, 2, 2, 2, 2}},
 };
 #define NCONFIGS (int)(sizeof configs / sizeof configs[0])
 

@@ -17,12 +17,20 @@
  * workspace, and the partial dw are summed in chunk order: the same bits at any thread
  * count.
  *
- * The direct path (stride 1, no dilation, one group: most layers) runs rt/dconv.h's
- * kernels instead, without im2col or packing: forward reads windows of x padded with
- * zeros (the padded x of every sample is then the aux, for backward); dx sums, for
- * each kernel tap, w^T dy into a padded gradient where the tap puts it, and keeps its
- * middle; dw^T sums, for each output position, dy's channels times the input under
- * each tap. Chunks, partial dw and their order are as above. */
+ * A 1x1 kernel without padding takes this path too: its columns are x subsampled by
+ * the stride, or x itself at stride 1 (no aux then, and dx is the product's output).
+ *
+ * The direct path (one group, a kernel larger than 1x1 or padded) runs rt/dconv.h's
+ * kernels instead, at any stride and dilation, without im2col: forward pads each
+ * sample's x with zeros (the padded x of every sample is then the aux, for backward),
+ * computes y transposed (positions x output channels: the kernels vectorise over
+ * channels) and transposes it into y; backward transposes dy, sums, for each kernel
+ * tap, w^T dy into a padded dx transposed where the tap puts it, and keeps its
+ * middle (at stride 1, with padding smaller than the kernel, dx is instead the
+ * forward kernel's over dy padded, by the kernel flipped: see dx_gathers); dw^T
+ * sums, for each output position, dy's channels times the input under each tap.
+ * Chunks, partial dw and their order are as above; the forward runs in the same
+ * chunks, each with its own y transposed. */
 #include <limits.h>
 #include <stddef.h>
 #include <string.h>
@@ -131,12 +139,18 @@ static int nchunks(int B) { return B < NCHUNK ? B : NCHUNK; }
 
 /* ---- the direct path's geometry ---- */
 
+/* Whether the kernel is 1x1 without padding: a matrix product of the weights and x
+ * (subsampled, with a stride), which the matrix-product engine runs best. */
+static int is_1x1(const geom *g) { return g->KH == 1 && g->KW == 1 && g->ph == 0 && g->pw == 0; }
+
+/* Whether x itself is the columns: a 1x1 kernel at stride 1 without padding. */
+static int is_pointwise(const geom *g) { return is_1x1(g) && g->sh == 1 && g->sw == 1; }
+
 /* Whether the direct kernels run this convolution (see the top of the file); their
  * offsets within a sample's padded input are ints. */
 static int is_direct(const geom *g)
 {
-    return g->sh == 1 && g->sw == 1 && g->dh == 1 && g->dw == 1 && g->G == 1 &&
-           (double)g->C * (g->H + 2.0 * g->ph) * cf_dconv_row(g->OW, g->KW) < INT_MAX;
+    return g->G == 1 && !is_1x1(g) && (double)(g->H + 2.0 * g->ph) * (g->W + 2.0 * g->pw) * cf_dconv_or(g->C) < INT_MAX;
 }
 
 static size_t round16(size_t n) { return (n + 15) & ~(size_t)15; }
@@ -144,53 +158,73 @@ static size_t round16(size_t n) { return (n + 15) & ~(size_t)15; }
 /* The direct path's buffers, in floats (each rounded to 16, so that they stay aligned). */
 typedef struct {
     cf_dconv_geom dg;         /* x padded -> y */
-    int OWv, Or;              /* output rows and channels rounded up to vectors */
-    size_t xp;                /* one sample's padded x (or dx): C planes of dg.Hp x dg.Wr */
-    size_t wp, wt;            /* weights packed for forward, and for dx */
-    size_t dyv, dyT, dwT;     /* per chunk, with a padded dx (xp): dy with rows of OWv
-                                 (when OW is not a multiple of 8), dy transposed
-                                 (P x Or), a partial dw^T (K x Or) */
+    cf_dconv_geom dgx;        /* with gather: dy padded -> dx */
+    int gather;               /* dx as a forward over dy padded (stride 1, see dx_gathers) */
+    int Or, Cr;               /* output and input channels rounded up to vectors */
+    size_t xp;                /* one sample's padded x: C planes of dg.Hp x dg.Wr */
+    size_t wp, wt;            /* weights packed for forward (K x Or), and for dx */
+    size_t yT;                /* per chunk (forward): y transposed, P x Or */
+    size_t dxT, dyT, dwT;     /* per chunk (backward): the padded dx transposed (Hp Wr x
+                                 Cr), dy transposed with rows of zeros after, a
+                                 partial dw^T (K x Or); then pl: */
+    size_t pl;                /* the padded dx (xp), or with gather the padded dy */
 } dsizes;
+
+/* Whether dx is a forward over dy padded with KH - 1 - ph rows above and KW - 1 - pw
+ * columns to the left, by the kernel flipped and transposed (C x O x KH x KW): at
+ * stride 1 without dilation, with padding smaller than the kernel; dx is then written
+ * once, not summed tap by tap into a buffer. */
+static int dx_gathers(const geom *g)
+{
+    return g->sh == 1 && g->sw == 1 && g->dh == 1 && g->dw == 1 && g->ph < g->KH && g->pw < g->KW &&
+           (double)g->O * (g->H + g->KH - 1) * (g->W + g->KW - 1) < INT_MAX;
+}
 
 static dsizes dsizes_of(const geom *g)
 {
     dsizes d;
-    d.dg = (cf_dconv_geom){g->C, g->H + 2 * g->ph, cf_dconv_row(g->OW, g->KW), g->O, g->KH, g->KW, g->OH, g->OW};
-    d.OWv = (g->OW + 7) / 8 * 8;
+    d.dg = (cf_dconv_geom){g->C, g->H + 2 * g->ph, g->W + 2 * g->pw, g->O, g->KH, g->KW, g->OH, g->OW,
+                           g->sh, g->sw, g->dh, g->dw};
+    d.gather = dx_gathers(g);
+    d.dgx = (cf_dconv_geom){g->O, g->H + g->KH - 1, g->W + g->KW - 1, g->C, g->KH, g->KW, g->H, g->W, 1, 1, 1, 1};
     d.Or = cf_dconv_or(g->O);
+    d.Cr = cf_dconv_or(g->C);
     d.xp = round16((size_t)g->C * d.dg.Hp * d.dg.Wr);
-    d.wp = round16((size_t)(g->O + CF_DCONV_OB - 1) / CF_DCONV_OB * CF_DCONV_OB * g->K);
-    d.wt = round16((size_t)(g->C + CF_DCONV_OB - 1) / CF_DCONV_OB * CF_DCONV_OB * g->O * g->KH * g->KW);
-    d.dyv = round16((size_t)g->O * g->OH * d.OWv);
-    d.dyT = round16(g->P * d.Or);
+    d.wp = round16(g->K * d.Or);
+    d.wt = round16((size_t)g->KH * g->KW * g->O * d.Cr);
+    d.yT = round16(g->P * d.Or);
+    d.dxT = round16((size_t)d.dg.Hp * d.dg.Wr * d.Cr);
+    d.dyT = round16((g->P + CF_DCONV_QPAD) * d.Or);
     d.dwT = round16(g->K * d.Or);
+    d.pl = d.gather ? round16((size_t)g->O * d.dgx.Hp * d.dgx.Wr) : d.xp;
     return d;
 }
 
 /* Per chunk of the backward's workspace. */
-static size_t dchunk(const dsizes *d) { return d->xp + d->dyv + d->dyT + d->dwT; }
+static size_t dchunk(const dsizes *d) { return d->dxT + d->dyT + d->dwT + d->pl; }
 
-/* Direct: the padded x of every sample. Else: the columns of every sample, B G K P. */
+/* Direct: the padded x of every sample. Else: the columns of every sample, B G K P
+ * (none for a pointwise kernel: x is its columns). */
 static size_t conv_aux(const cf_inst *k)
 {
     geom g;
     geom_of(&g, k);
     if (is_direct(&g)) return (size_t)g.B * dsizes_of(&g).xp;
-    return (size_t)g.B * g.G * g.K * g.P;
+    return is_pointwise(&g) ? 0 : (size_t)g.B * g.G * g.K * g.P;
 }
 
-/* Direct: the packed weights (forward), or the weights packed for dx and, per chunk,
- * a padded dx, dy with padded rows, dy transposed and a partial dw^T (backward).
- * Else, per chunk: a partial dw (O K floats) and the columns' gradient of one sample
- * (G K P). */
+/* Direct: the packed weights and, per chunk, y transposed (forward); or the weights
+ * packed for dx and, per chunk, dx transposed, dy transposed, a partial dw^T and a
+ * padded dx or dy (backward, see dsizes). Else, per chunk: a partial dw (O K floats)
+ * and the columns' gradient of one sample (G K P). */
 static size_t conv_workspace(const cf_inst *k)
 {
     geom g;
     geom_of(&g, k);
     if (is_direct(&g)) {
         dsizes d = dsizes_of(&g);
-        size_t bwd = d.wt + (size_t)nchunks(g.B) * dchunk(&d);
-        return bwd > d.wp ? bwd : d.wp;
+        size_t fwd = d.wp + (size_t)nchunks(g.B) * d.yT, bwd = d.wt + (size_t)nchunks(g.B) * dchunk(&d);
+        return bwd > fwd ? bwd : fwd;
     }
     return (size_t)nchunks(g.B) * ((size_t)g.O * g.K + (size_t)g.G * g.K * g.P);
 }
@@ -276,52 +310,70 @@ static void pad_planes(const float *restrict src, int n, int h, int w, int ph, i
         }
 }
 
-/* The forward kernels' weights: for each block of CF_DCONV_OB output channels, for
- * each k of (c, ki, kj), the block's w[o][k] (zeros past O). */
-static void pack_weights(const geom *g, const float *restrict w, float *restrict wp)
+/* Zeros in columns [from, ld) of the rows of m (ld floats apart). */
+static void zero_cols(float *m, size_t rows, int from, int ld)
 {
-    enum { OB = CF_DCONV_OB };
-    for (int ob = 0; ob < g->O; ob += OB)
-        for (size_t k = 0; k < g->K; k++, wp += OB)
-            for (int o = 0; o < OB; o++) wp[o] = ob + o < g->O ? w[(size_t)(ob + o) * g->K + k] : 0;
+    if (from < ld)
+        for (size_t r = 0; r < rows; r++) memset(m + r * ld + from, 0, (size_t)(ld - from) * sizeof *m);
 }
 
-/* The input gradient kernel's weights: for each block of CF_DCONV_OB input channels,
- * for each tap t of (ki, kj), for each o, the block's w[o][c][t] (zeros past C). */
-static void pack_for_dx(const geom *g, const float *restrict w, float *restrict wt)
+/* The forward kernel's weights: w (O x K) transposed, K x Or, zeros past O. */
+static void pack_weights(const job *j, const float *restrict w, float *restrict wp)
 {
-    enum { OB = CF_DCONV_OB };
+    j->impl->transpose(w, j->g.O, (int)j->g.K, j->g.K, wp, (size_t)j->d.Or, 0);
+    zero_cols(wp, j->g.K, j->g.O, j->d.Or);
+}
+
+/* The input gradient kernel's weights: for each tap t of (ki, kj), for each o, the
+ * row of w[o][c][t] over c (zeros past C). With gather, the forward kernel's for dy:
+ * for each o, for each tap t, the row of w[o][c][KH KW - 1 - t] (the kernel flipped). */
+static void pack_for_dx(const geom *g, const dsizes *d, const float *restrict w, float *restrict wt)
+{
     size_t khw = (size_t)g->KH * g->KW;
-    for (int cb = 0; cb < g->C; cb += OB)
-        for (size_t t = 0; t < khw; t++)
-            for (int o = 0; o < g->O; o++, wt += OB)
-                for (int c = 0; c < OB; c++) wt[c] = cb + c < g->C ? w[((size_t)o * g->C + cb + c) * khw + t] : 0;
+    for (size_t t = 0; t < khw; t++)
+        for (int o = 0; o < g->O; o++) {
+            float *r = d->gather ? wt + ((size_t)o * khw + khw - 1 - t) * d->Cr : wt + (t * g->O + o) * d->Cr;
+            for (int c = 0; c < d->Cr; c++) r[c] = c < g->C ? w[((size_t)o * g->C + c) * khw + t] : 0;
+        }
 }
 
-static void forward_range_direct(void *p, size_t b, size_t e)
+/* The samples [*b0, *b1) of chunk c. */
+static void chunk_of(int B, int c, size_t *b0, size_t *b1)
+{
+    int nc = nchunks(B);
+    *b0 = (size_t)B * c / nc, *b1 = (size_t)B * (c + 1) / nc;
+}
+
+/* Chunk c of the samples (direct): pads each sample's x into the aux, and y. */
+static void forward_chunk_direct(void *p, int c)
 {
     const job *j = p;
     const cf_inst *k = j->k;
     const geom *g = &j->g;
-    size_t xsz = (size_t)g->C * g->H * g->W, ysz = (size_t)g->O * g->P;
-    for (size_t s = b; s < e; s++) {
-        float *xp = k->aux + s * j->d.xp;
-        pad_planes(k->x[0] + s * xsz, g->C, g->H, g->W, g->ph, g->pw, xp, j->d.dg.Hp, j->d.dg.Wr);
-        j->impl->forward(&j->d.dg, xp, k->ws, k->y + s * ysz, 0);
+    const dsizes *d = &j->d;
+    size_t xsz = (size_t)g->C * g->H * g->W, ysz = (size_t)g->O * g->P, b0, b1;
+    float *yT = k->ws + d->wp + (size_t)c * d->yT;
+    chunk_of(g->B, c, &b0, &b1);
+    for (size_t s = b0; s < b1; s++) {
+        float *xp = k->aux + s * d->xp;
+        pad_planes(k->x[0] + s * xsz, g->C, g->H, g->W, g->ph, g->pw, xp, d->dg.Hp, d->dg.Wr);
+        j->impl->forward(&d->dg, xp, k->ws, yT);
+        j->impl->transpose(yT, (int)g->P, g->O, (size_t)d->Or, k->y + s * ysz, g->P, 0);
     }
 }
 
-/* dx (C, H, W) = (or +=, with acc) the middle of the padded gradient dxp. */
+/* dx (C, H, W) = (or +=, with acc) the middle of the padded gradient dxp (C planes of
+ * Hp x Wr). */
 static void crop_planes(const float *restrict dxp, const geom *g, const dsizes *d, float *restrict dx, int acc)
 {
     int H = g->H, W = g->W, Hp = d->dg.Hp, Wr = d->dg.Wr;
     for (int c = 0; c < g->C; c++)
         for (int i = 0; i < H; i++, dx += W) {
             const float *restrict r = dxp + ((size_t)c * Hp + i + g->ph) * Wr + g->pw;
-            if (acc)
+            if (acc)   /* rows are short: a loop, not memcpy's call */
                 for (int q = 0; q < W; q++) dx[q] += r[q];
             else
-                memcpy(dx, r, (size_t)W * sizeof *dx);
+                for (int q = 0; q < W; q++) dx[q] = r[q];
         }
 }
 
@@ -332,26 +384,26 @@ static void backward_chunk_direct(void *p, int c)
     const cf_inst *k = j->k;
     const geom *g = &j->g;
     const dsizes *d = &j->d;
-    int nc = nchunks(g->B);
-    size_t b0 = (size_t)g->B * c / nc, b1 = (size_t)g->B * (c + 1) / nc;
-    size_t xsz = (size_t)g->C * g->H * g->W, ysz = (size_t)g->O * g->P;
-    float *dxp = k->ws + d->wt + (size_t)c * dchunk(d), *dyv = dxp + d->xp, *dyT = dyv + d->dyv, *dwT = dyT + d->dyT;
+    size_t xsz = (size_t)g->C * g->H * g->W, ysz = (size_t)g->O * g->P, b0, b1;
+    float *dxT = k->ws + d->wt + (size_t)c * dchunk(d), *dyT = dxT + d->dxT, *dwT = dyT + d->dyT, *pl = dwT + d->dwT;
+    chunk_of(g->B, c, &b0, &b1);
+    memset(dyT + g->P * d->Or, 0, CF_DCONV_QPAD * d->Or * sizeof *dyT);
     for (size_t s = b0; s < b1; s++) {
-        const float *dy = k->dy + s * ysz;
-        if (k->dx[0]) {
-            const float *dyr = dy;   /* rows of OWv: dy itself when OW is a multiple of 8 */
-            if (d->OWv != g->OW) {
-                pad_planes(dy, g->O, g->OH, g->OW, 0, 0, dyv, g->OH, d->OWv);
-                dyr = dyv;
-            }
-            memset(dxp, 0, d->xp * sizeof *dxp);
-            j->impl->input_grad(&d->dg, dyr, k->ws, dxp);
-            crop_planes(dxp, g, d, k->dx[0] + s * xsz, k->acc[0]);
+        j->impl->transpose(k->dy + s * ysz, g->O, (int)g->P, g->P, dyT, (size_t)d->Or, 0);
+        zero_cols(dyT, g->P, g->O, d->Or);
+        if (k->dx[0] && d->gather) {
+            pad_planes(k->dy + s * ysz, g->O, g->OH, g->OW, g->KH - 1 - g->ph, g->KW - 1 - g->pw, pl, d->dgx.Hp,
+                       d->dgx.Wr);
+            j->impl->forward(&d->dgx, pl, k->ws, dxT);
+            j->impl->transpose(dxT, g->H * g->W, g->C, (size_t)d->Cr, k->dx[0] + s * xsz, (size_t)g->H * g->W,
+                               k->acc[0]);
+        } else if (k->dx[0]) {
+            memset(dxT, 0, d->dxT * sizeof *dxT);
+            j->impl->input_grad(&d->dg, dyT, k->ws, dxT);
+            j->impl->transpose(dxT, d->dg.Hp * d->dg.Wr, g->C, (size_t)d->Cr, pl, (size_t)d->dg.Hp * d->dg.Wr, 0);
+            crop_planes(pl, g, d, k->dx[0] + s * xsz, k->acc[0]);
         }
-        if (k->dx[1]) {
-            j->impl->transpose(dy, g->O, g->P, dyT);
-            j->impl->weight_grad(&d->dg, k->aux + s * d->xp, dyT, dwT, s != b0);
-        }
+        if (k->dx[1]) j->impl->weight_grad(&d->dg, k->aux + s * d->xp, dyT, dwT, s != b0);
     }
 }
 
@@ -361,20 +413,18 @@ static void conv_backward_direct(job *j)
     const geom *g = &j->g;
     const dsizes *d = &j->d;
     int nc = nchunks(g->B);
-    if (k->dx[0]) pack_for_dx(g, k->x[1], k->ws);
+    if (k->dx[0]) pack_for_dx(g, d, k->x[1], k->ws);
     cf_gemm_add_flops(2.0 * g->B * g->O * g->K * g->P * (!!k->dx[0] + !!k->dx[1]));
     cf_parallel_for(nc, backward_chunk_direct, j);
     if (!k->dx[1]) return;
-    /* dw: the chunks' partial dw^T, transposed and summed in chunk order */
-    const float *part = k->ws + d->wt + d->xp + d->dyv + d->dyT;
-    float *dw = k->dx[1];
-    for (int o = 0; o < g->O; o++)
-        for (size_t kk = 0; kk < g->K; kk++) {
-            float v = part[kk * d->Or + o];
-            for (int c = 1; c < nc; c++) v += part[c * dchunk(d) + kk * d->Or + o];
-            float *t = dw + (size_t)o * g->K + kk;
-            *t = k->acc[1] ? *t + v : v;
-        }
+    /* dw: the chunks' partial dw^T summed into the first in chunk order, transposed */
+    float *part = k->ws + d->wt + d->dxT + d->dyT;
+    size_t n = g->K * d->Or;
+    for (int c = 1; c < nc; c++) {
+        const float *pc = part + c * dchunk(d);
+        for (size_t i = 0; i < n; i++) part[i] += pc[i];
+    }
+    j->impl->transpose(part, (int)g->K, g->O, (size_t)d->Or, k->dx[1], g->K, k->acc[1]);
 }
 
 static void forward_range(void *p, size_t b, size_t e)
@@ -384,8 +434,11 @@ static void forward_range(void *p, size_t b, size_t e)
     const geom *g = &j->g;
     size_t xsz = (size_t)g->C * g->H * g->W, ysz = (size_t)g->O * g->P, csz = (size_t)g->G * g->K * g->P;
     for (size_t s = b; s < e; s++) {
-        float *col = k->aux + s * csz;
-        im2col(g, k->x[0] + s * xsz, col);
+        const float *col = k->x[0] + s * xsz;   /* a pointwise kernel's columns */
+        if (!is_pointwise(g)) {
+            im2col(g, col, k->aux + s * csz);
+            col = k->aux + s * csz;
+        }
         for (int gr = 0; gr < g->G; gr++)
             cf_gemm(0, 0, g->Og, (int)g->P, (int)g->K, 1.0f, k->x[1] + (size_t)gr * g->Og * g->K, (int)g->K,
                     col + gr * g->K * g->P, (int)g->P, 0.0f, k->y + s * ysz + (size_t)gr * g->Og * g->P, (int)g->P);
@@ -399,9 +452,9 @@ static int conv_forward(const cf_inst *k)
     if (is_direct(&j.g)) {
         j.d = dsizes_of(&j.g);
         j.impl = cf_dconv_pick();
-        pack_weights(&j.g, k->x[1], k->ws);
+        pack_weights(&j, k->x[1], k->ws);
         cf_gemm_add_flops(2.0 * j.g.B * j.g.O * j.g.K * j.g.P);
-        cf_parallel_range((size_t)j.g.B, (size_t)j.g.O * j.g.K * j.g.P + 1, forward_range_direct, &j);
+        cf_parallel_for(nchunks(j.g.B), forward_chunk_direct, &j);
         return 0;
     }
     cf_parallel_range((size_t)j.g.B, (size_t)j.g.O * j.g.K * j.g.P + 1, forward_range, &j);
@@ -414,15 +467,16 @@ static void backward_chunk(void *p, int c)
     const job *j = p;
     const cf_inst *k = j->k;
     const geom *g = &j->g;
-    int nc = nchunks(g->B);
-    size_t b0 = (size_t)g->B * c / nc, b1 = (size_t)g->B * (c + 1) / nc;
-    size_t xsz = (size_t)g->C * g->H * g->W, ysz = (size_t)g->O * g->P, csz = (size_t)g->G * g->K * g->P;
+    size_t b0, b1, xsz = (size_t)g->C * g->H * g->W, ysz = (size_t)g->O * g->P, csz = (size_t)g->G * g->K * g->P;
     size_t wsz = (size_t)g->O * g->K;
     float *dwp = k->ws + c * (wsz + csz), *dcol = dwp + wsz;
+    chunk_of(g->B, c, &b0, &b1);
     const float *w = k->x[1];
     float *dx = k->dx[0];
+    int pw = is_pointwise(g);   /* x is the columns, dx their gradient */
     for (size_t s = b0; s < b1; s++) {
-        const float *dy = k->dy + s * ysz, *col = k->aux + s * csz;
+        const float *dy = k->dy + s * ysz, *col = pw ? k->x[0] + s * xsz : k->aux + s * csz;
+        float *dc = pw && dx ? dx + s * xsz : dcol;
         for (int gr = 0; gr < g->G; gr++) {
             const float *dyg = dy + (size_t)gr * g->Og * g->P;
             const float *wg = w + (size_t)gr * g->Og * g->K;
@@ -430,10 +484,10 @@ static void backward_chunk(void *p, int c)
                 cf_gemm(0, 1, g->Og, (int)g->K, (int)g->P, 1.0f, dyg, (int)g->P, col + gr * g->K * g->P, (int)g->P,
                         s == b0 ? 0.0f : 1.0f, dwp + (size_t)gr * g->Og * g->K, (int)g->K);
             if (dx)
-                cf_gemm(1, 0, (int)g->K, (int)g->P, g->Og, 1.0f, wg, (int)g->K, dyg, (int)g->P, 0.0f,
-                        dcol + gr * g->K * g->P, (int)g->P);
+                cf_gemm(1, 0, (int)g->K, (int)g->P, g->Og, 1.0f, wg, (int)g->K, dyg, (int)g->P,
+                        pw && k->acc[0] ? 1.0f : 0.0f, dc + gr * g->K * g->P, (int)g->P);
         }
-        if (dx) {
+        if (dx && !pw) {
             float *dxs = dx + s * xsz;
             if (!k->acc[0]) memset(dxs, 0, xsz * sizeof *dxs);
             col2im(g, dcol, dxs);

@@ -1,212 +1,309 @@
 /* dconv_tile.h - the direct convolution kernels of dconv.h, written once over GCC
- * vectors of 8 floats and included by each ISA's file after it defines
+ * vectors of DC_VW floats and included by each ISA's file after it defines
  *
  *   DC(name)     the file's prefix for each function: name ## _avx2
  *   DC_ENTRY     the table's variable: cf_dconv_avx2
+ *   DC_VW        floats per vector: 8, or 16 for AVX-512
+ *   DC_NP        rows per tile of two vectors of channels: DC_NP x 2 accumulators and
+ *                the operands fill the ISA's vector registers
+ *   DC_NP1       rows per tile of one vector: at most what keeps the rows' offsets in
+ *                general registers (each broadcast is then one load, not two)
  *
- * Forward: a tile is CF_DCONV_OB output channels by up to three vectors of eight
- * output columns (twelve accumulators); for each (c, ki, kj) it loads the three input
- * vectors and broadcasts the block's weights. Weight gradient: a tile is up to twelve
- * (c, ki, kj) by one or two vectors of output channels; for each output position it
- * loads dyT's row and broadcasts the input under each (c, ki, kj). Sums use fused
- * multiply-adds where the target has them (the compiler contracts them). */
+ * Each kernel computes tiles of NP rows (output positions, or weight rows k = (c, ki,
+ * kj) for the weights' gradient) by NV vectors of channels: NV = 2 with NP = DC_NP,
+ * or NV = 1 with NP = DC_NP1 for an odd vector left at the end. For each term of its
+ * sum a tile loads NV vectors of one operand along the channels and broadcasts one
+ * value of the other per row. The rows left after the whole tiles go in tiles a third
+ * as tall; the last may run past the end, where it repeats the last row (its reads
+ * stay in place) and drops the results. Each result is summed in one fixed order,
+ * whatever the thread count. Sums use fused multiply-adds where the target has them
+ * (the compiler contracts them).
+ *
+ * One vector of channels takes a broadcast per multiply-add, which bounds it; for a
+ * kernel three wide at stride 1 (most layers), the forward and dw walk output rows
+ * instead (fwd_row_tile, dw_row_tile), so that each input value, broadcast once,
+ * serves the three taps that read it. */
 #include <string.h>
 
 #include "rt/dconv.h"
 
+typedef float DC(vf) __attribute__((vector_size(DC_VW * 4)));
+typedef float DC(uf) __attribute__((vector_size(DC_VW * 4), aligned(4)));   /* any float alignment */
 typedef float DC(v8) __attribute__((vector_size(32)));
-typedef float DC(u8) __attribute__((vector_size(32), aligned(4)));   /* any float alignment */
+typedef float DC(u8) __attribute__((vector_size(32), aligned(4)));
 
-#define OB CF_DCONV_OB
+#define NPMAX (DC_NP > DC_NP1 ? DC_NP : DC_NP1)
+#define INLINE static inline __attribute__((always_inline))
 
-/* Output channels [0, rows) of a block, at the V vectors of outputs that start at
-   xoff[v] in each input plane and at yoff[v] in each output plane, cnt[v] columns of
-   them real. Inlined with a constant V, so the accumulators stay in registers. */
-static inline __attribute__((always_inline)) void DC(fwd_tile)(int V, const cf_dconv_geom *g, const float *xp,
-                                                               const float *wk, const int *xoff, float *y,
-                                                               const int *yoff, const int *cnt, int rows, int add)
+/* Runs TILE(NP, NV, r0, c0, ...) over the rows [0, n) and the vectors of channels
+   [0, nchan): pairs of vectors, then one, each over whole tiles of rows and a third
+   of a tile for the rest. */
+#define DC_TILES(n, NV, c0, TILE, ...)                                                    \
+    do {                                                                                  \
+        enum { NP_ = (NV) == 2 ? DC_NP : DC_NP1, NR_ = NP_ / 3 };                         \
+        int r_ = 0;                                                                       \
+        for (; r_ + NP_ <= (n); r_ += NP_) TILE(NP_, NV, r_, c0, __VA_ARGS__);            \
+        for (; r_ < (n); r_ += NR_) TILE(NR_, NV, r_, c0, __VA_ARGS__);                   \
+    } while (0)
+#define DC_BLOCKS(nchan, n, TILE, ...)                                                    \
+    do {                                                                                  \
+        int vn_ = ((nchan) + DC_VW - 1) / DC_VW, v_ = 0;                                  \
+        for (; v_ + 2 <= vn_; v_ += 2) DC_TILES(n, 2, v_ * DC_VW, TILE, __VA_ARGS__);     \
+        if (v_ < vn_) DC_TILES(n, 1, v_ * DC_VW, TILE, __VA_ARGS__);                      \
+    } while (0)
+
+/* pos[p] = where the window of output position q0 + p starts (tap 0, 0) in a padded
+   input plane, for p < NP; positions past the last repeat it. One division a tile. */
+INLINE void DC(positions)(int NP, const cf_dconv_geom *g, int q0, int *pos)
 {
-    DC(v8) acc[OB][3];
-#pragma GCC unroll 4
-    for (int o = 0; o < OB; o++)
-#pragma GCC unroll 3
-        for (int v = 0; v < V; v++) acc[o][v] = (DC(v8)){0};
-    const float *w = wk;
-    size_t plane = (size_t)g->Hp * g->Wr;
+    int P = g->OH * g->OW, i = q0 / g->OW, j = q0 % g->OW;
+#pragma GCC unroll 24
+    for (int p = 0; p < NP; p++) {
+        pos[p] = i * g->sh * g->Wr + j * g->sw;
+        if (q0 + p + 1 < P && ++j == g->OW) j = 0, i++;
+    }
+}
+
+/* Where the tap (ki, kj) of channel c, k = (c, ki, kj), is in the padded input. */
+INLINE int DC(k_off)(const cf_dconv_geom *g, int k)
+{
+    int khw = g->KH * g->KW, t = k % khw;
+    return (k / khw * g->Hp + t / g->KW * g->dh) * g->Wr + t % g->KW * g->dw;
+}
+
+/* yT rows [q0, q0 + NP) (those below P) by the NV vectors of output channels from
+   o0: for each k, the weights' vectors times the input under each position. */
+INLINE void DC(fwd_tile)(int NP, int NV, int q0, int o0, const cf_dconv_geom *g, const float *xp, const float *wp,
+                         float *yT)
+{
+    int P = g->OH * g->OW, ld = cf_dconv_or(g->O), pos[NPMAX];
+    DC(positions)(NP, g, q0, pos);
+    DC(vf) acc[NPMAX][2];
+#pragma GCC unroll 24
+    for (int p = 0; p < NP; p++)
+#pragma GCC unroll 2
+        for (int n = 0; n < NV; n++) acc[p][n] = (DC(vf)){0};
+    const float *w = wp + o0;
     for (int c = 0; c < g->C; c++)
         for (int ki = 0; ki < g->KH; ki++) {
-            const float *xr = xp + c * plane + (size_t)ki * g->Wr;
-            for (int kj = 0; kj < g->KW; kj++, w += OB) {
-                DC(v8) xv[3];
-#pragma GCC unroll 3
-                for (int v = 0; v < V; v++) xv[v] = *(const DC(u8) *)(xr + xoff[v] + kj);
-#pragma GCC unroll 4
-                for (int o = 0; o < OB; o++)
-#pragma GCC unroll 3
-                    for (int v = 0; v < V; v++) acc[o][v] += w[o] * xv[v];
-            }
-        }
-    size_t ysz = (size_t)g->OH * g->OW;
-    for (int o = 0; o < rows; o++)
-#pragma GCC unroll 3
-        for (int v = 0; v < V; v++) {
-            float *d = y + o * ysz + yoff[v];
-            if (cnt[v] == 8) {
-                DC(u8) *dv = (DC(u8) *)d;
-                *dv = add ? *dv + acc[o][v] : acc[o][v];
-            } else {
-                float t[8];
-                memcpy(t, &acc[o][v], sizeof t);
-                for (int l = 0; l < cnt[v]; l++) d[l] = add ? d[l] + t[l] : t[l];
-            }
-        }
-}
-
-static void DC(forward)(const cf_dconv_geom *g, const float *xp, const float *wp, float *y, int add)
-{
-    int nvr = (g->OW + 7) / 8, nv = g->OH * nvr, K = g->C * g->KH * g->KW;
-    size_t ysz = (size_t)g->OH * g->OW;
-    for (int ob = 0; ob < g->O; ob += OB) {
-        const float *wk = wp + (size_t)(ob / OB) * K * OB;
-        int rows = g->O - ob < OB ? g->O - ob : OB;
-        float *yo = y + ob * ysz;
-        for (int v0 = 0; v0 < nv; v0 += 3) {
-            int V = nv - v0 < 3 ? nv - v0 : 3, xoff[3] = {0}, yoff[3] = {0}, cnt[3] = {0};
-            for (int v = 0; v < V; v++) {
-                int i = (v0 + v) / nvr, j = (v0 + v) % nvr * 8;
-                xoff[v] = i * g->Wr + j;
-                yoff[v] = i * g->OW + j;
-                cnt[v] = g->OW - j < 8 ? g->OW - j : 8;
-            }
-            if (V == 3) DC(fwd_tile)(3, g, xp, wk, xoff, yo, yoff, cnt, rows, add);
-            else if (V == 2) DC(fwd_tile)(2, g, xp, wk, xoff, yo, yoff, cnt, rows, add);
-            else DC(fwd_tile)(1, g, xp, wk, xoff, yo, yoff, cnt, rows, add);
-        }
-    }
-}
-
-/* The input gradient of a block of rows (<= OB) input channels for one kernel tap:
-   for each of the V vectors of outputs (at voff[v] in each plane of dyv, at xoff[v]
-   in each plane of dxp once moved by the tap), the sum over output channels of
-   wt[o][c] dyv[o], added to dxp. Inlined with a constant V. */
-static inline __attribute__((always_inline)) void DC(dx_tile)(int V, const cf_dconv_geom *g, const float *dyv,
-                                                              const float *wt, const int *voff, float *dxp,
-                                                              const int *xoff, int rows)
-{
-    DC(v8) acc[OB][3];
-#pragma GCC unroll 4
-    for (int c = 0; c < OB; c++)
-#pragma GCC unroll 3
-        for (int v = 0; v < V; v++) acc[c][v] = (DC(v8)){0};
-    size_t dplane = (size_t)g->OH * ((g->OW + 7) / 8 * 8), xplane = (size_t)g->Hp * g->Wr;
-    const float *d = dyv;
-    for (int o = 0; o < g->O; o++, d += dplane, wt += OB) {
-        DC(v8) dv[3];
-#pragma GCC unroll 3
-        for (int v = 0; v < V; v++) dv[v] = *(const DC(u8) *)(d + voff[v]);
-#pragma GCC unroll 4
-        for (int c = 0; c < OB; c++)
-#pragma GCC unroll 3
-            for (int v = 0; v < V; v++) acc[c][v] += wt[c] * dv[v];
-    }
-    for (int c = 0; c < rows; c++)
-#pragma GCC unroll 3
-        for (int v = 0; v < V; v++) *(DC(u8) *)(dxp + c * xplane + xoff[v]) += acc[c][v];
-}
-
-static void DC(input_grad)(const cf_dconv_geom *g, const float *dyv, const float *wt, float *dxp)
-{
-    int owv = (g->OW + 7) / 8 * 8, nvr = owv / 8, nv = g->OH * nvr, khw = g->KH * g->KW;
-    size_t xplane = (size_t)g->Hp * g->Wr;
-    for (int cb = 0; cb < g->C; cb += OB) {
-        int rows = g->C - cb < OB ? g->C - cb : OB;
-        for (int t = 0; t < khw; t++) {
-            int ki = t / g->KW, kj = t % g->KW;
-            const float *w = wt + ((size_t)(cb / OB) * khw + t) * g->O * OB;
-            for (int v0 = 0; v0 < nv; v0 += 3) {
-                int V = nv - v0 < 3 ? nv - v0 : 3, voff[3] = {0}, xoff[3] = {0};
-                for (int v = 0; v < V; v++) {
-                    int i = (v0 + v) / nvr, j = (v0 + v) % nvr * 8;
-                    voff[v] = i * owv + j;
-                    xoff[v] = (i + ki) * g->Wr + j + kj;
-                }
-                float *dx = dxp + cb * xplane;
-                if (V == 3) DC(dx_tile)(3, g, dyv, w, voff, dx, xoff, rows);
-                else if (V == 2) DC(dx_tile)(2, g, dyv, w, voff, dx, xoff, rows);
-                else DC(dx_tile)(1, g, dyv, w, voff, dx, xoff, rows);
-            }
-        }
-    }
-}
-
-/* dwT rows [k0, k0 + KB) (those below K) by the NV vectors of output channels from
-   o0, summed over every output position. Inlined with constant KB and NV. */
-static inline __attribute__((always_inline)) void DC(dw_tile)(int KB, int NV, const cf_dconv_geom *g,
-                                                              const float *xp, const float *dyT, float *dwT,
-                                                              int k0, int o0, int add)
-{
-    int K = g->C * g->KH * g->KW, Or = cf_dconv_or(g->O), khw = g->KH * g->KW;
-    int koff[12];
-#pragma GCC unroll 12
-    for (int k = 0; k < KB; k++) {   /* past K: repeat the last row, computed and dropped */
-        int kk = k0 + k < K ? k0 + k : K - 1, c = kk / khw, r = kk % khw;
-        koff[k] = (c * g->Hp + r / g->KW) * g->Wr + r % g->KW;
-    }
-    DC(v8) acc[12][2];
-#pragma GCC unroll 12
-    for (int k = 0; k < KB; k++)
+            const float *xr = xp + ((size_t)c * g->Hp + (size_t)ki * g->dh) * g->Wr;
+            for (int kj = 0; kj < g->KW; kj++, w += ld) {
+                const float *xk = xr + kj * g->dw;
+                DC(vf) wv[2];
 #pragma GCC unroll 2
-        for (int n = 0; n < NV; n++) acc[k][n] = (DC(v8)){0};
+                for (int n = 0; n < NV; n++) wv[n] = *(const DC(uf) *)(w + n * DC_VW);
+#pragma GCC unroll 24
+                for (int p = 0; p < NP; p++) {
+                    float xs = xk[pos[p]];
+#pragma GCC unroll 2
+                    for (int n = 0; n < NV; n++) acc[p][n] += xs * wv[n];
+                }
+            }
+        }
+    for (int p = 0; p < NP && q0 + p < P; p++)
+#pragma GCC unroll 2
+        for (int n = 0; n < NV; n++) *(DC(uf) *)(yT + (size_t)(q0 + p) * ld + o0 + n * DC_VW) = acc[p][n];
+}
+
+/* yT at the NP positions from (i, j0) along output row i (j0 + NP <= OW) by the one
+   vector of output channels from o0, for a kernel three wide at stride 1 along rows
+   and no dilation along them: each input value, broadcast once, feeds the (up to)
+   three positions whose windows hold it, a third of fwd_tile's broadcasts. The sum of
+   each position is in fwd_tile's order. */
+INLINE void DC(fwd_row_tile)(int NP, const cf_dconv_geom *g, const float *xp, const float *wp, float *yT, int i,
+                             int j0, int o0)
+{
+    int ld = cf_dconv_or(g->O);
+    DC(vf) acc[NPMAX];
+#pragma GCC unroll 24
+    for (int p = 0; p < NP; p++) acc[p] = (DC(vf)){0};
+    const float *w = wp + o0;
+    for (int c = 0; c < g->C; c++)
+        for (int ki = 0; ki < g->KH; ki++, w += 3 * ld) {
+            const float *xr = xp + ((size_t)c * g->Hp + (size_t)i * g->sh + (size_t)ki * g->dh) * g->Wr + j0;
+            DC(vf) w0 = *(const DC(uf) *)w, w1 = *(const DC(uf) *)(w + ld), w2 = *(const DC(uf) *)(w + 2 * ld);
+#pragma GCC unroll 26
+            for (int m = 0; m < NP + 2; m++) {
+                float xs = xr[m];
+                if (m < NP) acc[m] += xs * w0;
+                if (m >= 1 && m <= NP) acc[m - 1] += xs * w1;
+                if (m >= 2) acc[m - 2] += xs * w2;
+            }
+        }
+    float *y = yT + ((size_t)i * g->OW + j0) * ld + o0;
+#pragma GCC unroll 24
+    for (int p = 0; p < NP; p++) *(DC(uf) *)(y + (size_t)p * ld) = acc[p];
+}
+
+/* The one vector of output channels from o0 by rows (see fwd_row_tile): whole tiles,
+   then tiles of 4, 2 and 1, so that no tile reads past its row. */
+static void DC(fwd_rows)(const cf_dconv_geom *g, const float *xp, const float *wp, float *yT, int o0)
+{
+    for (int i = 0; i < g->OH; i++) {
+        int j = 0;
+        for (; j + DC_NP1 <= g->OW; j += DC_NP1) DC(fwd_row_tile)(DC_NP1, g, xp, wp, yT, i, j, o0);
+        for (; j + 4 <= g->OW; j += 4) DC(fwd_row_tile)(4, g, xp, wp, yT, i, j, o0);
+        for (; j + 2 <= g->OW; j += 2) DC(fwd_row_tile)(2, g, xp, wp, yT, i, j, o0);
+        for (; j < g->OW; j++) DC(fwd_row_tile)(1, g, xp, wp, yT, i, j, o0);
+    }
+}
+
+static void DC(forward)(const cf_dconv_geom *g, const float *xp, const float *wp, float *yT)
+{
+    int P = g->OH * g->OW, vn = (g->O + DC_VW - 1) / DC_VW, v = 0;
+    for (; v + 2 <= vn; v += 2) DC_TILES(P, 2, v * DC_VW, DC(fwd_tile), g, xp, wp, yT);
+    if (v == vn) return;
+    if (g->KW == 3 && g->sw == 1 && g->dw == 1)
+        DC(fwd_rows)(g, xp, wp, yT, v * DC_VW);
+    else
+        DC_TILES(P, 1, v * DC_VW, DC(fwd_tile), g, xp, wp, yT);
+}
+
+/* For tap (ki, kj): the input gradient at the NP positions from q0 (those below P),
+   NV vectors of input channels from c0, summed over output channels and added where
+   the tap takes each position's window in dxpT. wt is the tap's O x ldc weights. */
+INLINE void DC(dx_tile)(int NP, int NV, int q0, int c0, const cf_dconv_geom *g, const float *dyT, const float *wt,
+                        float *dxpT, int ki, int kj)
+{
+    int P = g->OH * g->OW, ldo = cf_dconv_or(g->O), ldc = cf_dconv_or(g->C), pos[NPMAX];
+    DC(vf) acc[NPMAX][2];
+#pragma GCC unroll 24
+    for (int p = 0; p < NP; p++)
+#pragma GCC unroll 2
+        for (int n = 0; n < NV; n++) acc[p][n] = (DC(vf)){0};
+    const float *d = dyT + (size_t)q0 * ldo, *w = wt + c0;   /* dyT's rows past P are zeros */
+    for (int o = 0; o < g->O; o++, d++, w += ldc) {
+        DC(vf) wv[2];
+#pragma GCC unroll 2
+        for (int n = 0; n < NV; n++) wv[n] = *(const DC(uf) *)(w + n * DC_VW);
+#pragma GCC unroll 24
+        for (int p = 0; p < NP; p++) {
+            float ds = d[(size_t)p * ldo];
+#pragma GCC unroll 2
+            for (int n = 0; n < NV; n++) acc[p][n] += ds * wv[n];
+        }
+    }
+    int tap = ki * g->dh * g->Wr + kj * g->dw;
+    DC(positions)(NP, g, q0, pos);
+    for (int p = 0; p < NP && q0 + p < P; p++) {
+        float *t = dxpT + (size_t)(pos[p] + tap) * ldc + c0;
+#pragma GCC unroll 2
+        for (int n = 0; n < NV; n++) *(DC(uf) *)(t + n * DC_VW) += acc[p][n];
+    }
+}
+
+static void DC(input_grad)(const cf_dconv_geom *g, const float *dyT, const float *wt, float *dxpT)
+{
+    int khw = g->KH * g->KW;
+    size_t wtap = (size_t)g->O * cf_dconv_or(g->C);
+    for (int t = 0; t < khw; t++)
+        DC_BLOCKS(g->C, g->OH * g->OW, DC(dx_tile), g, dyT, wt + t * wtap, dxpT, t / g->KW, t % g->KW);
+}
+
+/* dwT rows [k0, k0 + NP) (those below K) by the NV vectors of output channels from
+   o0, summed over every output position. */
+INLINE void DC(dw_tile)(int NP, int NV, int k0, int o0, const cf_dconv_geom *g, const float *xp, const float *dyT,
+                        float *dwT, int add)
+{
+    int K = g->C * g->KH * g->KW, ld = cf_dconv_or(g->O), koff[NPMAX];
+#pragma GCC unroll 24
+    for (int k = 0; k < NP; k++) koff[k] = DC(k_off)(g, k0 + k < K ? k0 + k : K - 1);
+    DC(vf) acc[NPMAX][2];
+#pragma GCC unroll 24
+    for (int k = 0; k < NP; k++)
+#pragma GCC unroll 2
+        for (int n = 0; n < NV; n++) acc[k][n] = (DC(vf)){0};
     const float *d = dyT + o0;
     for (int i = 0; i < g->OH; i++) {
-        const float *xq = xp + (size_t)i * g->Wr;
-        for (int j = 0; j < g->OW; j++, d += Or) {
-            DC(v8) dv[2];
+        const float *xq = xp + (size_t)i * g->sh * g->Wr;
+        for (int j = 0; j < g->OW; j++, d += ld) {
+            const float *xj = xq + (size_t)j * g->sw;
+            DC(vf) dv[2];
 #pragma GCC unroll 2
-            for (int n = 0; n < NV; n++) dv[n] = *(const DC(u8) *)(d + 8 * n);
-#pragma GCC unroll 12
-            for (int k = 0; k < KB; k++) {
-                float xs = xq[koff[k] + j];
+            for (int n = 0; n < NV; n++) dv[n] = *(const DC(uf) *)(d + n * DC_VW);
+#pragma GCC unroll 24
+            for (int k = 0; k < NP; k++) {
+                float xs = xj[koff[k]];
 #pragma GCC unroll 2
                 for (int n = 0; n < NV; n++) acc[k][n] += xs * dv[n];
             }
         }
     }
-    for (int k = 0; k < KB && k0 + k < K; k++)
+    for (int k = 0; k < NP && k0 + k < K; k++)
 #pragma GCC unroll 2
         for (int n = 0; n < NV; n++) {
-            DC(u8) *t = (DC(u8) *)(dwT + (size_t)(k0 + k) * Or + o0 + 8 * n);
+            DC(uf) *t = (DC(uf) *)(dwT + (size_t)(k0 + k) * ld + o0 + n * DC_VW);
             *t = add ? *t + acc[k][n] : acc[k][n];
+        }
+}
+
+/* dwT's rows of the NR kernel rows (c, ki) from r0 (three taps each, k = 3 r + kj)
+   by the one vector of output channels from o0, for a kernel three wide at stride 1
+   along rows and no dilation along them: along each output row, each input value,
+   broadcast once, meets the output gradients of the three positions whose windows
+   hold it (kept in registers as they slide), a third of dw_tile's broadcasts. Each
+   sum runs over the positions in dw_tile's order. */
+INLINE void DC(dw_row_tile)(int NR, const cf_dconv_geom *g, const float *xp, const float *dyT, float *dwT, int r0,
+                            int o0, int add)
+{
+    int ld = cf_dconv_or(g->O), roff[NPMAX];
+#pragma GCC unroll 8
+    for (int r = 0; r < NR; r++) roff[r] = ((r0 + r) / g->KH * g->Hp + (r0 + r) % g->KH * g->dh) * g->Wr;
+    DC(vf) acc[NPMAX][3];
+#pragma GCC unroll 8
+    for (int r = 0; r < NR; r++)
+#pragma GCC unroll 3
+        for (int t = 0; t < 3; t++) acc[r][t] = (DC(vf)){0};
+    for (int i = 0; i < g->OH; i++) {
+        const float *xq = xp + (size_t)i * g->sh * g->Wr, *d = dyT + (size_t)i * g->OW * ld + o0;
+        DC(vf) d0 = {0}, d1 = {0}, d2 = {0};   /* dy at positions m, m - 1, m - 2 (zeros outside) */
+        for (int m = 0; m < g->OW + 2; m++) {
+            d2 = d1, d1 = d0;
+            d0 = m < g->OW ? *(const DC(uf) *)(d + (size_t)m * ld) : (DC(vf)){0};
+#pragma GCC unroll 8
+            for (int r = 0; r < NR; r++) {
+                float xs = xq[roff[r] + m];
+                acc[r][0] += xs * d0;
+                acc[r][1] += xs * d1;
+                acc[r][2] += xs * d2;
+            }
+        }
+    }
+#pragma GCC unroll 8
+    for (int r = 0; r < NR; r++)
+#pragma GCC unroll 3
+        for (int t = 0; t < 3; t++) {
+            DC(uf) *o = (DC(uf) *)(dwT + (size_t)(3 * (r0 + r) + t) * ld + o0);
+            *o = add ? *o + acc[r][t] : acc[r][t];
         }
 }
 
 static void DC(weight_grad)(const cf_dconv_geom *g, const float *xp, const float *dyT, float *dwT, int add)
 {
-    int K = g->C * g->KH * g->KW, Or = cf_dconv_or(g->O), o0 = 0;
-    for (; o0 + 16 <= Or; o0 += 16) {   /* two vectors of channels by six rows */
-        int k0 = 0;
-        for (; k0 + 6 <= K; k0 += 6) DC(dw_tile)(6, 2, g, xp, dyT, dwT, k0, o0, add);
-        for (; k0 < K; k0 += 2) DC(dw_tile)(2, 2, g, xp, dyT, dwT, k0, o0, add);
+    int vn = (g->O + DC_VW - 1) / DC_VW, v = 0, K = g->C * g->KH * g->KW, nr = g->C * g->KH, r = 0;
+    for (; v + 2 <= vn; v += 2) DC_TILES(K, 2, v * DC_VW, DC(dw_tile), g, xp, dyT, dwT, add);
+    if (v == vn) return;
+    if (g->KW != 3 || g->sw != 1 || g->dw != 1) {
+        DC_TILES(K, 1, v * DC_VW, DC(dw_tile), g, xp, dyT, dwT, add);
+        return;
     }
-    for (; o0 < Or; o0 += 8) {          /* one vector by twelve rows */
-        int k0 = 0;
-        for (; k0 + 12 <= K; k0 += 12) DC(dw_tile)(12, 1, g, xp, dyT, dwT, k0, o0, add);
-        for (; k0 < K; k0 += 4) DC(dw_tile)(4, 1, g, xp, dyT, dwT, k0, o0, add);
-    }
+    for (; r + DC_NP1 / 3 <= nr; r += DC_NP1 / 3) DC(dw_row_tile)(DC_NP1 / 3, g, xp, dyT, dwT, r, v * DC_VW, add);
+    for (; r < nr; r++) DC(dw_row_tile)(1, g, xp, dyT, dwT, r, v * DC_VW, add);
 }
 
-/* dyT (P x Or) = dy (O x P) transposed, zeros past O: eight by eight blocks through
-   registers, the edges one float at a time. */
-static void DC(transpose)(const float *dy, int O, size_t P, float *dyT)
+INLINE void DC(put)(float *d, float v, int add) { *d = add ? *d + v : v; }
+
+/* dst[c ldd + r] (+)= src[r lds + c]: eight by eight blocks through registers, the
+   edges one float at a time. */
+static void DC(transpose)(const float *src, int R, int C, size_t lds, float *dst, size_t ldd, int add)
 {
-    int Or = cf_dconv_or(O), o0 = 0;
-    size_t q0 = 0;
-    for (; o0 + 8 <= O; o0 += 8) {
-        const float *s = dy + (size_t)o0 * P;
-        for (q0 = 0; q0 + 8 <= P; q0 += 8) {
+    int r0 = 0, c0 = 0;
+    for (; r0 + 8 <= R; r0 += 8) {
+        const float *s = src + (size_t)r0 * lds;
+        for (c0 = 0; c0 + 8 <= C; c0 += 8) {
             DC(v8) r[8], t[8], u[8];
 #pragma GCC unroll 8
-            for (int i = 0; i < 8; i++) r[i] = *(const DC(u8) *)(s + i * P + q0);
+            for (int i = 0; i < 8; i++) r[i] = *(const DC(u8) *)(s + i * lds + c0);
 #pragma GCC unroll 4
             for (int i = 0; i < 8; i += 2) {
                 t[i] = __builtin_shufflevector(r[i], r[i + 1], 0, 8, 1, 9, 4, 12, 5, 13);
@@ -219,20 +316,26 @@ static void DC(transpose)(const float *dy, int O, size_t P, float *dyT)
                 u[i + 2] = __builtin_shufflevector(t[i + 1], t[i + 3], 0, 1, 8, 9, 4, 5, 12, 13);
                 u[i + 3] = __builtin_shufflevector(t[i + 1], t[i + 3], 2, 3, 10, 11, 6, 7, 14, 15);
             }
-            float *d = dyT + q0 * Or + o0;
+            float *d = dst + (size_t)c0 * ldd + r0;
 #pragma GCC unroll 4
             for (int i = 0; i < 4; i++) {
-                *(DC(u8) *)(d + i * Or) = __builtin_shufflevector(u[i], u[i + 4], 0, 1, 2, 3, 8, 9, 10, 11);
-                *(DC(u8) *)(d + (i + 4) * Or) = __builtin_shufflevector(u[i], u[i + 4], 4, 5, 6, 7, 12, 13, 14, 15);
+                DC(v8) lo = __builtin_shufflevector(u[i], u[i + 4], 0, 1, 2, 3, 8, 9, 10, 11);
+                DC(v8) hi = __builtin_shufflevector(u[i], u[i + 4], 4, 5, 6, 7, 12, 13, 14, 15);
+                DC(u8) *a = (DC(u8) *)(d + i * ldd), *b = (DC(u8) *)(d + (i + 4) * ldd);
+                *a = add ? *a + lo : lo;
+                *b = add ? *b + hi : hi;
             }
         }
-        for (size_t q = q0; q < P; q++)
-            for (int o = o0; o < o0 + 8; o++) dyT[q * Or + o] = dy[(size_t)o * P + q];
+        for (int c = c0; c < C; c++)
+            for (int r = r0; r < r0 + 8; r++) DC(put)(dst + (size_t)c * ldd + r, src[(size_t)r * lds + c], add);
     }
-    for (size_t q = 0; q < P; q++)
-        for (int o = o0; o < Or; o++) dyT[q * Or + o] = o < O ? dy[(size_t)o * P + q] : 0;
+    for (int r = r0; r < R; r++)
+        for (int c = 0; c < C; c++) DC(put)(dst + (size_t)c * ldd + r, src[(size_t)r * lds + c], add);
 }
 
 const cf_dconv_impl DC_ENTRY = {DC(forward), DC(input_grad), DC(weight_grad), DC(transpose)};
 
-#undef OB
+#undef NPMAX
+#undef INLINE
+#undef DC_TILES
+#undef DC_BLOCKS

@@ -77,7 +77,7 @@ import time
 SIZES = (784, 128, 64, 10)                 # the MLP's layers
 SHAPE = {"mlp": (784,), "cnn": (1, 28, 28), "resnet": (1, 28, 28)}  # one sample's input
 # the ResNet of models/resnet.flux: the widths of its stages, and blocks a stage
-RESNET_WIDTHS, RESNET_BLOCKS = (32, 64, 128), 1
+RESNET_WIDTHS, RESNET_BLOCKS = (32, 64, 128), 2
 CLASSES = 10
 BATCH, INFER_BATCH, POOL, LR = 64, 1000, 64, 0.01
 # the LSTM: a character model, vocabulary V, embedding E, hidden H, T steps, batch 32

@@ -34,6 +34,20 @@ static __attribute__((unused)) cf_st_file *golden_open(const char *path)
     return f;
 }
 
+/* The fixture file, with the matrix-product engine forced and the thread count set,
+ * for one run of a golden test; NULL, with the reason printed, if either fails. */
+static __attribute__((unused)) cf_st_file *golden_begin(const char *path, const char *engine, int threads)
+{
+    cf_st_file *f = golden_open(path);
+    if (f && cf_set_gemm(engine) != 0) {
+        fprintf(stderr, "%s: %s\n", engine, cf_last_error());
+        cf_st_free(f);
+        return NULL;
+    }
+    cf_set_threads(threads);
+    return f;
+}
+
 /* |got - want| <= rtol |want| + atol for every element; returns the mismatches,
  * printing the first few. */
 static int golden_compare(const char *what, const float *got, const cf_st_tensor *want, size_t n, double rtol,

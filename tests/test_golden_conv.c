@@ -90,11 +90,9 @@ static void run_config(const cf_st_file *gold, const config *c, float **keep, si
 
 static void run_golden(const char *engine, int threads)
 {
-    cf_st_file *gold = golden_open(GOLDEN);
+    cf_st_file *gold = golden_begin(GOLDEN, engine, threads);
     CHECK(gold != NULL);
     if (!gold) return;
-    CHECK(cf_set_gemm(engine) == 0);
-    cf_set_threads(threads);
     golden_state = 20260307;   /* the configurations draw from it in turn, as the script does */
     for (int i = 0; i < NCONFIGS; i++) run_config(gold, &configs[i], NULL, NULL);
     cf_st_free(gold);

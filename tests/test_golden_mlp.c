@@ -29,11 +29,9 @@ static int compare(const char *what, const float *got, const cf_st_tensor *want,
 
 static void run_golden(const char *engine, int threads)
 {
-    cf_st_file *gold = golden_open(GOLDEN);
+    cf_st_file *gold = golden_begin(GOLDEN, engine, threads);
     CHECK(gold != NULL);
     if (!gold) return;
-    CHECK(cf_set_gemm(engine) == 0);
-    cf_set_threads(threads);
     cf_model *m = mlp_classifier();
     CHECK(cf_model_init_params(m) == 0);
     CHECK(cf_model_param_count(m) == 6);

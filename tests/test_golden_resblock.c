@@ -96,11 +96,9 @@ static void run_case(const cf_st_file *gold, int c)
 
 static void run_golden(const char *engine, int threads)
 {
-    cf_st_file *gold = golden_open(GOLDEN);
+    cf_st_file *gold = golden_begin(GOLDEN, engine, threads);
     CHECK(gold != NULL);
     if (!gold) return;
-    CHECK(cf_set_gemm(engine) == 0);
-    cf_set_threads(threads);
     for (int c = 0; c < NCASES; c++) run_case(gold, c);
     cf_st_free(gold);
     cf_set_threads(0);

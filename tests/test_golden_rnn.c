@@ -157,11 +157,9 @@ static void run_case(const cf_st_file *gold, const rcase *c)
 
 static void run_golden(const char *engine, int threads)
 {
-    cf_st_file *gold = golden_open(GOLDEN);
+    cf_st_file *gold = golden_begin(GOLDEN, engine, threads);
     CHECK(gold != NULL);
     if (!gold) return;
-    CHECK(cf_set_gemm(engine) == 0);
-    cf_set_threads(threads);
     golden_state = SEED;   /* the cases draw from it in turn, as the script does */
     for (int i = 0; i < NCASES; i++) run_case(gold, &cases[i]);
     cf_st_free(gold);

@@ -92,11 +92,9 @@ static int set_params(cf_model *m, const cf_st_file *gold)
  * fixture. */
 static void run_golden(const char *engine, int threads)
 {
-    cf_st_file *gold = golden_open(GOLDEN);
+    cf_st_file *gold = golden_begin(GOLDEN, engine, threads);
     CHECK(gold != NULL);
     if (!gold) return;
-    CHECK(cf_set_gemm(engine) == 0);
-    cf_set_threads(threads);
     cf_model *m = cf_model_parse(SRC, "block.flux");
     CHECK(m != NULL);
     if (!m) {

@@ -39,6 +39,7 @@ static const shape shapes[] = {
     {2, 3, 11, 13, 6, 3, 2, 2, 1, 3, 2, 2, 3},      /* stride and dilation differ by direction */
     {2, 18, 5, 6, 33, 2, 2, 0, 1, 1, 1, 2, 1},      /* dilation 2 along rows only */
     {2, 6, 9, 10, 8, 3, 3, 0, 0, 1, 1, 1, 1},       /* 3x3 unpadded, 8 out: windows reach the rows' ends */
+    {2, 7, 10, 9, 35, 3, 3, 2, 2, 2, 1, 2, 2},      /* 3x3 (its unrolled taps) dilated 2, stride 2 down */
 };
 #define NSHAPES (int)(sizeof shapes / sizeof shapes[0])
 

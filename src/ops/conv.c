@@ -22,7 +22,8 @@
  *
  * The direct path (one group, a kernel larger than 1x1 or padded) runs rt/dconv.h's
  * kernels instead, at any stride and dilation, without im2col: forward pads each
- * sample's x with zeros (the padded x of every sample is then the aux, for backward),
+ * sample's x with zeros into its chunk's workspace (backward pads it again from x,
+ * which it keeps: no aux, and no padded copy of the batch to write and read back),
  * computes y transposed (positions x output channels: the kernels vectorise over
  * channels) and transposes it into y; backward transposes dy, sums, for each kernel
  * tap, w^T dy into a padded dx transposed where the tap puts it, and keeps its
@@ -163,11 +164,13 @@ typedef struct {
     int Or, Cr;               /* output and input channels rounded up to vectors */
     size_t xp;                /* one sample's padded x: C planes of dg.Hp x dg.Wr */
     size_t wp, wt;            /* weights packed for forward (K x Or), and for dx */
-    size_t yT;                /* per chunk (forward): y transposed, P x Or */
+    size_t yT;                /* per chunk (forward): y transposed, P x Or; then a
+                                 padded x (xp) */
     size_t dxT, dyT, dwT;     /* per chunk (backward): the padded dx transposed (Hp Wr x
                                  Cr), dy transposed with rows of zeros after, a
                                  partial dw^T (K x Or); then pl: */
-    size_t pl;                /* the padded dx (xp), or with gather the padded dy */
+    size_t pl;                /* the padded dx (xp), or with gather the padded dy; then
+                                 a padded x (xp) */
 } dsizes;
 
 /* Whether dx is a forward over dy padded with KH - 1 - ph rows above and KW - 1 - pw
@@ -200,30 +203,31 @@ static dsizes dsizes_of(const geom *g)
     return d;
 }
 
-/* Per chunk of the backward's workspace. */
-static size_t dchunk(const dsizes *d) { return d->dxT + d->dyT + d->dwT + d->pl; }
+/* Per chunk of the forward's and of the backward's workspace. */
+static size_t fchunk(const dsizes *d) { return d->yT + d->xp; }
+static size_t dchunk(const dsizes *d) { return d->dxT + d->dyT + d->dwT + d->pl + d->xp; }
 
-/* Direct: the padded x of every sample. Else: the columns of every sample, B G K P
- * (none for a pointwise kernel: x is its columns). */
+/* The columns of every sample, B G K P (none for a pointwise kernel, x is its columns;
+ * none on the direct path). */
 static size_t conv_aux(const cf_inst *k)
 {
     geom g;
     geom_of(&g, k);
-    if (is_direct(&g)) return (size_t)g.B * dsizes_of(&g).xp;
+    if (is_direct(&g)) return 0;
     return is_pointwise(&g) ? 0 : (size_t)g.B * g.G * g.K * g.P;
 }
 
-/* Direct: the packed weights and, per chunk, y transposed (forward); or the weights
- * packed for dx and, per chunk, dx transposed, dy transposed, a partial dw^T and a
- * padded dx or dy (backward, see dsizes). Else, per chunk: a partial dw (O K floats)
- * and the columns' gradient of one sample (G K P). */
+/* Direct: the packed weights and, per chunk, y transposed and a padded x (forward);
+ * or the weights packed for dx and, per chunk, dx transposed, dy transposed, a
+ * partial dw^T, a padded dx or dy and a padded x (backward, see dsizes). Else, per
+ * chunk: a partial dw (O K floats) and the columns' gradient of one sample (G K P). */
 static size_t conv_workspace(const cf_inst *k)
 {
     geom g;
     geom_of(&g, k);
     if (is_direct(&g)) {
         dsizes d = dsizes_of(&g);
-        size_t fwd = d.wp + (size_t)nchunks(g.B) * d.yT, bwd = d.wt + (size_t)nchunks(g.B) * dchunk(&d);
+        size_t fwd = d.wp + (size_t)nchunks(g.B) * fchunk(&d), bwd = d.wt + (size_t)nchunks(g.B) * dchunk(&d);
         return bwd > fwd ? bwd : fwd;
     }
     return (size_t)nchunks(g.B) * ((size_t)g.O * g.K + (size_t)g.G * g.K * g.P);
@@ -344,7 +348,7 @@ static void chunk_of(int B, int c, size_t *b0, size_t *b1)
     *b0 = (size_t)B * c / nc, *b1 = (size_t)B * (c + 1) / nc;
 }
 
-/* Chunk c of the samples (direct): pads each sample's x into the aux, and y. */
+/* Chunk c of the samples (direct): pads each sample's x, and y. */
 static void forward_chunk_direct(void *p, int c)
 {
     const job *j = p;
@@ -352,10 +356,9 @@ static void forward_chunk_direct(void *p, int c)
     const geom *g = &j->g;
     const dsizes *d = &j->d;
     size_t xsz = (size_t)g->C * g->H * g->W, ysz = (size_t)g->O * g->P, b0, b1;
-    float *yT = k->ws + d->wp + (size_t)c * d->yT;
+    float *yT = k->ws + d->wp + (size_t)c * fchunk(d), *xp = yT + d->yT;
     chunk_of(g->B, c, &b0, &b1);
     for (size_t s = b0; s < b1; s++) {
-        float *xp = k->aux + s * d->xp;
         pad_planes(k->x[0] + s * xsz, g->C, g->H, g->W, g->ph, g->pw, xp, d->dg.Hp, d->dg.Wr);
         j->impl->forward(&d->dg, xp, k->ws, yT);
         j->impl->transpose(yT, (int)g->P, g->O, (size_t)d->Or, k->y + s * ysz, g->P, 0);
@@ -386,6 +389,7 @@ static void backward_chunk_direct(void *p, int c)
     const dsizes *d = &j->d;
     size_t xsz = (size_t)g->C * g->H * g->W, ysz = (size_t)g->O * g->P, b0, b1;
     float *dxT = k->ws + d->wt + (size_t)c * dchunk(d), *dyT = dxT + d->dxT, *dwT = dyT + d->dyT, *pl = dwT + d->dwT;
+    float *xp = pl + d->pl;
     chunk_of(g->B, c, &b0, &b1);
     memset(dyT + g->P * d->Or, 0, CF_DCONV_QPAD * d->Or * sizeof *dyT);
     for (size_t s = b0; s < b1; s++) {
@@ -403,8 +407,29 @@ static void backward_chunk_direct(void *p, int c)
             j->impl->transpose(dxT, d->dg.Hp * d->dg.Wr, g->C, (size_t)d->Cr, pl, (size_t)d->dg.Hp * d->dg.Wr, 0);
             crop_planes(pl, g, d, k->dx[0] + s * xsz, k->acc[0]);
         }
-        if (k->dx[1]) j->impl->weight_grad(&d->dg, k->aux + s * d->xp, dyT, dwT, s != b0);
+        if (k->dx[1]) {
+            pad_planes(k->x[0] + s * xsz, g->C, g->H, g->W, g->ph, g->pw, xp, d->dg.Hp, d->dg.Wr);
+            j->impl->weight_grad(&d->dg, xp, dyT, dwT, s != b0);
+        }
     }
+}
+
+/* dw's rows [r0, r1) (direct): the chunks' partial dw^T summed into the first in chunk
+   order, transposed. */
+static void dw_rows(void *p, size_t r0, size_t r1)
+{
+    const job *j = p;
+    const cf_inst *k = j->k;
+    const geom *g = &j->g;
+    const dsizes *d = &j->d;
+    int nc = nchunks(g->B);
+    float *part = k->ws + d->wt + d->dxT + d->dyT + r0 * d->Or;
+    size_t n = (r1 - r0) * d->Or;
+    for (int c = 1; c < nc; c++) {
+        const float *pc = part + c * dchunk(d);
+        for (size_t i = 0; i < n; i++) part[i] += pc[i];
+    }
+    j->impl->transpose(part, (int)(r1 - r0), g->O, (size_t)d->Or, k->dx[1] + r0, g->K, k->acc[1]);
 }
 
 static void conv_backward_direct(job *j)
@@ -416,15 +441,7 @@ static void conv_backward_direct(job *j)
     if (k->dx[0]) pack_for_dx(g, d, k->x[1], k->ws);
     cf_gemm_add_flops(2.0 * g->B * g->O * g->K * g->P * (!!k->dx[0] + !!k->dx[1]));
     cf_parallel_for(nc, backward_chunk_direct, j);
-    if (!k->dx[1]) return;
-    /* dw: the chunks' partial dw^T summed into the first in chunk order, transposed */
-    float *part = k->ws + d->wt + d->dxT + d->dyT;
-    size_t n = g->K * d->Or;
-    for (int c = 1; c < nc; c++) {
-        const float *pc = part + c * dchunk(d);
-        for (size_t i = 0; i < n; i++) part[i] += pc[i];
-    }
-    j->impl->transpose(part, (int)g->K, g->O, (size_t)d->Or, k->dx[1], g->K, k->acc[1]);
+    if (k->dx[1]) cf_parallel_range(g->K, (size_t)nc * d->Or, dw_rows, j);
 }
 
 static void forward_range(void *p, size_t b, size_t e)

@@ -549,6 +549,7 @@ typedef enum cf_opcode {
     CF_OP_AFFINE_RELU, /* relu(x W + b) in one product, likewise */
     CF_OP_CLAMP,
     CF_OP_BATCHNORM_RELU, /* relu(batchnorm(...)) in one node: what a fusion pass makes of the two */
+    CF_OP_BATCHNORM_ADD_RELU, /* relu(batchnorm(x) + r) in one node (a residual block's end), likewise */
     CF_OP_COUNT_
 } cf_opcode;
 

@@ -391,8 +391,8 @@ TEST(dropout)
  * (functions of x: the check must see through them), in evaluation the running ones
  * (constants). A tanh after it gives a non-trivial head; x's values are kept apart so
  * the variance is not tiny. Images (B, C, H, W) and features (B, C); op is batchnorm or
- * the fused batchnorm_relu of the passes (ops/batchnorm.c), made directly, on images
- * alone: of three features a channel, one lands near relu's kink, where central
+ * the fused batchnorm_relu or batchnorm_add_relu of the passes (ops/batchnorm.c, the
+ * last with a second input of x's shape added), made directly, on images alone: of three features a channel, one lands near relu's kink, where central
  * differences fail (the same for relu(batchnorm) unfused; test_passes holds the fused
  * op to the bits of the two, features included). */
 static int check_batchnorm(cf_opcode op, cf_shape xs, int train)
@@ -404,8 +404,10 @@ static int check_batchnorm(cf_opcode op, cf_shape xs, int train)
     cf_node *b = cf_param(m, "b", CF_SHAPE(C), CF_UNIFORM(1.0f));
     cf_node *mean = cf_state(m, "mean", CF_SHAPE(C), CF_UNIFORM(0.5f));
     cf_node *var = cf_state(m, "var", CF_SHAPE(C), CF_CONST(0.7f));
-    cf_node *in[5] = {x, g, b, mean, var};
-    cf_output(m, cf_tanh(m, cf_op_at(m, op, 5, in, NULL, 0, NULL, 0, __FILE__, __LINE__, 0)));
+    cf_node *in[6] = {x, g, b, mean, var, NULL};
+    int nin = 5;
+    if (op == CF_OP_BATCHNORM_ADD_RELU) in[nin++] = cf_input(m, "r", xs);
+    cf_output(m, cf_tanh(m, cf_op_at(m, op, nin, in, NULL, 0, NULL, 0, __FILE__, __LINE__, 0)));
     cf_exec *e = cf_bind(m, 3, CF_INPUT_GRADS);
     if (!e) {
         fprintf(stderr, "bind: %s\n", cf_last_error());
@@ -422,8 +424,8 @@ static int check_batchnorm(cf_opcode op, cf_shape xs, int train)
 
 TEST(batchnorm)
 {
-    static const cf_opcode ops[2] = {CF_OP_BATCHNORM, CF_OP_BATCHNORM_RELU};
-    for (int i = 0; i < 2; i++) {
+    static const cf_opcode ops[3] = {CF_OP_BATCHNORM, CF_OP_BATCHNORM_RELU, CF_OP_BATCHNORM_ADD_RELU};
+    for (int i = 0; i < 3; i++) {
         int bad = 0;
         for (int train = 0; train < 2; train++) {
             int b4 = check_batchnorm(ops[i], CF_SHAPE(2, 3, 2), train);

@@ -2,7 +2,7 @@
  * leaves the results as they were, and CFLUX_PASSES switches each off.
  *
  * fuse_affine runs the kernels of the ops it replaces in their order, and fuse_bn_relu
- * the same operations, so training with each and without it must agree to the bit: the
+ * and fuse_bn_add_relu the same operations, so training with each and without it must agree to the bit: the
  * losses of every step, and the weights and running statistics after them. */
 #include <stdlib.h>
 #include <string.h>
@@ -113,6 +113,39 @@ TEST(fuse_bn_relu_keeps_the_bits)
               CF_OP_BATCHNORM_RELU, 1);
 }
 
+TEST(fuse_bn_add_relu_keeps_the_bits)
+{
+    /* residual blocks, one with the identity shortcut and one with a projection (two
+       normalised values added: the left one fuses, the right one fuses with nothing);
+       planes of 36 and 9 (whole vectors of partial sums and remainders) */
+    same_bits("model = Chain(Input(2, 6, 6), Conv2D(4, 3, pad = 1, bias = false), BatchNorm(), relu,\n"
+              "  ResidualBlock(4), ResidualBlock(6, stride = 2), GlobalAvgPool(), Affine(3), softmax)\n",
+              "-fuse_bn_add_relu", CF_OP_BATCHNORM_ADD_RELU, 2);
+    /* the value added on the right; a normalisation of the model's input (no gradient
+       for its x, one for the value added); x added to its own normalisation, which does
+       not fuse (one gradient buffer for both); and a value added that is read again
+       after (its gradient is added to, not written) */
+    same_bits("net R(c) {\n  n = BatchNorm(c)\n  k = Conv2D(c, c, 3, pad = 1)\n  x -> relu(k(x) + n(x))\n}\n"
+              "net L(c) {\n  n = BatchNorm(c)\n  x -> relu(n(x) + x)\n}\n"
+              "net M(c) {\n  n = BatchNorm(c)\n  k = Conv2D(c, c, 3, pad = 1)\n  x -> { r = k(x)\n  relu(n(x) + r) .* r }\n}\n"
+              "model = Chain(Input(2, 5, 5), R(2), L(2), M(2), flatten, Affine(3), softmax)\n",
+              "-fuse_bn_add_relu", CF_OP_BATCHNORM_ADD_RELU, 2);
+}
+
+TEST(fuse_bn_add_relu_leaves_a_value_that_is_read)
+{
+    /* the sum is read by the relu and by the product after; a sum that broadcasts */
+    cf_model *m;
+    const char *src = "net R(c) {\n  n = BatchNorm(c)\n  x -> { s = n(x) + x\n  relu(s) + s }\n}\n"
+                      "net S(c) {\n  n = BatchNorm(c)\n  b = param(1, c)\n  x -> relu(n(x) + b)\n}\n"
+                      "model = Chain(Input(6), R(6), S(6), Affine(3), softmax)\n";
+    cf_exec *e = bind_with(&m, src, NULL, CF_TRAIN);
+    CHECK(e && count_op(e, CF_OP_BATCHNORM_ADD_RELU) == 0 && count_op(e, CF_OP_BATCHNORM) == 2 &&
+          count_op(e, CF_OP_RELU) == 2);
+    cf_exec_free(e);
+    cf_model_free(m);
+}
+
 TEST(fusion_leaves_a_value_that_is_read)
 {
     /* the product is an output too: its value must stay, so nothing is fused; the
@@ -178,7 +211,7 @@ TEST(cflux_passes_switches_them)
     e = bind_with(&m, src, "-fuse_afine", 0);
     CHECK(e == NULL);
     CHECK_HAS(cf_last_error(), "error: CFLUX_PASSES: no pass is called 'fuse_afine' "
-                               "(the passes: fuse_lstm, fuse_affine, fuse_bn_relu; write -NAME");
+                               "(the passes: fuse_lstm, fuse_affine, fuse_bn_add_relu, fuse_bn_relu; write -NAME");
     cf_model_free(m);
     /* CFLUX_NANTRAP names the op that made a NaN: nothing is fused under it */
     setenv("CFLUX_NANTRAP", "1", 1);
@@ -195,6 +228,8 @@ int main(void)
     RUN(fusion_leaves_a_value_that_is_read);
     RUN(fuse_bn_relu_keeps_the_bits);
     RUN(fuse_bn_relu_leaves_a_value_that_is_read);
+    RUN(fuse_bn_add_relu_keeps_the_bits);
+    RUN(fuse_bn_add_relu_leaves_a_value_that_is_read);
     RUN(fusion_keeps_no_more_memory);
     RUN(cflux_passes_switches_them);
     return test_summary("passes");

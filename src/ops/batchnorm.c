@@ -33,7 +33,14 @@
  * never batchnorm's; its backward takes relu's gradient in passing (dy where the
  * forward's value x a + sh was positive, recomputed by the same operations rather
  * than read back) and then runs batchnorm's on it, by the same operations in the same
- * order: the bits of the two ops, with two passes over memory fewer each way. */
+ * order: the bits of the two ops, with two passes over memory fewer each way.
+ *
+ * batchnorm_add_relu: relu(batchnorm(x) + r) in one node, r (a sixth input) of x's
+ * shape: a residual block's end, which the fuse_bn_add_relu pass makes of the three
+ * ops. Its forward writes relu's output alone; its backward takes the gate from the
+ * forward's value (x a + sh) + r, recomputed, writes r's gradient (relu's, as the
+ * addition passes it on) in the pass that sums it and runs batchnorm's on it: the bits
+ * of the three ops, with four passes over memory fewer forward and three backward. */
 #include <math.h>
 #include <stddef.h>
 #include <string.h>
@@ -76,6 +83,11 @@ static int bn_infer(cf_node *n)
                              "which training updates, not a %s",
                              sx, role[i], cf_ops[p->op]->what);
     }
+    cf_shape r = n->op == CF_OP_BATCHNORM_ADD_RELU ? n->in[5]->shape : x;
+    if (!(r.rank == x.rank && memcmp(r.d, x.d, sizeof *x.d * (size_t)x.rank) == 0 &&
+          (n->op != CF_OP_BATCHNORM_ADD_RELU || n->in[5]->batched)))
+        return cf_seterr("error: batchnorm_add_relu of x %s: the value added must have x's shape, not %s", sx,
+                         cf_shape_str(r, s, sizeof s));
     if (!(n->attr.f[0] >= 0 && n->attr.f[0] < 1) || !(n->attr.f[1] >= 0 && n->attr.f[1] <= 1))
         return cf_seterr("error: batchnorm of x %s: eps %g must be in (0, 1) and momentum %g in (0, 1] (0 "
                          "stands for the defaults, 1e-5 and 0.1)",
@@ -90,12 +102,13 @@ static size_t bn_aux(const cf_inst *k) { return 2 * (size_t)k->ys.d[1]; }
 typedef struct {
     const cf_inst *k;
     size_t B, C, S;   /* x as (B, C, S) */
-    int relu;         /* batchnorm_relu */
+    int relu;         /* 0: batchnorm, 1: batchnorm_relu, 2: batchnorm_add_relu */
 } job;
 
 static job job_of(const cf_inst *k)
 {
-    job j = {k, (size_t)k->ys.d[0], (size_t)k->ys.d[1], 1, k->node->op == CF_OP_BATCHNORM_RELU};
+    job j = {k, (size_t)k->ys.d[0], (size_t)k->ys.d[1], 1,
+             k->node->op == CF_OP_BATCHNORM_RELU ? 1 : k->node->op == CF_OP_BATCHNORM_ADD_RELU ? 2 : 0};
     for (int i = 2; i < k->ys.rank; i++) j.S *= (size_t)k->ys.d[i];
     return j;
 }
@@ -158,7 +171,13 @@ static void forward_range(void *p, size_t c0, size_t c1)
         for (size_t b = 0; b < j->B; b++) {
             const float *restrict xc = x + (b * j->C + c) * S;
             float *restrict yc = k->y + (b * j->C + c) * S;
-            if (j->relu)   /* relu's own expression (ops/activation.c) */
+            if (j->relu == 2) {   /* the addition's, then relu's */
+                const float *restrict rc = k->x[5] + (b * j->C + c) * S;
+                for (size_t i = 0; i < S; i++) {
+                    float v = (xc[i] * a + sh) + rc[i];
+                    yc[i] = v > 0 ? v : 0;
+                }
+            } else if (j->relu)   /* relu's own expression (ops/activation.c) */
                 for (size_t i = 0; i < S; i++) {
                     float v = xc[i] * a + sh;
                     yc[i] = v > 0 ? v : 0;
@@ -181,61 +200,86 @@ static int bn_forward(const cf_inst *k)
 }
 
 /* batchnorm's incoming gradient g: dy, or for batchnorm_relu dy where the forward's
- * x a + sh was positive and +0 elsewhere, as relu's backward makes it. */
+ * x a + sh was positive and +0 elsewhere, as relu's backward makes it; for
+ * batchnorm_add_relu, where (x a + sh) + r was. */
 typedef struct {
     int relu;
     float a, sh;
 } gate;
 
-/* The gate on four values; relu is a constant wherever this is inlined (see below). */
-static inline __attribute__((always_inline)) cf_vsum_v4 gated(cf_vsum_v4 g, cf_vsum_v4 xv, int relu, float a,
-                                                              float sh)
+/* The gate on four values, r's four with relu 2; relu is a constant wherever this is
+ * inlined (see below). */
+static inline __attribute__((always_inline)) cf_vsum_v4 gated(cf_vsum_v4 g, cf_vsum_v4 xv, cf_vsum_v4 rv, int relu,
+                                                              float a, float sh)
 {
     const cf_vsum_v4 av = {a, a, a, a}, shv = {sh, sh, sh, sh}, zero = {0};
+    if (relu == 2) return (cf_vsum_v4)((cf_vsum_v4i)((xv * av + shv) + rv > zero) & (cf_vsum_v4i)g);
     return relu ? (cf_vsum_v4)((cf_vsum_v4i)(xv * av + shv > zero) & (cf_vsum_v4i)g) : g;
 }
 
-/* Sums of g and of g (x - m) over a plane of n values, in rt/vsum.h's order. */
+/* The gate on one value. */
+static inline __attribute__((always_inline)) float gated1(float g, float x, float r, int relu, float a, float sh)
+{
+    if (relu == 2) return (x * a + sh) + r > 0 ? g : 0.0f;
+    return relu && !(x * a + sh > 0) ? 0.0f : g;
+}
+
+/* Sums of g and of g (x - m) over a plane of n values, in rt/vsum.h's order; with
+ * relu 2, r's gradient dr = g too (+= with accr). */
 static inline __attribute__((always_inline)) void grad_sums_as(const float *restrict x, const float *restrict dy,
-                                                               size_t n, float m, int relu, float a, float sh,
-                                                               float *sdy, float *sdyx)
+                                                               const float *restrict r, float *restrict dr,
+                                                               int accr, size_t n, float m, int relu, float a,
+                                                               float sh, float *sdy, float *sdyx)
 {
     const cf_vsum_v4 mv = {m, m, m, m};
-    cf_vsum_v4 s[4] = {{0}, {0}, {0}, {0}}, sx[4] = {{0}, {0}, {0}, {0}};
+    cf_vsum_v4 s[4] = {{0}, {0}, {0}, {0}}, sx[4] = {{0}, {0}, {0}, {0}}, rv = {0};
     size_t i = 0;
     for (; i + 16 <= n; i += 16)
         for (int q = 0; q < 4; q++) {
-            cf_vsum_v4 xv = cf_vsum_load(x + i + 4 * q), g = gated(cf_vsum_load(dy + i + 4 * q), xv, relu, a, sh);
+            cf_vsum_v4 xv = cf_vsum_load(x + i + 4 * q);
+            if (relu == 2) rv = cf_vsum_load(r + i + 4 * q);
+            cf_vsum_v4 g = gated(cf_vsum_load(dy + i + 4 * q), xv, rv, relu, a, sh);
             s[q] += g;
             sx[q] += g * (xv - mv);
+            if (relu == 2 && dr) {
+                cf_vsum_v4 d = accr ? cf_vsum_load(dr + i + 4 * q) + g : g;
+                memcpy(dr + i + 4 * q, &d, sizeof d);
+            }
         }
     float t = cf_vsum_fold(s), tx = cf_vsum_fold(sx);
     for (; i < n; i++) {
-        float g = relu && !(x[i] * a + sh > 0) ? 0.0f : dy[i];
+        float g = gated1(dy[i], x[i], relu == 2 ? r[i] : 0, relu, a, sh);
         t += g;
         tx += g * (x[i] - m);
+        if (relu == 2 && dr) dr[i] = accr ? dr[i] + g : g;
     }
     *sdy = t;
     *sdyx = tx;
 }
 
 /* The gate's test, where it is on, in the loop's copy of its own: none where it is off. */
-static void grad_sums(const float *x, const float *dy, size_t n, float m, gate r, float *sdy, float *sdyx)
+static void grad_sums(const float *x, const float *dy, const float *r, float *dr, int accr, size_t n, float m,
+                      gate g, float *sdy, float *sdyx)
 {
-    if (r.relu) grad_sums_as(x, dy, n, m, 1, r.a, r.sh, sdy, sdyx);
-    else grad_sums_as(x, dy, n, m, 0, 0, 0, sdy, sdyx);
+    if (g.relu == 2 && accr) grad_sums_as(x, dy, r, dr, 1, n, m, 2, g.a, g.sh, sdy, sdyx);
+    else if (g.relu == 2) grad_sums_as(x, dy, r, dr, 0, n, m, 2, g.a, g.sh, sdy, sdyx);
+    else if (g.relu) grad_sums_as(x, dy, NULL, NULL, 0, n, m, 1, g.a, g.sh, sdy, sdyx);
+    else grad_sums_as(x, dy, NULL, NULL, 0, n, m, 0, 0, 0, sdy, sdyx);
 }
 
 /* dx = a g + bx x + c0 over a plane of n values (added when acc), four at a time, the
  * last n % 4 in a padded vector. */
-static inline __attribute__((always_inline)) void dx_plane_as(float *dx, const float *x, const float *dy, size_t n,
-                                                              int relu, float ra, float rsh, float a, float bx,
-                                                              float c0, int acc)
+static inline __attribute__((always_inline)) void dx_plane_as(float *dx, const float *x, const float *dy,
+                                                              const float *r, size_t n, int relu, float ra, float rsh,
+                                                              float a, float bx, float c0, int acc)
 {
     const cf_vsum_v4 av = {a, a, a, a}, bv = {bx, bx, bx, bx}, cv = {c0, c0, c0, c0};
+    cf_vsum_v4 rv = {0};
     size_t i = 0;
     for (; i + 4 <= n; i += 4) {
-        cf_vsum_v4 xv = cf_vsum_load(x + i), d = av * gated(cf_vsum_load(dy + i), xv, relu, ra, rsh) + bv * xv + cv;
+        cf_vsum_v4 xv = cf_vsum_load(x + i);
+        if (relu == 2) rv = cf_vsum_load(r + i);
+        cf_vsum_v4 d = av * gated(cf_vsum_load(dy + i), xv, rv, relu, ra, rsh) + bv * xv + cv;
         if (acc) d = cf_vsum_load(dx + i) + d;
         memcpy(dx + i, &d, sizeof d);
     }
@@ -244,7 +288,8 @@ static inline __attribute__((always_inline)) void dx_plane_as(float *dx, const f
         size_t bytes = (n - i) * sizeof(float);
         memcpy(&xv, x + i, bytes);
         memcpy(&g, dy + i, bytes);
-        cf_vsum_v4 d = av * gated(g, xv, relu, ra, rsh) + bv * xv + cv;
+        if (relu == 2) memcpy(&rv, r + i, bytes);
+        cf_vsum_v4 d = av * gated(g, xv, rv, relu, ra, rsh) + bv * xv + cv;
         if (acc) {
             memcpy(&d0, dx + i, bytes);
             d = d0 + d;
@@ -260,12 +305,14 @@ static void dx_planes(const job *j, size_t c, gate r, float a, float bx, float c
     size_t S = j->S;
     for (size_t b = 0; b < j->B; b++) {
         size_t o = (b * j->C + c) * S;
-        const float *xc = k->x[0] + o, *dyc = k->dy + o;
+        const float *xc = k->x[0] + o, *dyc = k->dy + o, *rc = r.relu == 2 ? k->x[5] + o : NULL;
         float *dxc = k->dx[0] + o;
-        if (r.relu && acc) dx_plane_as(dxc, xc, dyc, S, 1, r.a, r.sh, a, bx, c0, 1);
-        else if (r.relu) dx_plane_as(dxc, xc, dyc, S, 1, r.a, r.sh, a, bx, c0, 0);
-        else if (acc) dx_plane_as(dxc, xc, dyc, S, 0, 0, 0, a, bx, c0, 1);
-        else dx_plane_as(dxc, xc, dyc, S, 0, 0, 0, a, bx, c0, 0);
+        if (r.relu == 2 && acc) dx_plane_as(dxc, xc, dyc, rc, S, 2, r.a, r.sh, a, bx, c0, 1);
+        else if (r.relu == 2) dx_plane_as(dxc, xc, dyc, rc, S, 2, r.a, r.sh, a, bx, c0, 0);
+        else if (r.relu && acc) dx_plane_as(dxc, xc, dyc, NULL, S, 1, r.a, r.sh, a, bx, c0, 1);
+        else if (r.relu) dx_plane_as(dxc, xc, dyc, NULL, S, 1, r.a, r.sh, a, bx, c0, 0);
+        else if (acc) dx_plane_as(dxc, xc, dyc, NULL, S, 0, 0, 0, a, bx, c0, 1);
+        else dx_plane_as(dxc, xc, dyc, NULL, S, 0, 0, 0, a, bx, c0, 0);
     }
 }
 
@@ -284,7 +331,10 @@ static void backward_range(void *p, size_t c0, size_t c1)
         for (size_t b = 0; b < j->B; b++) {
             size_t o = (b * j->C + c) * j->S;
             float s, sx;
-            grad_sums(x + o, dy + o, j->S, m, r, &s, &sx);
+            if (r.relu == 2)   /* and r's gradient */
+                grad_sums(x + o, dy + o, k->x[5] + o, k->dx[5] ? k->dx[5] + o : NULL, k->acc[5], j->S, m, r, &s, &sx);
+            else
+                grad_sums(x + o, dy + o, NULL, NULL, 0, j->S, m, r, &s, &sx);
             sdy += s;
             sdyx += sx;
         }
@@ -315,8 +365,8 @@ static void bn_backward(const cf_inst *k)
  * its own row counts it. */
 static void bn_flops(const cf_node *n, const unsigned char *want, double *fwd, double *bwd)
 {
-    double E = cf_count1(n->shape), relu = n->op == CF_OP_BATCHNORM_RELU;
-    *fwd = 6 * E + relu * E;
+    double E = cf_count1(n->shape), relu = n->op != CF_OP_BATCHNORM, add = n->op == CF_OP_BATCHNORM_ADD_RELU;
+    *fwd = 6 * E + relu * E + add * E;
     *bwd = 5 * E + (want[0] ? 4 * E : 0) + relu * E;
 }
 
@@ -329,4 +379,9 @@ const cf_opdef cf_op_batchnorm_relu = {
     .name = "batchnorm_relu", .what = "fused batch normalisation and relu", .infer = bn_infer, .aux = bn_aux,
     .forward = bn_forward, .backward = bn_backward, .flags = CF_BWD_X, .nograd = 1u << 3 | 1u << 4, .nin = 5,
     .flops = bn_flops,
+};
+const cf_opdef cf_op_batchnorm_add_relu = {
+    .name = "batchnorm_add_relu", .what = "fused batch normalisation, addition and relu", .infer = bn_infer,
+    .aux = bn_aux, .forward = bn_forward, .backward = bn_backward, .flags = CF_BWD_X, .nograd = 1u << 3 | 1u << 4,
+    .nin = 6, .flops = bn_flops,
 };

@@ -102,6 +102,26 @@ TEST(frozen_parameters_stay_bitwise)
     train_frozen("adamw", 0.1f, scale, 1, 0);
 }
 
+/* A trainer refuses a model with nothing to train, as PyTorch's optimizers refuse an
+ * empty parameter list. */
+TEST(every_parameter_frozen_is_refused)
+{
+    cf_dataset *d = spirals(60, 3);
+    cf_model *m = make(net, 4);
+    const char *names[] = {"1.W", "1.b", "2.γ", "2.β", "4.W", "4.b"};
+    for (int i = 0; i < 6; i++) CHECK(cf_model_set_grad_req(m, names[i], CF_GRAD_NONE) == 0);
+    cf_fit_opts o = opts(1);
+    CHECK(cf_trainer_new(m, d, &o) == NULL);
+    CHECK_HAS(cf_last_error(), "error: the model has no parameters to train (all are frozen)");
+    /* one left to train is enough */
+    CHECK(cf_model_set_grad_req(m, "4.b", CF_GRAD_WRITE) == 0);
+    cf_trainer *t = cf_trainer_new(m, d, &o);
+    CHECK(t != NULL);
+    cf_trainer_free(t);
+    cf_model_free(m);
+    cf_dataset_free(d);
+}
+
 /* A frozen batchnorm computes in training what it computes in evaluation: the
  * running statistics, not the batch's. */
 TEST(frozen_batchnorm_uses_running_statistics)
@@ -257,6 +277,7 @@ int main(void)
 {
     RUN(frozen_parameters_stay_bitwise);
     RUN(frozen_batchnorm_uses_running_statistics);
+    RUN(every_parameter_frozen_is_refused);
     RUN(partial_load_takes_what_matches);
     RUN(checkpoints_keep_the_frozen_set);
     RUN(keep_classes);

@@ -260,6 +260,11 @@ cf_trainer *cf_trainer_new(cf_model *m, const cf_dataset *train, const cf_fit_op
     float lr;
     if (cf_schedule_lr(o->schedule ? o->schedule : "const", 1, 0, 1, 1, &lr)) return NULL;
     if (cf_model_infer_shapes(m)) return NULL;
+    int trainable = 0;   /* PyTorch's optimizers refuse an empty parameter list likewise */
+    for (int i = 0; i < m->nparams; i++) trainable += m->params[i]->req != CF_GRAD_NONE;
+    if (!trainable)
+        return cf_seterr("error: the model has no parameters to train (%s)",
+                         m->nparams ? "all are frozen" : "it has none"), NULL;
     int ninputs = m->ninputs - (m->target != NULL);
     if (ninputs != 1) return cf_seterr("error: training takes models of one input; this one has %d", ninputs), NULL;
     cf_augment aug;

@@ -138,15 +138,9 @@ int cf_lrfind(cf_model *m, const cf_dataset *train, const cf_lrfind_opts *o, cf_
     if (!t) return -1;
     cf_exec *e = NULL;
     size_t *perm = NULL;
-    int rc = -1, trainable = 0;
+    int rc = -1;   /* cf_trainer_new refused a model with nothing to train */
     size_t n = cf_dataset_count(train), B = (size_t)o->batch;
     int seq = cf_dataset_sequential(train);
-    for (int i = 0; i < m->nparams; i++) trainable += m->params[i]->req != CF_GRAD_NONE;
-    if (!trainable) {
-        cf_seterr("error: lr-find: the model has no parameters to train (%s)",
-                  m->nparams ? "all are frozen" : "it has none");
-        goto out;
-    }
     if (n == 0) {
         cf_seterr("error: %s: no samples to train on", cf_dataset_name(train));
         goto out;

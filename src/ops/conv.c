@@ -169,8 +169,8 @@ typedef struct {
     size_t dxT, dyT, dwT;     /* per chunk (backward): the padded dx transposed (Hp Wr x
                                  Cr), dy transposed with rows of zeros after, a
                                  partial dw^T (K x Or); then pl: */
-    size_t pl;                /* the padded dx (xp), or with gather the padded dy; then
-                                 a padded x (xp) */
+    size_t pl;                /* the padded dx (xp), or with gather the padded dy; once
+                                 dx is done, the padded x for dw (so at least xp) */
 } dsizes;
 
 /* Whether dx is a forward over dy padded with KH - 1 - ph rows above and KW - 1 - pw
@@ -199,13 +199,14 @@ static dsizes dsizes_of(const geom *g)
     d.dxT = round16((size_t)d.dg.Hp * d.dg.Wr * d.Cr);
     d.dyT = round16((g->P + CF_DCONV_QPAD) * d.Or);
     d.dwT = round16(g->K * d.Or);
-    d.pl = d.gather ? round16((size_t)g->O * d.dgx.Hp * d.dgx.Wr) : d.xp;
+    size_t pdy = d.gather ? round16((size_t)g->O * d.dgx.Hp * d.dgx.Wr) : 0;
+    d.pl = pdy > d.xp ? pdy : d.xp;
     return d;
 }
 
 /* Per chunk of the forward's and of the backward's workspace. */
 static size_t fchunk(const dsizes *d) { return d->yT + d->xp; }
-static size_t dchunk(const dsizes *d) { return d->dxT + d->dyT + d->dwT + d->pl + d->xp; }
+static size_t dchunk(const dsizes *d) { return d->dxT + d->dyT + d->dwT + d->pl; }
 
 /* The columns of every sample, B G K P (none for a pointwise kernel, x is its columns;
  * none on the direct path). */
@@ -219,7 +220,7 @@ static size_t conv_aux(const cf_inst *k)
 
 /* Direct: the packed weights and, per chunk, y transposed and a padded x (forward);
  * or the weights packed for dx and, per chunk, dx transposed, dy transposed, a
- * partial dw^T, a padded dx or dy and a padded x (backward, see dsizes). Else, per
+ * partial dw^T and a padded dx or dy, then x (backward, see dsizes). Else, per
  * chunk: a partial dw (O K floats) and the columns' gradient of one sample (G K P). */
 static size_t conv_workspace(const cf_inst *k)
 {
@@ -389,7 +390,6 @@ static void backward_chunk_direct(void *p, int c)
     const dsizes *d = &j->d;
     size_t xsz = (size_t)g->C * g->H * g->W, ysz = (size_t)g->O * g->P, b0, b1;
     float *dxT = k->ws + d->wt + (size_t)c * dchunk(d), *dyT = dxT + d->dxT, *dwT = dyT + d->dyT, *pl = dwT + d->dwT;
-    float *xp = pl + d->pl;
     chunk_of(g->B, c, &b0, &b1);
     memset(dyT + g->P * d->Or, 0, CF_DCONV_QPAD * d->Or * sizeof *dyT);
     for (size_t s = b0; s < b1; s++) {
@@ -408,8 +408,8 @@ static void backward_chunk_direct(void *p, int c)
             crop_planes(pl, g, d, k->dx[0] + s * xsz, k->acc[0]);
         }
         if (k->dx[1]) {
-            pad_planes(k->x[0] + s * xsz, g->C, g->H, g->W, g->ph, g->pw, xp, d->dg.Hp, d->dg.Wr);
-            j->impl->weight_grad(&d->dg, xp, dyT, dwT, s != b0);
+            pad_planes(k->x[0] + s * xsz, g->C, g->H, g->W, g->ph, g->pw, pl, d->dg.Hp, d->dg.Wr);
+            j->impl->weight_grad(&d->dg, pl, dyT, dwT, s != b0);
         }
     }
 }

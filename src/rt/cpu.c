@@ -45,6 +45,7 @@ static void detect(cf_cpu_info *c)
         c->avx512vnni = ((cx >> 11) & 1) && zmm;
         __get_cpuid_count(7, 1, &a, &b, &cx, &d);
         c->avx512bf16 = ((a >> 5) & 1) && zmm;
+        c->avxvnni = ((a >> 4) & 1) && ymm;
     }
     unsigned ext = 0;
     __get_cpuid(0x80000000, &ext, &b, &cx, &d);
@@ -81,7 +82,7 @@ static void init(void)
     if (!cpu.name[0]) snprintf(cpu.name, sizeof cpu.name, "unknown CPU");
     const struct { unsigned on; const char *name; } f[] = {
         {cpu.avx512f, "avx512f"}, {cpu.avx512bw, "avx512bw"}, {cpu.avx512dq, "avx512dq"},
-        {cpu.avx512vl, "avx512vl"}, {cpu.avx512vnni, "avx512_vnni"}, {cpu.avx512bf16, "avx512_bf16"},
+        {cpu.avx512vl, "avx512vl"}, {cpu.avx512vnni, "avx512_vnni"}, {cpu.avx512bf16, "avx512_bf16"}, {cpu.avxvnni, "avx_vnni"},
         {cpu.avx2, "avx2"}, {cpu.fma, "fma"}, {cpu.avx && !cpu.avx2, "avx"}, {cpu.sse42 && !cpu.avx, "sse4.2"},
     };
     size_t n = 0;

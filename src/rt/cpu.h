@@ -16,6 +16,7 @@ typedef struct cf_cpu_info {
     unsigned sse42 : 1, avx : 1, fma : 1, avx2 : 1;
     unsigned avx512f : 1, avx512bw : 1, avx512dq : 1, avx512vl : 1;
     unsigned avx512vnni : 1, avx512bf16 : 1;
+    unsigned avxvnni : 1;      /* the VEX-encoded vpdpbusd on 256-bit registers */
 } cf_cpu_info;
 
 /* This CPU, detected on first call (thread-safe). On other architectures every

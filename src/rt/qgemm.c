@@ -1,0 +1,300 @@
+/* qgemm.c - the 8-bit integer product (qgemm.h): choosing the kernels, packing the
+ * weights, quantizing rows of A, splitting the work over the pool, and the portable
+ * kernels.
+ *
+ * The work is split into blocks of rows: a task quantizes its rows into the scratch
+ * (each row padded with zeros to Kp, the block to a whole tile), then runs the kernel
+ * over each panel of W and each tile of rows, and the epilogue turns the tile's
+ * integers into floats in C. A product of fewer rows than threads splits the panels
+ * of W instead, after quantizing its rows on the calling thread. Every integer sum is
+ * exact, so no split changes a bit. */
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rt/cpu.h"
+#include "rt/pool.h"
+#include "rt/qgemm.h"
+
+#define ROWS_PER_TASK 48               /* a whole number of every kernel's mr */
+#define MAX_TILE (16 * 64)             /* mr x nr of the largest kernel */
+#define SERIAL_OPS (1 << 20)           /* multiply-adds below which one thread does it all */
+
+static size_t round_up(size_t n, size_t m) { return (n + m - 1) / m * m; }
+
+/* ---- The portable kernels ---- */
+
+static void kernel_portable(int kq, const uint8_t *a, ptrdiff_t lda, const int8_t *b, int32_t *c)
+{
+    enum { MR = 4, NR = 16 };
+    int32_t acc[MR][NR] = {{0}};
+    for (int q = 0; q < kq; q++, b += 4 * NR)
+        for (int i = 0; i < MR; i++) {
+            const uint8_t *ai = a + i * lda + 4 * q;
+            for (int j = 0; j < NR; j++)
+                acc[i][j] += ai[0] * b[4 * j] + ai[1] * b[4 * j + 1] + ai[2] * b[4 * j + 2] + ai[3] * b[4 * j + 3];
+        }
+    memcpy(c, acc, sizeof acc);
+}
+
+static void quant_portable(const float *x, int n, float inv, int z, uint8_t *q)
+{
+    float lo = (float)-z, hi = (float)(CF_QA_MAX - z);
+    for (int i = 0; i < n; i++) {
+        float v = x[i] * inv;
+        v = v > lo ? v : lo;   /* a NaN becomes lo, as maxps does it */
+        v = v < hi ? v : hi;
+        q[i] = (uint8_t)((int)nearbyintf(v) + z);
+    }
+}
+
+static void minmax_portable(const float *x, int n, float *lo, float *hi)
+{
+    float l = 0, h = 0;
+    for (int i = 0; i < n; i++) {
+        l = x[i] < l ? x[i] : l;
+        h = x[i] > h ? x[i] : h;
+    }
+    *lo = l;
+    *hi = h;
+}
+
+const cf_qgemm_impl cf_qgemm_portable = {"portable", 4, 16, kernel_portable, quant_portable, minmax_portable};
+
+/* ---- Choosing the kernels ---- */
+
+static const cf_qgemm_impl *impl;
+static char why[256];
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+static _Atomic unsigned long long ops;
+
+/* The implementations this CPU runs, best first. */
+static int impls(const cf_qgemm_impl **out, const char **reason)
+{
+    int n = 0;
+    *reason = "no x86-64 vector kernels in this build";
+#if defined(__x86_64__)
+    const cf_cpu_info *c = cf_cpu();
+    if (cf_cpu_avx512(c) && c->avx512vnni) out[n++] = &cf_qgemm_avx512vnni;
+    if (cf_cpu_avx2(c) && c->avxvnni) out[n++] = &cf_qgemm_avxvnni;
+    if (cf_cpu_avx2(c)) out[n++] = &cf_qgemm_avx2;
+    *reason = cf_cpu_avx512(c) && c->avx512vnni ? "the CPU has AVX-512 VNNI (vpdpbusd on 512 bits)"
+              : cf_cpu_avx2(c) && c->avxvnni    ? "the CPU has AVX-VNNI (vpdpbusd on 256 bits), not AVX-512 VNNI"
+              : cf_cpu_avx2(c)                  ? "the CPU has AVX2 (vpmaddubsw) but no VNNI"
+                                                : "the CPU has no AVX2";
+#endif
+    out[n++] = &cf_qgemm_portable;
+    return n;
+}
+
+const cf_qgemm_impl *cf_qgemm_impl_named(const char *name)
+{
+    const cf_qgemm_impl *all[4];
+    const char *reason;
+    int n = impls(all, &reason);
+    for (int i = 0; i < n; i++)
+        if (strcmp(all[i]->name, name) == 0) return all[i];
+    return NULL;
+}
+
+static void choose(void)
+{
+    const cf_qgemm_impl *all[4];
+    const char *reason, *env = getenv("CFLUX_QGEMM");
+    impls(all, &reason);
+    impl = all[0];
+    snprintf(why, sizeof why, "%s", reason);
+    if (env && *env) {
+        const cf_qgemm_impl *named = cf_qgemm_impl_named(env);
+        if (named) {
+            impl = named;
+            snprintf(why, sizeof why, "CFLUX_QGEMM=%s", env);
+        } else {
+            snprintf(why, sizeof why, "CFLUX_QGEMM=%s is not a kernel this CPU runs (avx512-vnni, avx-vnni, avx2, "
+                     "portable); %s", env, reason);
+        }
+    }
+}
+
+const cf_qgemm_impl *cf_qgemm_default(void)
+{
+    pthread_once(&once, choose);
+    return impl;
+}
+
+const char *cf_qgemm_name(void) { return cf_qgemm_default()->name; }
+
+const char *cf_qgemm_why(void)
+{
+    cf_qgemm_default();
+    return why;
+}
+
+double cf_qgemm_ops(void) { return (double)atomic_load_explicit(&ops, memory_order_relaxed); }
+
+/* ---- Weights ---- */
+
+static size_t packed_bytes(const cf_qgemm_impl *im, int K, int N)
+{
+    return round_up((size_t)round_up((size_t)N, (size_t)im->nr) * round_up((size_t)K, 4), 64);
+}
+
+size_t cf_qweights_bytes(const cf_qgemm_impl *im, int K, int N)
+{
+    return packed_bytes(im, K, N) + (size_t)N * sizeof(int32_t) + 64;
+}
+
+void cf_qweights_pack(cf_qweights *qw, const cf_qgemm_impl *im, int K, int N, const int8_t *w, ptrdiff_t sk,
+                      ptrdiff_t sn, const float *scale, void *buf)
+{
+    int nr = im->nr, Kp = (int)round_up((size_t)K, 4);
+    int8_t *p = (int8_t *)round_up((size_t)(uintptr_t)buf, 64);
+    *qw = (cf_qweights){.K = K, .N = N, .Kp = Kp, .panels = (N + nr - 1) / nr, .im = im, .packed = p,
+                        .colsum = (int32_t *)(p + packed_bytes(im, K, N)), .scale = scale};
+    for (int pn = 0; pn < qw->panels; pn++)
+        for (int q = 0; q < Kp / 4; q++)
+            for (int j = 0; j < nr; j++)
+                for (int t = 0; t < 4; t++) {
+                    int k = 4 * q + t, col = pn * nr + j;
+                    *p++ = k < K && col < N ? w[k * sk + col * sn] : 0;
+                }
+    for (int j = 0; j < N; j++) {
+        int32_t s = 0;
+        for (int k = 0; k < K; k++) s += w[k * sk + j * sn];
+        qw->colsum[j] = s;
+    }
+}
+
+/* ---- Activations ---- */
+
+void cf_qact_range(float lo, float hi, float *scale, int *zero)
+{
+    lo = lo < 0 ? lo : 0;
+    hi = hi > 0 ? hi : 0;
+    float s = (hi - lo) / CF_QA_MAX;
+    if (!(s > 0) || !isfinite(s) || !(s * CF_QA_MAX < INFINITY)) {
+        *scale = 1;
+        *zero = 0;
+        return;
+    }
+    float z = nearbyintf(-lo / s);
+    *scale = s;
+    *zero = z < 0 ? 0 : z > CF_QA_MAX ? CF_QA_MAX : (int)z;
+}
+
+/* ---- The product ---- */
+
+typedef struct job {
+    const cf_qweights *w;
+    int M;
+    const float *A;
+    ptrdiff_t lda, ldc;
+    const cf_qact *qa;
+    float *C;
+    const cf_gemm_ep *ep;
+    uint8_t *qa_rows;   /* rows of quantized A, Kp bytes apart, M rounded up to the tile */
+    float *row_scale;
+    int *row_zero;
+} job;
+
+/* Quantize rows [r0, r1) of A, and zero the rows from M to r1p (the tile's padding). */
+static void quantize_rows(const job *jb, int r0, int r1, int r1p)
+{
+    const cf_qgemm_impl *im = jb->w->im;
+    int K = jb->w->K, Kp = jb->w->Kp;
+    for (int i = r0; i < r1; i++) {
+        const float *x = jb->A + i * jb->lda;
+        float s = jb->qa->scale;
+        int z = jb->qa->zero;
+        if (jb->qa->dynamic) {
+            float lo, hi;
+            im->minmax(x, K, &lo, &hi);
+            cf_qact_range(lo, hi, &s, &z);
+        }
+        jb->row_scale[i] = s;
+        jb->row_zero[i] = z;
+        uint8_t *q = jb->qa_rows + (size_t)i * Kp;
+        im->quant(x, K, 1 / s, z, q);
+        memset(q + K, 0, (size_t)(Kp - K));
+    }
+    if (r1p > r1) memset(jb->qa_rows + (size_t)r1 * Kp, 0, (size_t)(r1p - r1) * Kp);
+}
+
+/* The epilogue of one tile: rows [i0, i0 + mv), columns [j0, j0 + nv). */
+static void epilogue(const job *jb, const int32_t *c, int nr, int i0, int mv, int j0, int nv)
+{
+    const cf_qweights *w = jb->w;
+    const float *bias = jb->ep ? jb->ep->bias : NULL;
+    int relu = jb->ep && jb->ep->relu;
+    for (int i = 0; i < mv; i++) {
+        float *y = jb->C + (i0 + i) * jb->ldc + j0, sa = jb->row_scale[i0 + i];
+        int za = jb->row_zero[i0 + i];
+        for (int j = 0; j < nv; j++) {
+            float v = (float)(c[i * nr + j] - za * w->colsum[j0 + j]) * (sa * w->scale[j0 + j]);
+            if (bias) v += bias[j0 + j];
+            y[j] = relu && !(v > 0) ? 0 : v;
+        }
+    }
+}
+
+/* Rows [r0, r1) (quantized) against panels [p0, p1) of W. */
+static void compute(const job *jb, int r0, int r1, int p0, int p1)
+{
+    const cf_qweights *w = jb->w;
+    const cf_qgemm_impl *im = w->im;
+    int mr = im->mr, nr = im->nr, Kp = w->Kp;
+    int32_t c[MAX_TILE] __attribute__((aligned(64)));
+    for (int p = p0; p < p1; p++) {
+        const int8_t *b = w->packed + (size_t)p * Kp * nr;
+        int j0 = p * nr, nv = w->N - j0 < nr ? w->N - j0 : nr;
+        for (int i0 = r0; i0 < r1; i0 += mr) {
+            im->kernel(Kp / 4, jb->qa_rows + (size_t)i0 * Kp, Kp, b, c);
+            epilogue(jb, c, nr, i0, r1 - i0 < mr ? r1 - i0 : mr, j0, nv);
+        }
+    }
+}
+
+static void row_task(void *ctx, int t)
+{
+    const job *jb = ctx;
+    int r0 = t * ROWS_PER_TASK, r1 = r0 + ROWS_PER_TASK < jb->M ? r0 + ROWS_PER_TASK : jb->M;
+    quantize_rows(jb, r0, r1, (int)round_up((size_t)r1, (size_t)jb->w->im->mr));
+    compute(jb, r0, r1, 0, jb->w->panels);
+}
+
+static void panel_task(void *ctx, int p)
+{
+    const job *jb = ctx;
+    compute(jb, 0, jb->M, p, p + 1);
+}
+
+size_t cf_qgemm_ws_bytes(const cf_qweights *w, int M)
+{
+    size_t rows = round_up((size_t)M, ROWS_PER_TASK);
+    return round_up(rows * (size_t)w->Kp, 64) + rows * (sizeof(float) + sizeof(int));
+}
+
+void cf_qgemm(const cf_qweights *w, int M, const float *A, ptrdiff_t lda, const cf_qact *qa, float *C,
+              ptrdiff_t ldc, const cf_gemm_ep *ep, void *ws)
+{
+    if (M <= 0 || w->N <= 0) return;
+    size_t rows = round_up((size_t)M, ROWS_PER_TASK);
+    uint8_t *q = ws;
+    float *rs = (float *)(q + round_up(rows * (size_t)w->Kp, 64));
+    job jb = {.w = w, .M = M, .A = A, .lda = lda, .ldc = ldc, .qa = qa, .C = C, .ep = ep, .qa_rows = q,
+              .row_scale = rs, .row_zero = (int *)(rs + rows)};
+    double n_ops = (double)M * w->N * w->K;
+    atomic_fetch_add_explicit(&ops, (unsigned long long)n_ops, memory_order_relaxed);
+    int tasks = (M + ROWS_PER_TASK - 1) / ROWS_PER_TASK, threads = cf_threads();
+    if (n_ops < SERIAL_OPS || threads == 1) {
+        for (int t = 0; t < tasks; t++) row_task(&jb, t);
+    } else if (tasks >= threads) {
+        cf_parallel_for(tasks, row_task, &jb);
+    } else {
+        quantize_rows(&jb, 0, M, (int)round_up((size_t)M, (size_t)w->im->mr));
+        cf_parallel_for(w->panels, panel_task, &jb);
+    }
+}

@@ -1,0 +1,102 @@
+/* qgemm.h - the engine's 8-bit integer matrix product, for quantized inference.
+ *
+ * C (M x N floats) = epilogue(A W), where A (M x K floats) is quantized on the fly to
+ * unsigned 7-bit integers (0..127) with a scale and a zero point, per row measured at
+ * run time (dynamic) or one for the whole tensor fixed by calibration (static), and W
+ * (K x N) is int8 (-127..127) with a scale per column (per output channel),
+ * symmetric. With q the integers and s the scales:
+ *
+ *     C[i][j] = (float)(sum_k qa[i][k] qw[k][j] - za[i] colsum[j]) * (sa[i] * sw[j]) + bias[j]
+ *
+ * then relu if asked: the sum is exact in 32-bit integers, so every kernel, thread
+ * count and split gives the same bits. Activations keep 7 bits so that AVX2's
+ * vpmaddubsw, which saturates its 16-bit sums of two products, never can: 2 x 127 x
+ * 127 = 32,258 < 32,767 (the choice of fbgemm's and onnxruntime's reduce_range).
+ *
+ * Kernels, chosen once by cpuid (rt/cpu.h) like the float32 ones: AVX-512 VNNI
+ * (vpdpbusd on 512 bits), AVX-VNNI (vpdpbusd on 256), AVX2 (vpmaddubsw, vpmaddwd) and
+ * a portable one in C; $CFLUX_QGEMM names one instead (cf_qgemm_name says which runs
+ * and why). */
+#ifndef CF_RT_QGEMM_H
+#define CF_RT_QGEMM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "rt/gemm.h"
+
+/* The largest activation integer: 7 bits. */
+#define CF_QA_MAX 127
+/* The largest weight integer in magnitude: symmetric int8. */
+#define CF_QW_MAX 127
+/* The longest sum that 32 bits hold exactly: K x 127 x 127 < 2^31. */
+#define CF_QGEMM_MAX_K 131072
+
+/* One instruction set's kernels. */
+typedef struct cf_qgemm_impl {
+    const char *name;    /* "avx512-vnni", "avx-vnni", "avx2", "portable" */
+    int mr, nr;          /* the tile: mr rows of A, nr columns of W */
+    /* c[i nr + j] = sum over q < kq, t < 4 of a[i lda + 4q + t] b[(q nr + j) 4 + t],
+       for i < mr, j < nr: rows of quantized A as they lie (lda bytes apart), one
+       packed panel of W (cf_qweights) */
+    void (*kernel)(int kq, const uint8_t *a, ptrdiff_t lda, const int8_t *b, int32_t *c);
+    /* q[i] = clamp(rne(x[i] inv) + z, 0, 127), i < n: the float clamped first to
+       [-z, 127 - z] (a NaN to -z), rounded half to even */
+    void (*quant)(const float *x, int n, float inv, int z, uint8_t *q);
+    /* *lo and *hi: the least and greatest of n floats (NaNs skipped), with 0 */
+    void (*minmax)(const float *x, int n, float *lo, float *hi);
+} cf_qgemm_impl;
+
+extern const cf_qgemm_impl cf_qgemm_portable;
+#if defined(__x86_64__)
+extern const cf_qgemm_impl cf_qgemm_avx2, cf_qgemm_avxvnni, cf_qgemm_avx512vnni;
+#endif
+
+/* The implementation products use (chosen on first call), its name ("avx512-vnni")
+   and why it was chosen; NULL from cf_qgemm_impl_named for a name this CPU or build
+   cannot run. */
+const cf_qgemm_impl *cf_qgemm_default(void);
+const char *cf_qgemm_name(void);
+const char *cf_qgemm_why(void);
+const cf_qgemm_impl *cf_qgemm_impl_named(const char *name);
+
+/* W packed for one implementation: ceil(N / nr) panels of Kp x nr bytes (Kp = K
+   rounded up to 4, zeros past K and past N), the column sums of the integers, and
+   the scales. */
+typedef struct cf_qweights {
+    int K, N, Kp, panels;
+    const cf_qgemm_impl *im;
+    int8_t *packed;      /* 64-byte aligned */
+    int32_t *colsum;     /* N */
+    const float *scale;  /* N, not owned */
+} cf_qweights;
+
+/* Bytes that cf_qweights_pack needs in buf (the packed panels and the column sums). */
+size_t cf_qweights_bytes(const cf_qgemm_impl *im, int K, int N);
+/* Pack the integers w[k sk + j sn] (k < K, j < N) into buf, 64-byte aligned, for im. */
+void cf_qweights_pack(cf_qweights *qw, const cf_qgemm_impl *im, int K, int N, const int8_t *w, ptrdiff_t sk,
+                      ptrdiff_t sn, const float *scale, void *buf);
+
+/* How A is quantized: per row at run time (dynamic), or with one scale and zero point. */
+typedef struct cf_qact {
+    int dynamic;
+    float scale;
+    int zero;
+} cf_qact;
+
+/* Scale and zero point for values in [lo, hi] (widened to hold 0): what calibration
+   and the dynamic rows both use. A range of nothing gives 1 and 0. */
+void cf_qact_range(float lo, float hi, float *scale, int *zero);
+
+/* Bytes of scratch cf_qgemm needs for M rows. */
+size_t cf_qgemm_ws_bytes(const cf_qweights *w, int M);
+/* C = the quantized product of A (M x K, rows lda floats apart) and w, with the
+   epilogue ep (bias, relu; NULL: none), rows of C ldc floats apart; ws of
+   cf_qgemm_ws_bytes, 64-byte aligned. Split over the pool when it pays. */
+void cf_qgemm(const cf_qweights *w, int M, const float *A, ptrdiff_t lda, const cf_qact *qa, float *C,
+              ptrdiff_t ldc, const cf_gemm_ep *ep, void *ws);
+
+/* Integer multiply-adds computed by cf_qgemm so far (for GOP/s figures). */
+double cf_qgemm_ops(void);
+
+#endif

@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
+#include "qref.h"
 #include "rt/pool.h"
 #include "rt/qgemm.h"
 #include "test.h"
@@ -16,38 +17,6 @@ static const char *const names[] = {"portable", "avx2", "avx-vnni", "avx512-vnni
 static uint32_t rng = 12345;
 static uint32_t next(void) { return rng = rng * 1664525u + 1013904223u; }
 static float uniform(float lo, float hi) { return lo + (hi - lo) * (float)(next() >> 8) / 16777216.0f; }
-
-/* The reference: quantize as qgemm.h says, sum in 64 bits, the same epilogue. */
-static void reference(int M, int N, int K, const float *A, const int8_t *W, const float *sw, const cf_qact *qa,
-                      const float *bias, int relu, float *C)
-{
-    uint8_t *q = malloc((size_t)K);
-    for (int i = 0; i < M; i++) {
-        const float *x = A + (size_t)i * K;
-        float s = qa->scale;
-        int z = qa->zero;
-        if (qa->dynamic) {
-            float lo = 0, hi = 0;
-            for (int k = 0; k < K; k++) lo = x[k] < lo ? x[k] : lo, hi = x[k] > hi ? x[k] : hi;
-            cf_qact_range(lo, hi, &s, &z);
-        }
-        float inv = 1 / s;
-        for (int k = 0; k < K; k++) {
-            float v = x[k] * inv;
-            v = v > -z ? v : (float)-z;
-            v = v < CF_QA_MAX - z ? v : (float)(CF_QA_MAX - z);
-            q[k] = (uint8_t)((int)nearbyintf(v) + z);
-        }
-        for (int j = 0; j < N; j++) {
-            int64_t acc = 0, cs = 0;
-            for (int k = 0; k < K; k++) acc += q[k] * W[(size_t)k * N + j], cs += W[(size_t)k * N + j];
-            float v = (float)(int32_t)(acc - z * cs) * (s * sw[j]);
-            if (bias) v += bias[j];
-            C[(size_t)i * N + j] = relu && !(v > 0) ? 0 : v;
-        }
-    }
-    free(q);
-}
 
 /* One product with kernel im against the reference: 1 when every bit matches. */
 static int same(const cf_qgemm_impl *im, int M, int N, int K, const float *A, const int8_t *W, const float *sw,

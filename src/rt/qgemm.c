@@ -2,10 +2,11 @@
  * weights, quantizing rows of A, splitting the work over the pool, and the portable
  * kernels.
  *
- * The work is split into blocks of rows: a task quantizes its rows into the scratch
- * (each row padded with zeros to Kp, the block to a whole tile), then runs the kernel
- * over each panel of W and each tile of rows, and the epilogue turns the tile's
- * integers into floats in C. A product of fewer rows than threads splits the panels
+ * The work is split into blocks of rows, a contiguous run of them to each thread: a
+ * block's rows are quantized into the scratch (each row padded with zeros to Kp, the
+ * block to a whole tile), then the kernel runs over each panel of W and each tile of
+ * rows, and the epilogue turns the tile's integers into floats in C. (Prefetching
+ * the next block's rows while the kernel runs measured no faster.) A product of fewer rows than threads splits the panels
  * of W instead, after quantizing its rows on the calling thread. Every integer sum is
  * exact, so no split changes a bit. */
 #include <math.h>
@@ -20,14 +21,13 @@
 #include "rt/qgemm.h"
 
 #define ROWS_PER_TASK 48               /* a whole number of every kernel's mr */
-#define MAX_TILE (16 * 64)             /* mr x nr of the largest kernel */
 #define SERIAL_OPS (1 << 20)           /* multiply-adds below which one thread does it all */
 
 static size_t round_up(size_t n, size_t m) { return (n + m - 1) / m * m; }
 
 /* ---- The portable kernels ---- */
 
-static void kernel_portable(int kq, const uint8_t *a, ptrdiff_t lda, const int8_t *b, int32_t *c)
+static void kernel_portable(int kq, const uint8_t *a, ptrdiff_t lda, const int8_t *b, const cf_qtile *t)
 {
     enum { MR = 4, NR = 16 };
     int32_t acc[MR][NR] = {{0}};
@@ -37,7 +37,20 @@ static void kernel_portable(int kq, const uint8_t *a, ptrdiff_t lda, const int8_
             for (int j = 0; j < NR; j++)
                 acc[i][j] += ai[0] * b[4 * j] + ai[1] * b[4 * j + 1] + ai[2] * b[4 * j + 2] + ai[3] * b[4 * j + 3];
         }
-    memcpy(c, acc, sizeof acc);
+    cf_qtile_store(&acc[0][0], NR, t);
+}
+
+void cf_qtile_store(const int32_t *c, int nr, const cf_qtile *t)
+{
+    for (int i = 0; i < t->mv; i++) {
+        float *y = t->C + i * t->ldc, sa = t->row_scale[i];
+        int za = t->row_zero[i];
+        for (int j = 0; j < t->nv; j++) {
+            float v = (float)(c[i * nr + j] - za * t->colsum[j]) * (sa * t->col_scale[j]);
+            if (t->bias) v += t->bias[j];
+            y[j] = t->relu && !(v > 0) ? 0 : v;
+        }
+    }
 }
 
 static void quant_portable(const float *x, int n, float inv, int z, uint8_t *q)
@@ -102,7 +115,7 @@ const cf_qgemm_impl *cf_qgemm_impl_named(const char *name)
 
 static void choose(void)
 {
-    const cf_qgemm_impl *all[4];
+    const cf_qgemm_impl *all[5] = {0};
     const char *reason, *env = getenv("CFLUX_QGEMM");
     impls(all, &reason);
     impl = all[0];
@@ -112,9 +125,11 @@ static void choose(void)
         if (named) {
             impl = named;
             snprintf(why, sizeof why, "CFLUX_QGEMM=%s", env);
-        } else {
-            snprintf(why, sizeof why, "CFLUX_QGEMM=%s is not a kernel this CPU runs (avx512-vnni, avx-vnni, avx2, "
-                     "portable); %s", env, reason);
+        } else {   /* the tool refuses this (its name differs from the one chosen) */
+            int n = snprintf(why, sizeof why, "'%s' is not an 8-bit kernel this build and CPU run (they run:", env);
+            for (int i = 0; all[i] && n < (int)sizeof why; i++)
+                n += snprintf(why + n, sizeof why - (size_t)n, "%s %s", i ? "," : "", all[i]->name);
+            if (n < (int)sizeof why) snprintf(why + n, sizeof why - (size_t)n, ")");
         }
     }
 }
@@ -144,27 +159,29 @@ static size_t packed_bytes(const cf_qgemm_impl *im, int K, int N)
 
 size_t cf_qweights_bytes(const cf_qgemm_impl *im, int K, int N)
 {
-    return packed_bytes(im, K, N) + (size_t)N * sizeof(int32_t) + 64;
+    return packed_bytes(im, K, N) + round_up((size_t)N, (size_t)im->nr) * (sizeof(int32_t) + sizeof(float)) + 64;
 }
 
 void cf_qweights_pack(cf_qweights *qw, const cf_qgemm_impl *im, int K, int N, const int8_t *w, ptrdiff_t sk,
                       ptrdiff_t sn, const float *scale, void *buf)
 {
-    int nr = im->nr, Kp = (int)round_up((size_t)K, 4);
+    int nr = im->nr, Kp = (int)round_up((size_t)K, 4), panels = (N + nr - 1) / nr;
     int8_t *p = (int8_t *)round_up((size_t)(uintptr_t)buf, 64);
-    *qw = (cf_qweights){.K = K, .N = N, .Kp = Kp, .panels = (N + nr - 1) / nr, .im = im, .packed = p,
-                        .colsum = (int32_t *)(p + packed_bytes(im, K, N)), .scale = scale};
-    for (int pn = 0; pn < qw->panels; pn++)
+    *qw = (cf_qweights){.K = K, .N = N, .Kp = Kp, .panels = panels, .im = im, .packed = p,
+                        .colsum = (int32_t *)(p + packed_bytes(im, K, N))};
+    qw->scale = (float *)(qw->colsum + panels * nr);
+    for (int pn = 0; pn < panels; pn++)
         for (int q = 0; q < Kp / 4; q++)
             for (int j = 0; j < nr; j++)
                 for (int t = 0; t < 4; t++) {
                     int k = 4 * q + t, col = pn * nr + j;
                     *p++ = k < K && col < N ? w[k * sk + col * sn] : 0;
                 }
-    for (int j = 0; j < N; j++) {
+    for (int j = 0; j < panels * nr; j++) {
         int32_t s = 0;
-        for (int k = 0; k < K; k++) s += w[k * sk + j * sn];
+        for (int k = 0; k < K && j < N; k++) s += w[k * sk + j * sn];
         qw->colsum[j] = s;
+        qw->scale[j] = j < N ? scale[j] : 0;
     }
 }
 
@@ -223,46 +240,35 @@ static void quantize_rows(const job *jb, int r0, int r1, int r1p)
     if (r1p > r1) memset(jb->qa_rows + (size_t)r1 * Kp, 0, (size_t)(r1p - r1) * Kp);
 }
 
-/* The epilogue of one tile: rows [i0, i0 + mv), columns [j0, j0 + nv). */
-static void epilogue(const job *jb, const int32_t *c, int nr, int i0, int mv, int j0, int nv)
-{
-    const cf_qweights *w = jb->w;
-    const float *bias = jb->ep ? jb->ep->bias : NULL;
-    int relu = jb->ep && jb->ep->relu;
-    for (int i = 0; i < mv; i++) {
-        float *y = jb->C + (i0 + i) * jb->ldc + j0, sa = jb->row_scale[i0 + i];
-        int za = jb->row_zero[i0 + i];
-        for (int j = 0; j < nv; j++) {
-            float v = (float)(c[i * nr + j] - za * w->colsum[j0 + j]) * (sa * w->scale[j0 + j]);
-            if (bias) v += bias[j0 + j];
-            y[j] = relu && !(v > 0) ? 0 : v;
-        }
-    }
-}
-
 /* Rows [r0, r1) (quantized) against panels [p0, p1) of W. */
 static void compute(const job *jb, int r0, int r1, int p0, int p1)
 {
     const cf_qweights *w = jb->w;
     const cf_qgemm_impl *im = w->im;
     int mr = im->mr, nr = im->nr, Kp = w->Kp;
-    int32_t c[MAX_TILE] __attribute__((aligned(64)));
+    int relu = jb->ep && jb->ep->relu;
     for (int p = p0; p < p1; p++) {
         const int8_t *b = w->packed + (size_t)p * Kp * nr;
         int j0 = p * nr, nv = w->N - j0 < nr ? w->N - j0 : nr;
         for (int i0 = r0; i0 < r1; i0 += mr) {
-            im->kernel(Kp / 4, jb->qa_rows + (size_t)i0 * Kp, Kp, b, c);
-            epilogue(jb, c, nr, i0, r1 - i0 < mr ? r1 - i0 : mr, j0, nv);
+            cf_qtile t = {.row_scale = jb->row_scale + i0, .row_zero = jb->row_zero + i0, .colsum = w->colsum + j0,
+                          .col_scale = w->scale + j0, .bias = jb->ep && jb->ep->bias ? jb->ep->bias + j0 : NULL,
+                          .relu = relu, .mv = r1 - i0 < mr ? r1 - i0 : mr, .nv = nv, .C = jb->C + i0 * jb->ldc + j0,
+                          .ldc = jb->ldc};
+            im->kernel(Kp / 4, jb->qa_rows + (size_t)i0 * Kp, Kp, b, &t);
         }
     }
 }
 
-static void row_task(void *ctx, int t)
+/* Blocks [b, e) of rows, in order: each quantized, then multiplied. */
+static void row_blocks(void *ctx, size_t b, size_t e)
 {
     const job *jb = ctx;
-    int r0 = t * ROWS_PER_TASK, r1 = r0 + ROWS_PER_TASK < jb->M ? r0 + ROWS_PER_TASK : jb->M;
-    quantize_rows(jb, r0, r1, (int)round_up((size_t)r1, (size_t)jb->w->im->mr));
-    compute(jb, r0, r1, 0, jb->w->panels);
+    for (size_t t = b; t < e; t++) {
+        int r0 = (int)t * ROWS_PER_TASK, r1 = r0 + ROWS_PER_TASK < jb->M ? r0 + ROWS_PER_TASK : jb->M;
+        quantize_rows(jb, r0, r1, (int)round_up((size_t)r1, (size_t)jb->w->im->mr));
+        compute(jb, r0, r1, 0, jb->w->panels);
+    }
 }
 
 static void panel_task(void *ctx, int p)
@@ -290,11 +296,14 @@ void cf_qgemm(const cf_qweights *w, int M, const float *A, ptrdiff_t lda, const 
     atomic_fetch_add_explicit(&ops, (unsigned long long)n_ops, memory_order_relaxed);
     int tasks = (M + ROWS_PER_TASK - 1) / ROWS_PER_TASK, threads = cf_threads();
     if (n_ops < SERIAL_OPS || threads == 1) {
-        for (int t = 0; t < tasks; t++) row_task(&jb, t);
+        row_blocks(&jb, 0, (size_t)tasks);
     } else if (tasks >= threads) {
-        cf_parallel_for(tasks, row_task, &jb);
+        cf_parallel_range((size_t)tasks, SERIAL_OPS, row_blocks, &jb);
     } else {
         quantize_rows(&jb, 0, M, (int)round_up((size_t)M, (size_t)w->im->mr));
         cf_parallel_for(w->panels, panel_task, &jb);
     }
 }
+
+const char *cf_int8_kernel(void) { return cf_qgemm_name(); }
+const char *cf_int8_kernel_why(void) { return cf_qgemm_why(); }

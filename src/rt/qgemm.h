@@ -23,29 +23,40 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/quant.h"   /* the ranges: CF_QA_MAX, CF_QW_MAX, CF_QGEMM_MAX_K */
 #include "rt/gemm.h"
 
-/* The largest activation integer: 7 bits. */
-#define CF_QA_MAX 127
-/* The largest weight integer in magnitude: symmetric int8. */
-#define CF_QW_MAX 127
-/* The longest sum that 32 bits hold exactly: K x 127 x 127 < 2^31. */
-#define CF_QGEMM_MAX_K 131072
+/* What a kernel does with its tile of sums: the epilogue (qgemm.h's formula) into C,
+   for rows i < mv and columns j < nv of the tile. */
+typedef struct cf_qtile {
+    const float *row_scale;   /* mr: each row's scale */
+    const int *row_zero;      /* mr: its zero point */
+    const int32_t *colsum;    /* nr: each column's sum of weight integers */
+    const float *col_scale;   /* nr: its scale */
+    const float *bias;        /* nr, or NULL */
+    int relu, mv, nv;
+    float *C;                 /* the tile's first element */
+    ptrdiff_t ldc;
+} cf_qtile;
 
 /* One instruction set's kernels. */
 typedef struct cf_qgemm_impl {
     const char *name;    /* "avx512-vnni", "avx-vnni", "avx2", "portable" */
     int mr, nr;          /* the tile: mr rows of A, nr columns of W */
-    /* c[i nr + j] = sum over q < kq, t < 4 of a[i lda + 4q + t] b[(q nr + j) 4 + t],
-       for i < mr, j < nr: rows of quantized A as they lie (lda bytes apart), one
-       packed panel of W (cf_qweights) */
-    void (*kernel)(int kq, const uint8_t *a, ptrdiff_t lda, const int8_t *b, int32_t *c);
+    /* The tile's sums c[i][j] = sum over q < kq, t < 4 of a[i lda + 4q + t]
+       b[(q nr + j) 4 + t], for i < mr, j < nr (rows of quantized A as they lie, lda
+       bytes apart; one packed panel of W, cf_qweights), then the epilogue t. */
+    void (*kernel)(int kq, const uint8_t *a, ptrdiff_t lda, const int8_t *b, const cf_qtile *t);
     /* q[i] = clamp(rne(x[i] inv) + z, 0, 127), i < n: the float clamped first to
        [-z, 127 - z] (a NaN to -z), rounded half to even */
     void (*quant)(const float *x, int n, float inv, int z, uint8_t *q);
     /* *lo and *hi: the least and greatest of n floats (NaNs skipped), with 0 */
     void (*minmax)(const float *x, int n, float *lo, float *hi);
 } cf_qgemm_impl;
+
+/* The epilogue in plain C over a tile of sums c (nr apart): what every kernel's
+   vectors compute, bit for bit, and what they call at the tile's edges. */
+void cf_qtile_store(const int32_t *c, int nr, const cf_qtile *t);
 
 extern const cf_qgemm_impl cf_qgemm_portable;
 #if defined(__x86_64__)
@@ -67,11 +78,11 @@ typedef struct cf_qweights {
     int K, N, Kp, panels;
     const cf_qgemm_impl *im;
     int8_t *packed;      /* 64-byte aligned */
-    int32_t *colsum;     /* N */
-    const float *scale;  /* N, not owned */
+    int32_t *colsum;     /* panels x nr, zeros past N */
+    float *scale;        /* panels x nr, zeros past N */
 } cf_qweights;
 
-/* Bytes that cf_qweights_pack needs in buf (the packed panels and the column sums). */
+/* Bytes that cf_qweights_pack needs in buf (the packed panels, column sums and scales). */
 size_t cf_qweights_bytes(const cf_qgemm_impl *im, int K, int N);
 /* Pack the integers w[k sk + j sn] (k < K, j < N) into buf, 64-byte aligned, for im. */
 void cf_qweights_pack(cf_qweights *qw, const cf_qgemm_impl *im, int K, int N, const int8_t *w, ptrdiff_t sk,

@@ -14,34 +14,62 @@
 
 #ifdef CF_QKERN_VNNI
 enum { MR = 6, NR = 16 };
-#define MADD(acc, a, b) _mm256_dpbusd_avx_epi32(acc, a, b)
+/* in assembly: GCC 12 copies every accumulator of _mm256_dpbusd_avx_epi32 each step */
+#define MADD(acc, a, b) __asm__("%{vex%} vpdpbusd %2, %1, %0" : "+x"(acc) : "x"(a), "x"(b))
 #define IMPL cf_qgemm_avxvnni
 #define NAME "avx-vnni"
 #else
 enum { MR = 4, NR = 16 };
-#define MADD(acc, a, b) _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(a, b), _mm256_set1_epi16(1)))
+#define MADD(acc, a, b) (acc = _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(a, b), _mm256_set1_epi16(1))))
 #define IMPL cf_qgemm_avx2
 #define NAME "avx2"
 #endif
 
-static void kernel(int kq, const uint8_t *a, ptrdiff_t lda, const int8_t *b, int32_t *c)
+/* The epilogue of a tile (qgemm.h), the same operations as cf_qtile_store in the
+   same order: exact integers, one rounding to float, two products, the bias. */
+__attribute__((always_inline)) static inline void store_tile(__m256i acc[MR][2], const cf_qtile *t)
+{
+    if (t->mv < MR || t->nv < NR) {
+        int32_t c[MR * NR] __attribute__((aligned(32)));
+        _Pragma("GCC unroll 16") for (int i = 0; i < MR; i++) {
+            _mm256_store_si256((__m256i *)(c + i * NR), acc[i][0]);
+            _mm256_store_si256((__m256i *)(c + i * NR + 8), acc[i][1]);
+        }
+        cf_qtile_store(c, NR, t);
+        return;
+    }
+    __m256i cs[2] = {_mm256_loadu_si256((const __m256i *)t->colsum), _mm256_loadu_si256((const __m256i *)(t->colsum + 8))};
+    __m256 sc[2] = {_mm256_loadu_ps(t->col_scale), _mm256_loadu_ps(t->col_scale + 8)}, zero = _mm256_setzero_ps();
+    __m256 bias[2] = {zero, zero};
+    if (t->bias) bias[0] = _mm256_loadu_ps(t->bias), bias[1] = _mm256_loadu_ps(t->bias + 8);
+    _Pragma("GCC unroll 16") for (int i = 0; i < MR; i++) {
+        __m256i zi = _mm256_set1_epi32(t->row_zero[i]);
+        __m256 si = _mm256_set1_ps(t->row_scale[i]);
+        _Pragma("GCC unroll 16") for (int h = 0; h < 2; h++) {
+            __m256 v = _mm256_cvtepi32_ps(_mm256_sub_epi32(acc[i][h], _mm256_mullo_epi32(zi, cs[h])));
+            v = _mm256_mul_ps(v, _mm256_mul_ps(si, sc[h]));
+            if (t->bias) v = _mm256_add_ps(v, bias[h]);
+            if (t->relu) v = _mm256_max_ps(v, zero);   /* maxps gives +0 for a NaN and for -0, as the C does */
+            _mm256_storeu_ps(t->C + i * t->ldc + 8 * h, v);
+        }
+    }
+}
+
+static void kernel(int kq, const uint8_t *a, ptrdiff_t lda, const int8_t *b, const cf_qtile *t)
 {
     __m256i acc[MR][2];
-    for (int i = 0; i < MR; i++) acc[i][0] = acc[i][1] = _mm256_setzero_si256();
+    _Pragma("GCC unroll 16") for (int i = 0; i < MR; i++) acc[i][0] = acc[i][1] = _mm256_setzero_si256();
     for (int q = 0; q < kq; q++, b += 4 * NR) {
         __m256i b0 = _mm256_load_si256((const __m256i *)b), b1 = _mm256_load_si256((const __m256i *)(b + 32));
-        for (int i = 0; i < MR; i++) {
+        _Pragma("GCC unroll 16") for (int i = 0; i < MR; i++) {
             int32_t v;
             memcpy(&v, a + i * lda + 4 * q, 4);
             __m256i ai = _mm256_set1_epi32(v);
-            acc[i][0] = MADD(acc[i][0], ai, b0);
-            acc[i][1] = MADD(acc[i][1], ai, b1);
+            MADD(acc[i][0], ai, b0);
+            MADD(acc[i][1], ai, b1);
         }
     }
-    for (int i = 0; i < MR; i++) {
-        _mm256_store_si256((__m256i *)(c + i * NR), acc[i][0]);
-        _mm256_store_si256((__m256i *)(c + i * NR + 8), acc[i][1]);
-    }
+    store_tile(acc, t);
 }
 
 #ifndef CF_QKERN_VNNI   /* one copy of the helpers, shared with the VNNI kernels */
@@ -55,7 +83,7 @@ void cf_qkern_avx2_quant(const float *x, int n, float inv, int z, uint8_t *q)
     int i = 0;
     for (; i + 16 <= n; i += 16) {
         __m256i r[2];
-        for (int h = 0; h < 2; h++) {
+        _Pragma("GCC unroll 16") for (int h = 0; h < 2; h++) {
             __m256 v = _mm256_mul_ps(_mm256_loadu_ps(x + i + 8 * h), vi);
             v = _mm256_min_ps(_mm256_max_ps(v, lo), hi);   /* maxps gives lo for a NaN */
             r[h] = _mm256_add_epi32(_mm256_cvtps_epi32(v), vz);

@@ -550,6 +550,7 @@ typedef enum cf_opcode {
     CF_OP_CLAMP,
     CF_OP_BATCHNORM_RELU, /* relu(batchnorm(...)) in one node: what a fusion pass makes of the two */
     CF_OP_BATCHNORM_ADD_RELU, /* relu(batchnorm(x) + r) in one node (a residual block's end), likewise */
+    CF_OP_QAFFINE,     /* x W + b (relu) as an 8-bit product: what inference binds of a quantized model run */
     CF_OP_COUNT_
 } cf_opcode;
 
@@ -1157,6 +1158,39 @@ CF_API int cf_predict(cf_model *m, const cf_dataset *d, int batch, float *out);
 /* Every output: outs[i] (count * output i's size floats, or NULL: not wanted) for each
  * of the model's cf_model_output_count outputs. */
 CF_API int cf_predict_outputs(cf_model *m, const cf_dataset *d, int batch, float *const *outs);
+
+/* ---- 8-bit inference ----------------------------------------------------------------
+ *
+ * cf_model_quantize quantizes the model's products (the matrices of its Affine layers)
+ * for inference: each weight matrix to int8 (-127..127) with a scale per output
+ * column, symmetric; each product's input to 7 bits (0..127) with a scale and a zero
+ * point, measured per row as it runs (CF_QUANT_DYNAMIC, what CF_QUANT_AUTO chooses) or
+ * fixed from the least and greatest value seen on calibration data (CF_QUANT_STATIC:
+ * `batches` batches of `batch` samples of calib, spread over it). Binds that do not
+ * train then run those products in 8-bit integers, with the bias and relu in the
+ * product's epilogue; training binds, and all binds after cf_model_use_quantized(m, 0),
+ * run float32 products of the dequantized weights (the integers times their scales,
+ * which is what the model's parameters now hold). cf_model_save_params saves the
+ * integers (safetensors I8), the scales ("NAME.qscale") and a fixed input range
+ * ("NAME.qinput": scale, zero point), and loading such a file quantizes the model
+ * again; a scale that is not a finite number above 0, or a count that does not fit,
+ * is refused naming the tensor. Returns the count of products quantized, or -1. */
+#define CF_QUANT_AUTO    0
+#define CF_QUANT_DYNAMIC 1
+#define CF_QUANT_STATIC  2
+typedef struct cf_quantize_options {
+    int activations;   /* CF_QUANT_AUTO (0), CF_QUANT_DYNAMIC or CF_QUANT_STATIC */
+    int batches;       /* calibration batches; 0: 10 */
+    int batch;         /* their size; 0: 100 */
+} cf_quantize_options;
+CF_API int  cf_model_quantize(cf_model *m, const cf_dataset *calib, const cf_quantize_options *o);
+CF_API int  cf_model_quantized_count(const cf_model *m);   /* products quantized; 0: none */
+CF_API void cf_model_use_quantized(cf_model *m, int on);   /* 1 (the default) or 0 */
+/* The 8-bit products' kernel ("avx512-vnni", "avx-vnni", "avx2", "portable"), chosen
+ * by cpuid (AVX-512 VNNI, else AVX-VNNI, else AVX2, else portable C) or by
+ * $CFLUX_QGEMM, and why. */
+CF_API const char *cf_int8_kernel(void);
+CF_API const char *cf_int8_kernel_why(void);
 
 /* What evaluation says beyond the loss. Classification (a model trained with
  * cross-entropy, or ending with softmax): the confusion matrix, confusion[t * classes

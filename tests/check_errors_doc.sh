@@ -67,6 +67,12 @@ weights() {  # weights FILE HEX: a safetensors file, every float the 4 bytes HEX
 }
 weights nan.st '\000\000\300\177' '\000\000\000\077'
 weights huge.st '' '\346\261\141\177'
+# m.ckpt quantized (q.st), and q.st with the first scale of 1.W made 0 (zero.st)
+"$tool" quantize m.flux --params m.ckpt --data csv:train.csv --save q.st > /dev/null || exit 1
+n=$(od -An -tu4 -N4 q.st | tr -d ' ')
+off=$(head -c $((8 + n)) q.st | grep -ao '"1.W.qscale":{[^}]*}' | sed 's/.*"data_offsets":\[\([0-9]*\),.*/\1/')
+cp q.st zero.st
+printf '\000\000\000\000' | dd of=zero.st bs=1 seek=$((8 + n + off)) conv=notrunc 2> /dev/null
 # m.ckpt with element 0 of Adam's second moment of 1.W made -1 (the header says where it is)
 n=$(od -An -tu4 -N4 m.ckpt | tr -d ' ')
 off=$(head -c $((8 + n)) m.ckpt | grep -ao '"optim.adam.v.1.W":{[^}]*}' | sed 's/.*"data_offsets":\[\([0-9]*\),.*/\1/')

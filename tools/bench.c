@@ -223,7 +223,7 @@ int cmd_bench(const args *a)
     cf_model *m = cf_model_load(a->pos[0]);
     if (!m) return fail();
     int rc = 1;
-    if (cf_model_init_params(m)) goto out;
+    if (cf_model_init_params(m) || (a->params && cf_model_load_params(m, a->params))) goto out;
     /* the loss training would use: cross-entropy for a classifier, else MSE */
     if (!loss) loss = cf_model_add_loss(m, CF_LOSS_XENT) == 0 ? CF_LOSS_XENT : CF_LOSS_MSE;
     if (loss == CF_LOSS_MSE || a->loss) {
@@ -234,7 +234,13 @@ int cmd_bench(const args *a)
     f.infer_batch = INFER_BATCH / divisor;
     f.latency_calls = LAT_CALLS / divisor;
     f.peak = cf_cpu_peak_gflops();
-    if (time_train(m, batch, seconds, &f) || time_infer(m, seconds, &f)) goto out;
+    /* inference and latency run the 8-bit products, if any, before training (float32)
+       updates the weights and so drops the quantization */
+    if (a->int8 && !cf_model_quantized_count(m) && cf_model_quantize(m, NULL, NULL) < 0) goto out;
+    int int8 = cf_model_quantized_count(m);
+    if (int8 ? time_infer(m, seconds, &f) || time_train(m, batch, seconds, &f)
+             : time_train(m, batch, seconds, &f) || time_infer(m, seconds, &f))
+        goto out;
     int threads = cf_threads();
     double peak = f.peak * threads;
     if (a->json) {
@@ -254,7 +260,11 @@ int cmd_bench(const args *a)
         json_string(stdout, cf_gemm_name());
         printf(", \"why\": ");
         json_string(stdout, cf_gemm_why());
-        printf("}}\n");
+        printf(", \"int8\": ");
+        json_string(stdout, cf_int8_kernel());
+        printf(", \"int8_why\": ");
+        json_string(stdout, cf_int8_kernel_why());
+        printf("}, \"int8_products\": %d}\n", int8);
     } else {
         printf("%s: batch %d, %d thread%s, %s (%s)\n", a->pos[0], batch, threads, threads == 1 ? "" : "s",
                cf_cpu_name(), cf_cpu_isa());
@@ -265,6 +275,9 @@ int cmd_bench(const args *a)
         printf("  latency   %10.2f us          batch 1, median of %d calls\n", f.latency, f.latency_calls);
         printf("  memory    %10.1f MB          peak resident while training\n", f.rss_mb);
         printf("  kernels   %s: %s\n", cf_gemm_name(), cf_gemm_why());
+        if (int8)
+            printf("  int8      %d product%s in 8-bit integers for infer and latency, kernel %s: %s\n", int8,
+                   int8 == 1 ? "" : "s", cf_int8_kernel(), cf_int8_kernel_why());
     }
     rc = 0;
 out:
@@ -284,11 +297,16 @@ int cmd_version(const args *a)
         json_string(stdout, cf_gemm_name());
         printf(", \"why\": ");
         json_string(stdout, cf_gemm_why());
+        printf(", \"int8\": ");
+        json_string(stdout, cf_int8_kernel());
+        printf(", \"int8_why\": ");
+        json_string(stdout, cf_int8_kernel_why());
         printf("}}\n");
         return 0;
     }
     printf("cflux %s (matrix products: %s, threads: %d)\n", cf_version(), cf_gemm_name(), cf_threads());
     printf("cpu: %s (%s)\n", cf_cpu_name(), cf_cpu_isa());
     printf("kernels: %s, because %s\n", cf_gemm_name(), cf_gemm_why());
+    printf("int8 kernels: %s, because %s\n", cf_int8_kernel(), cf_int8_kernel_why());
     return 0;
 }

@@ -168,6 +168,11 @@ int main(int argc, char **argv)
         fprintf(stderr, "error: CFLUX_GEMM=%s: %s\n", gemm, strncmp(msg, "error: ", 7) ? msg : msg + 7);
         return 1;
     }
+    const char *qgemm = getenv("CFLUX_QGEMM");
+    if (qgemm && *qgemm && strcmp(qgemm, cf_int8_kernel()) != 0) {
+        fprintf(stderr, "error: CFLUX_QGEMM=%s: %s\n", qgemm, cf_int8_kernel_why());
+        return 1;
+    }
     if (!strcmp(name, "--version")) return cmd_version(NULL);
     const command *c = find_command(name);
     if (!c || !c->run) {

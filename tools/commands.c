@@ -105,6 +105,8 @@ static const opt predict_opts[] = {
 static const opt bench_opts[] = {
     {"--batch", OPT_INT, 1, 1 << 16, OFF(batch), "N", "samples per training step (64)"},
     {"--seconds", OPT_NUM, 0.1, 3600, OFF(seconds), "S", "time each of training and batch inference for S seconds (3)"},
+    {"--params", OPT_STR, 0, 0, OFF(params), "FILE", "time these weights (a quantized parameter file runs its\nproducts in 8 bits) instead of random ones"},
+    {"--int8", OPT_FLAG, 0, 0, OFF(int8), NULL, "quantize the products (dynamic, as cflux quantize does) before\ntiming inference and latency"},
     LOSS,
     THREADS,
     MAXMEM,
@@ -161,6 +163,20 @@ static const opt lrfind_opts[] = {
     {"--steps", OPT_INT, 5, 1e6, OFF(steps), "N", "training steps from --start to --end (100)"},
     {"--seed", OPT_U64, 0, 0, OFF(seed), "N", "initialisation and shuffling (0)"},
     {"--plot", OPT_STR, 0, 0, OFF(plot), "SVG", "the loss against the learning rate as SVG"},
+    THREADS,
+    MAXMEM,
+    JSON,
+    END,
+};
+
+static const opt quantize_opts[] = {
+    {"--params", OPT_STR, 0, 0, OFF(params), "CKPT", "the float32 weights (a checkpoint or a parameter file)"},
+    {"--save", OPT_STR, 0, 0, OFF(save), "PATH", "write the quantized weights there, as a parameter file (required)"},
+    DATA("the data the model was trained on (default fashion-mnist): its\ntraining part calibrates, its test part measures the accuracy"),
+    LABELCOL,
+    IMAGES,
+    {"--activations", OPT_STR, 0, 0, OFF(activations), "MODE", "how each product's input is quantized: dynamic (per row, as\nit runs), static (a range fixed on the calibration batches), or\nauto (default: dynamic)"},
+    {"--calibration-batches", OPT_INT, 1, 1e6, OFF(calib_batches), "N", "static: batches of 100 training samples to calibrate on (10)"},
     THREADS,
     MAXMEM,
     JSON,
@@ -235,6 +251,14 @@ const command cf_commands[] = {
      "function with its weights, for onnxruntime and other ONNX runtimes (the batch\n"
      "dimension symbolic).\n",
      export_opts, cmd_export},
+    {"quantize", "MODEL", 1, "Quantize trained weights to 8-bit integers for faster inference.",
+     "Each Affine layer's weights become int8 with a scale per output column\n"
+     "(symmetric), and its input 7-bit integers with a scale and zero point, per row as\n"
+     "it runs (dynamic) or fixed from the ranges seen on calibration data (static).\n"
+     "Prints the test accuracy of the float32 and of the quantized model, and writes\n"
+     "a parameter file that eval, predict, bench and the C API load: inference then\n"
+     "runs those products in 8-bit integers (the kernel: cflux version).\n",
+     quantize_opts, cmd_quantize},
     {"help", "[COMMAND]", 1, "Say what the commands do, or what one command takes.", NULL, none, NULL},
     {"version", "", 0, "Print the version, the CPU and which kernels run, and why.", NULL, version_opts, cmd_version},
     {NULL, NULL, 0, NULL, NULL, NULL, NULL},

@@ -19,6 +19,7 @@ int cmd_summary(const args *a);
 int cmd_lrfind(const args *a);
 int cmd_import(const args *a);
 int cmd_export(const args *a);
+int cmd_quantize(const args *a);
 int cmd_version(const args *a);
 
 /* Print cf_last_error() to stderr and return 1 (cflux.c). */

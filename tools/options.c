@@ -197,7 +197,7 @@ int args_parse(const command *c, int argc, char **argv, args *a)
     a->epochs = a->batch = a->stop_after = a->lr = a->wd = a->clip = a->val = a->momentum = a->threads =
         a->limit_batches = a->seconds = a->length = a->temperature = a->top = a->patience = a->lr_start = a->lr_end =
             a->steps = a->depth = NAN;
-    a->label_smoothing = NAN;
+    a->label_smoothing = a->calib_batches = NAN;
     a->argc = argc;
     a->argv = argv;
     for (int i = 0; i < argc; i++) {

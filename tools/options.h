@@ -26,11 +26,13 @@ typedef struct args {
     const char *prime, *from_torch, *to_torch, *onnx, *map;
     const char *classes, *keep_best, *report, *label_col, *features;
     const char *augment;
+    const char *activations;    /* quantize: auto, dynamic or static */
     double top, patience, lr_start, lr_end, steps, depth;
     double epochs, batch, stop_after, lr, wd, clip, val, momentum, threads, seconds, length, temperature, limit_batches;
     double label_smoothing;
     uint64_t seed;
-    int has_seed, json, quiet, normalize, skip_bad, exact_size;
+    int has_seed, json, quiet, normalize, skip_bad, exact_size, int8;
+    double calib_batches;
     const char *only_classes;   /* --only-classes LIST */
     int partial;                /* --partial: --init loads what matches */
     opt_list freeze;            /* --freeze PATTERN, repeated */

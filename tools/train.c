@@ -748,6 +748,12 @@ int cmd_eval(const args *a)
         json_num("loss", l, 0);
         json_num("accuracy", acc, !have);
         if (have) metrics_json(m, &mt, stdout);
+        if (cf_model_quantized_count(m)) {
+            const char *f32 = cf_model_info(m, "float32_accuracy");
+            printf(", \"int8_products\": %d, \"int8_kernel\": ", cf_model_quantized_count(m));
+            json_string(stdout, cf_int8_kernel());
+            if (f32) printf(", \"float32_accuracy\": %s", f32);
+        }
         printf("}\n");
     } else {
         char part[96] = "";
@@ -760,6 +766,13 @@ int cmd_eval(const args *a)
         if (!isnan(acc)) printf(", accuracy %.4f", acc);
         if (have && mt.top_k) printf(", top-%d accuracy %.4f", mt.top_k, mt.top_k_accuracy);
         printf("\n");
+        if (cf_model_quantized_count(m)) {   /* and the float32 model's, as cflux quantize measured it */
+            const char *f32 = cf_model_info(m, "float32_accuracy");
+            printf("int8: %d product%s in 8-bit integers (kernel %s)", cf_model_quantized_count(m),
+                   cf_model_quantized_count(m) == 1 ? "" : "s", cf_int8_kernel());
+            if (f32) printf("; the float32 weights' accuracy %s (cflux quantize, on the test set)", f32);
+            printf("\n");
+        }
         if (have) metrics_print(m, &mt, stdout);
     }
     cf_metrics_free(&mt);

@@ -12,6 +12,7 @@
 
 #include "core/error.h"
 #include "core/graph.h"
+#include "core/quant.h"
 #include "core/mem.h"
 #include "core/rng.h"
 #include "ops/op.h"
@@ -96,6 +97,7 @@ void cf_model_free(cf_model *m)
     free(m->tnorm_std);
     for (int i = 0; i < 2 * m->ninfo; i++) free(m->info[i]);
     free(m->info);
+    cf_model_quant_free(m);
     cf_arena_free(&m->arena);
     free(m);
 }

@@ -237,6 +237,11 @@ struct cf_model {
     char **info;
     int ninfo;
 
+    /* Parameters quantized to 8 bits (core/quant.h), and whether inference binds run
+       their int8 products (cf_model_use_quantized). */
+    struct cf_qparam *quant;
+    int nquant, quant_off;
+
     cf_layer *layers;        /* the nets with parameters, in model order (cf_layer) */
     int nlayers, cap_layers;
 

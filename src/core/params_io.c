@@ -21,6 +21,7 @@
 #include "core/num.h"
 #include "core/safetensors.h"
 #include "core/params_io.h"
+#include "core/quant.h"
 
 #define PARAMS_FORMAT "cflux-params"
 #define PARAMS_VERSION 1
@@ -85,23 +86,60 @@ void cf_model_params_as_tensors(const cf_model *m, cf_st_tensor *t)
     }
 }
 
+/* The quantized parameters' entries in t (n of them): the integers as I8 in each
+ * parameter's own entry, and its scales and input range appended at t[n ...]; the
+ * names and values are carved from *block (freed by the caller). The entries added. */
+static int quant_as_tensors(const cf_model *m, cf_st_tensor *t, int n, void **block)
+{
+    size_t bytes = 0;
+    for (int i = 0; i < m->nquant; i++) {
+        const cf_node *p = m->params[m->quant[i].param];
+        bytes += cf_shape_count(p->shape) * sizeof(float) + 2 * (strlen(p->name) + 16) + 2 * sizeof(float);
+    }
+    char *b = *block = malloc(bytes + 1);
+    if (!b) return cf_oom(bytes);
+    int added = 0;
+    for (int i = 0; i < m->nquant; i++) {
+        const cf_qparam *qp = &m->quant[i];
+        const cf_node *p = m->params[qp->param];
+        size_t count = cf_shape_count(p->shape), len = strlen(p->name);
+        float *q = (float *)b, *in = q + count;
+        for (size_t k = 0; k < count; k++) q[k] = qp->q[k];
+        in[0] = qp->act_scale, in[1] = (float)qp->act_zero;
+        char *sname = (char *)(in + 2), *iname = sname + len + 16;
+        b = iname + len + 16;
+        snprintf(sname, len + 16, "%s" CF_QSCALE_SUFFIX, p->name);
+        snprintf(iname, len + 16, "%s" CF_QINPUT_SUFFIX, p->name);
+        t[qp->param].dtype = "I8";
+        t[qp->param].data = q;
+        t[n + added++] = (cf_st_tensor){.name = sname, .rank = 1, .shape = {qp->channels},
+                                        .count = (size_t)qp->channels, .data = qp->scale};
+        if (qp->act_static)
+            t[n + added++] = (cf_st_tensor){.name = iname, .rank = 1, .shape = {2}, .count = 2, .data = in};
+    }
+    return added;
+}
+
 int cf_model_save_params(cf_model *m, const char *path)
 {
     if (!m || !path) return cf_seterr("error: cf_model_save_params: no model or no path");
     if (cf_model_init_params(m)) return -1;
     int n = cf_model_params_tensor_count(m);
-    cf_st_tensor *t = calloc((size_t)n + 1, sizeof *t);
+    cf_st_tensor *t = calloc((size_t)n + 2 * (size_t)m->nquant + 1, sizeof *t);
     if (!t) return cf_oom((size_t)n * sizeof *t);
     cf_model_params_as_tensors(m, t);
+    void *qblock = NULL;
+    int nq = quant_as_tensors(m, t, n, &qblock);
     char version[16];
     snprintf(version, sizeof version, "%d", PARAMS_VERSION);
     const char *keys[80] = {"format", "format_version", "cflux_version"};
     const char *vals[80] = {PARAMS_FORMAT, version, cf_version()};
     int nmeta = 3;
-    char **owned;
-    int rc = cf_model_extra_meta(m, keys, vals, &nmeta, 80, &owned);
-    if (rc == 0) rc = cf_st_write(path, n, t, nmeta, keys, vals);
+    char **owned = NULL;
+    int rc = nq < 0 ? -1 : cf_model_extra_meta(m, keys, vals, &nmeta, 80, &owned);
+    if (rc == 0) rc = cf_st_write(path, n + nq, t, nmeta, keys, vals);
     cf_model_extra_meta_free(owned);
+    free(qblock);
     free(t);
     return rc;
 }
@@ -164,6 +202,93 @@ static int check_norm(const cf_st_tensor *mean, const cf_st_tensor *std, size_t 
     return 0;
 }
 
+/* The parameter that a file's tensor NAME.qscale or NAME.qinput belongs to (its
+ * index, its base name's tensor in *base), or -1 when the name has neither suffix. */
+static int quant_extra(const cf_model *m, const cf_st_file *f, const char *name, const cf_st_tensor **base)
+{
+    size_t len = strlen(name), sl = strlen(CF_QSCALE_SUFFIX);
+    if (len <= sl || (strcmp(name + len - sl, CF_QSCALE_SUFFIX) && strcmp(name + len - sl, CF_QINPUT_SUFFIX)))
+        return -1;
+    char stem[512];
+    if (len - sl >= sizeof stem) return -1;
+    memcpy(stem, name, len - sl);
+    stem[len - sl] = 0;
+    *base = cf_st_find(f, stem);
+    return cf_model_param_index(m, stem);
+}
+
+static int is_i8(const cf_st_tensor *t) { return t && t->dtype && strcmp(t->dtype, "I8") == 0; }
+
+/* The file's quantized parameters, checked: each I8 tensor of a parameter a matrix of
+ * integers in -127..127 with NAME.qscale, a finite scale above 0 per column, and
+ * perhaps NAME.qinput (a scale above 0 and a whole zero point in 0..127); every
+ * NAME.qscale and NAME.qinput of such a tensor. 0 or -1 naming the tensor. */
+static int check_quant(const cf_model *m, const cf_st_file *f, const char *path)
+{
+    for (int i = 0; i < cf_st_count(f); i++) {
+        const cf_st_tensor *t = cf_st_get(f, i), *base = NULL;
+        int pi = quant_extra(m, f, t->name, &base);
+        if (pi < 0 && !is_i8(t)) continue;
+        if (pi >= 0 && !is_i8(base))
+            return cf_seterr("error: %s: '%s' is for the quantized parameter '%.*s', which the file does not hold "
+                             "as int8 (I8)", path, t->name, (int)(strlen(t->name) - strlen(CF_QSCALE_SUFFIX)),
+                             t->name);
+        if (pi >= 0) continue;
+        int p = cf_model_param_index(m, t->name);
+        if (p < 0) continue;   /* not the model's: the name check lists it */
+        if (t->rank != 2)
+            return cf_seterr("error: %s: '%s' is int8 but not a matrix; cflux quantizes the weights of products",
+                             path, t->name);
+        for (size_t k = 0; k < t->count; k++)
+            if (t->data[k] < -CF_QW_MAX)
+                return cf_seterr("error: %s: '%s' holds %g (element %zu); quantized weights are -127..127", path,
+                                 t->name, (double)t->data[k], k);
+        char name[600];
+        snprintf(name, sizeof name, "%s" CF_QSCALE_SUFFIX, t->name);
+        const cf_st_tensor *sc = cf_st_find(f, name);
+        if (!sc) return cf_seterr("error: %s: '%s' is int8 but the file has no '%s', its scales", path, t->name, name);
+        if (sc->count != (size_t)t->shape[1] || sc->rank != 1)
+            return cf_seterr("error: %s: '%s' holds %zu scales, but '%s' has %lld output columns", path, name,
+                             sc->count, t->name, t->shape[1]);
+        for (size_t k = 0; k < sc->count; k++)
+            if (!(sc->data[k] > 0) || !isfinite(sc->data[k]))
+                return cf_seterr("error: %s: '%s' holds %g (element %zu); a scale is a finite number above 0", path,
+                                 name, (double)sc->data[k], k);
+        snprintf(name, sizeof name, "%s" CF_QINPUT_SUFFIX, t->name);
+        const cf_st_tensor *in = cf_st_find(f, name);
+        if (!in) continue;
+        if (in->count != 2 || in->rank != 1)
+            return cf_seterr("error: %s: '%s' holds %zu numbers, not 2 (the input's scale and zero point)", path,
+                             name, in->count);
+        if (!(in->data[0] > 0) || !isfinite(in->data[0]))
+            return cf_seterr("error: %s: '%s' holds the scale %g; a scale is a finite number above 0", path, name,
+                             (double)in->data[0]);
+        if (!(in->data[1] >= 0 && in->data[1] <= CF_QA_MAX && in->data[1] == floorf(in->data[1])))
+            return cf_seterr("error: %s: '%s' holds the zero point %g; it is a whole number in 0..%d", path, name,
+                             (double)in->data[1], CF_QA_MAX);
+    }
+    return 0;
+}
+
+/* The model quantized as the file says (check_quant passed): its earlier quantization
+ * dropped, each parameter loaded from an I8 tensor quantized again. 0 or -1. */
+static int load_quant(cf_model *m, const cf_st_file *f, const unsigned char *skip)
+{
+    cf_model_quant_free(m);
+    for (int p = 0; p < m->nparams; p++) {
+        const cf_st_tensor *t = cf_st_find(f, m->params[p]->name);
+        if (!is_i8(t) || skip[p]) continue;
+        char name[600];
+        snprintf(name, sizeof name, "%s" CF_QSCALE_SUFFIX, t->name);
+        const cf_st_tensor *sc = cf_st_find(f, name);
+        snprintf(name, sizeof name, "%s" CF_QINPUT_SUFFIX, t->name);
+        const cf_st_tensor *in = cf_st_find(f, name);
+        if (cf_qparam_set(m, p, t->data, sc->data, in != NULL, in ? in->data[0] : 1, in ? (int)in->data[1] : 0))
+            return -1;
+    }
+    return 0;
+}
+
 /* What a file holds of a model's parameters and states: the model's that it lacks or
  * (CF_LOAD_MATCHING) has in another shape, and the tensors it has that the model does
  * not, as counts and ", "-separated lists. */
@@ -204,6 +329,8 @@ static int match_names(const cf_model *m, const cf_st_file *f, const char *path,
         const cf_st_tensor *t = cf_st_get(f, i);
         if (ckpt && (strncmp(t->name, "optim.", 6) == 0 || strncmp(t->name, "carry.", 6) == 0)) continue;
         if (t == norms[0] || t == norms[1] || t == norms[2] || t == norms[3]) continue;
+        const cf_st_tensor *base;
+        if (quant_extra(m, f, t->name, &base) >= 0 && is_i8(base)) continue;   /* scales: check_quant's */
         if (held_index(m, t->name) < 0) {
             mt->nunexpected++;
             list_add(mt->unexpected, sizeof mt->unexpected, t->name);
@@ -248,7 +375,7 @@ int cf_model_params_from(cf_model *m, const cf_st_file *f, const char *path, uns
     unsigned char *skip = calloc((size_t)nheld + 1, 1);
     if (!skip) return cf_oom((size_t)nheld + 1);
     match mt = {.missing = "", .unexpected = ""};
-    int rc = match_names(m, f, path, flags, ckpt, (const cf_st_tensor *[]){mean, std, tmean, tstd}, skip, &mt);
+    int rc = check_quant(m, f, path) ? -1 : match_names(m, f, path, flags, ckpt, (const cf_st_tensor *[]){mean, std, tmean, tstd}, skip, &mt);
     if (rc == 0 && !(flags & CF_LOAD_PARTIAL) && (mt.nmissing || mt.nunexpected)) {
         cf_seterr("error: %s: the parameters do not match the model:", path);
         if (mt.nmissing)
@@ -275,7 +402,9 @@ int cf_model_params_from(cf_model *m, const cf_st_file *f, const char *path, uns
         const cf_st_tensor *t = cf_st_find(f, held(m, i, &data)->name);
         if (t && !skip[i]) memcpy(data, t->data, t->count * sizeof(float));
     }
+    rc = load_quant(m, f, skip);
     free(skip);
+    if (rc) return -1;
     cf_clearerr();
     if (mt.nmissing || mt.nunexpected) {
         cf_seterr("note: %s: loaded %d of %d parameters%s", path, nheld - mt.nmissing, nheld,

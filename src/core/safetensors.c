@@ -43,20 +43,20 @@ struct cf_st_file {
 
 /* ---- dtypes ---- */
 
-enum { DT_F32, DT_F64, DT_F16, DT_BF16, DT_COUNT };
-static const char *const dt_name[DT_COUNT] = {"F32", "F64", "F16", "BF16"};
-static const int dt_size[DT_COUNT] = {4, 8, 2, 2};
+enum { DT_F32, DT_F64, DT_F16, DT_BF16, DT_I8, DT_COUNT };
+static const char *const dt_name[DT_COUNT] = {"F32", "F64", "F16", "BF16", "I8"};
+static const int dt_size[DT_COUNT] = {4, 8, 2, 2, 1};
 
 /* The other dtypes of the format: known, but not read by cflux. */
 static const char *const dt_other[] = {
-    "BOOL", "U8", "I8", "I16", "U16", "I32", "U32", "I64", "U64", "C64",
+    "BOOL", "U8", "I16", "U16", "I32", "U32", "I64", "U64", "C64",
     "F8_E5M2", "F8_E4M3", "F8_E8M0", "F4", "F6_E2M3", "F6_E3M2", NULL};
 
 /* Their sizes in bytes; 0 for those of fewer bits than a byte, which a file with
  * CF_ST_OTHER_DTYPES still refuses. */
-static const int dt_other_size[] = {1, 1, 1, 2, 2, 4, 4, 8, 8, 8, 1, 1, 1, 0, 0, 0};
+static const int dt_other_size[] = {1, 1, 2, 2, 4, 4, 8, 8, 8, 1, 1, 1, 0, 0, 0};
 
-#define DT_READS "cflux reads F32, F64, F16 and BF16"
+#define DT_READS "cflux reads F32, F64, F16, BF16 and, for quantized weights, I8"
 
 static uint16_t ld16(const unsigned char *p) { return (uint16_t)(p[0] | p[1] << 8); }
 static uint32_t ld32(const unsigned char *p)
@@ -105,6 +105,9 @@ static void convert(float *dst, const unsigned char *src, size_t count, int dt)
         break;
     case DT_BF16:
         for (i = 0; i < count; i++) dst[i] = bits_to_float((uint32_t)ld16(src + 2 * i) << 16);
+        break;
+    case DT_I8:
+        for (i = 0; i < count; i++) dst[i] = (float)(int8_t)src[i];
         break;
     }
 }
@@ -826,8 +829,9 @@ static int check_write_args(const char *path, int n, const cf_st_tensor *t, int 
     return rc;
 }
 
-/* A tensor the writer writes as I64 (cf_st_tensor.dtype). */
+/* A tensor the writer writes as I64 or I8 (cf_st_tensor.dtype). */
 static int is_i64(const cf_st_tensor *t) { return t->dtype && !strcmp(t->dtype, "I64"); }
+static int is_i8(const cf_st_tensor *t) { return t->dtype && !strcmp(t->dtype, "I8"); }
 
 /* The header JSON, space-padded to a multiple of 8 bytes; NULL on error. */
 static char *make_header(const char *path, int n, const cf_st_tensor *t, int nmeta,
@@ -851,10 +855,10 @@ static char *make_header(const char *path, int n, const cf_st_tensor *t, int nme
     for (i = 0; i < n; i++) {
         if (i || nmeta > 0) sb_str(&b, ",");
         sb_json(&b, t[i].name);
-        sb_printf(&b, ":{\"dtype\":\"%s\",\"shape\":[", is_i64(&t[i]) ? "I64" : "F32");
+        sb_printf(&b, ":{\"dtype\":\"%s\",\"shape\":[", is_i64(&t[i]) ? "I64" : is_i8(&t[i]) ? "I8" : "F32");
         for (d = 0; d < t[i].rank; d++) sb_printf(&b, "%s%lld", d ? "," : "", t[i].shape[d]);
         sb_printf(&b, "],\"data_offsets\":[%llu,", (unsigned long long)off);
-        off += (is_i64(&t[i]) ? 8 : 4) * (uint64_t)t[i].count;
+        off += (is_i64(&t[i]) ? 8 : is_i8(&t[i]) ? 1 : 4) * (uint64_t)t[i].count;
         sb_printf(&b, "%llu]}", (unsigned long long)off);
     }
     sb_str(&b, "}");
@@ -905,6 +909,17 @@ static int write_i64(FILE *fp, const float *x, size_t count)
     return 0;
 }
 
+/* Whole numbers in -128..127 held as floats, written as int8 (others clamped; NaN 0). */
+static int write_i8(FILE *fp, const float *x, size_t count)
+{
+    for (size_t i = 0; i < count; i++) {
+        float v = x[i] > -128 ? x[i] : -128;
+        v = v < 127 ? v : 127;
+        if (fputc((unsigned char)(int8_t)(v == v ? (int)v : 0), fp) == EOF) return -1;
+    }
+    return 0;
+}
+
 int cf_st_write(const char *path, int n, const cf_st_tensor *tensors,
                 int nmeta, const char *const *meta_keys, const char *const *meta_values)
 {
@@ -924,8 +939,9 @@ int cf_st_write(const char *path, int n, const cf_st_tensor *tensors,
     for (int i = 0; i < 8; i++) len8[i] = (unsigned char)((uint64_t)hlen >> 8 * i);
     int ok = fwrite(len8, 1, 8, fp) == 8 && fwrite(hdr, 1, hlen, fp) == hlen;
     for (int i = 0; ok && i < n; i++)
-        ok = !(is_i64(&tensors[i]) ? write_i64(fp, tensors[i].data, tensors[i].count)
-                                   : cf_write_floats_le(fp, tensors[i].data, tensors[i].count));
+        ok = !(is_i64(&tensors[i])  ? write_i64(fp, tensors[i].data, tensors[i].count)
+               : is_i8(&tensors[i]) ? write_i8(fp, tensors[i].data, tensors[i].count)
+                                    : cf_write_floats_le(fp, tensors[i].data, tensors[i].count));
     free(hdr);
     if (!ok) {
         int e = errno;

@@ -12,7 +12,7 @@
  * times its dtype's size. Row-major, little-endian.
  *
  * cflux keeps float32 only: it writes F32 (and I64 when asked, for PyTorch's
- * counters), and reads F32, F64, F16 and BF16,
+ * counters, and I8 for quantized weights), and reads F32, F64, F16, BF16 and I8,
  * converting to float32 on read. Any other dtype (I64, U8, BOOL ...) is an error
  * that names the tensor, unless the reader is given CF_ST_OTHER_DTYPES: such a
  * tensor is then kept, checked like the others, with its dtype and shape and no
@@ -47,7 +47,7 @@ typedef struct cf_st_tensor {
                                         dtype kept but not read (CF_ST_OTHER_DTYPES) */
     const char *dtype;               /* read: the file's dtype ("F32", "I64"); write:
                                         "I64" writes data's values (whole numbers)
-                                        as int64, anything else F32 */
+                                        as int64, "I8" as int8, anything else F32 */
 } cf_st_tensor;
 
 /* Reader flags. */

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "core/quant.h"
 #include "core/mem.h"
 #include "exec/exec.h"
 #include "rt/gemm_builtin.h"
@@ -257,6 +258,7 @@ int cf_update_sgd(cf_exec *e, float lr)
         sgd_job j = {m->pdata + m->poff[i], m->pgrad + m->poff[i], lr};
         cf_parallel_range(cf_shape_count(m->params[i]->shape), 2, sgd_range, &j);
     }
+    cf_model_quant_free(m);   /* trained: float32 again (core/quant.h) */
     return 0;
 }
 

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "core/quant.h"
 #include "core/graph.h"
 #include "core/mem.h"
 #include "rt/pool.h"
@@ -374,5 +375,6 @@ int cf_optim_step(cf_optim *o, float lr)
         cf_parallel_range(cf_shape_count(m->params[i]->shape), 8, update_range, &j);
     }
     o->t = t;
+    cf_model_quant_free(m);   /* trained: float32 again (core/quant.h) */
     return 0;
 }

@@ -27,6 +27,7 @@ int cmd_summary(const args *a) { (void)a; abort(); }
 int cmd_lrfind(const args *a) { (void)a; abort(); }
 int cmd_import(const args *a) { (void)a; abort(); }
 int cmd_export(const args *a) { (void)a; abort(); }
+int cmd_quantize(const args *a) { (void)a; abort(); }
 int cmd_version(const args *a) { (void)a; abort(); }
 
 static int is_arg(const char *s, char **argv, int argc)

@@ -1,0 +1,250 @@
+/* test_quant.c - quantized models (cf_model_quantize, core/quant.h, the quantize
+ * pass, ops/qaffine.c): an inference bind runs each Affine layer as the 8-bit product,
+ * bitwise what the integer reference gives from the model's own integers and scales,
+ * at 1 and 2 threads; training binds and cf_model_use_quantized(m, 0) run float32 on
+ * the dequantized weights; static calibration fixes each input's range; a saved file
+ * loads back into the same bits; and every malformed quantized file is refused,
+ * naming the tensor, with the model left as it was. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cflux.h"
+#include "core/graph.h"
+#include "core/quant.h"
+#include "core/safetensors.h"
+#include "qref.h"
+#include "test.h"
+#include "tmpdir.h"
+
+#define SRC "model = Chain(Input(8), Affine(16), relu, Affine(3))\n"
+enum { B = 7, D = 8, H = 16, O = 3 };
+
+static float xs[64 * D];
+
+static cf_model *fresh(void)
+{
+    cf_model *m = cf_model_parse(SRC, "q.flux");
+    cf_model_set_seed(m, 3);
+    if (!m || cf_model_init_params(m)) return NULL;
+    for (int i = 0; i < 4; i++) {   /* biases too, so that the epilogue adds something */
+        float *p = cf_model_param_data(m, i);
+        size_t n = cf_shape_count(cf_model_param_shape(m, i));
+        for (size_t k = 0; k < n; k++) p[k] = (i % 2 ? 0.1f : 1.0f) * sinf((float)(7 * k + i));
+    }
+    return m;
+}
+
+/* Output 0 of a bind of m at batch B with flags on the first B samples of xs. */
+static void run(cf_model *m, unsigned flags, float *out)
+{
+    cf_exec *e = cf_bind(m, B, flags);
+    CHECK(e != NULL);
+    if (!e) return;
+    memcpy(cf_exec_input(e, 0, NULL), xs, sizeof(float) * B * D);
+    CHECK(cf_forward(e, 0) == 0);
+    memcpy(out, cf_exec_output(e, 0, NULL), sizeof(float) * B * O);
+    cf_exec_free(e);
+}
+
+/* What the two quantized layers give, from m's integers and scales, by qref.h. */
+static void by_reference(cf_model *m, float *out)
+{
+    float h[B * H];
+    for (int l = 0; l < 2; l++) {
+        int W = cf_model_param_index(m, l ? "3.W" : "1.W"), bias = W + 1;
+        const cf_qparam *qp = cf_model_qparam(m, W);
+        cf_qact qa = {!qp->act_static, qp->act_scale, qp->act_zero};
+        reference(B, l ? O : H, l ? H : D, l ? h : xs, qp->q, qp->scale, &qa, cf_model_param_data(m, bias), !l,
+                  l ? out : h);
+    }
+}
+
+static int same_bits(const float *a, const float *b, size_t n) { return memcmp(a, b, n * sizeof *a) == 0; }
+
+TEST(dynamic_runs_the_integer_product)
+{
+    cf_model *m = fresh();
+    float f32[B * O], q8[B * O], ref[B * O], train[B * O], off[B * O], two[B * O];
+    run(m, 0, f32);
+    CHECK(cf_model_quantize(m, NULL, &(cf_quantize_options){CF_QUANT_DYNAMIC, 0, 0}) == 2);
+    CHECK(cf_model_quantized_count(m) == 2);
+    cf_set_threads(1);
+    run(m, 0, q8);
+    by_reference(m, ref);
+    CHECK(same_bits(q8, ref, B * O));
+    cf_set_threads(2);
+    run(m, 0, two);
+    CHECK(same_bits(two, q8, B * O));
+    cf_set_threads(0);
+    for (int i = 0; i < B * O; i++) CHECK_NEAR(q8[i], f32[i], 0.05 * (1 + fabs(f32[i])));
+    /* the dequantized float32 model: training binds, and quantization switched off */
+    run(m, CF_TRAIN, train);
+    cf_model_use_quantized(m, 0);
+    run(m, 0, off);
+    cf_model_use_quantized(m, 1);
+    CHECK(same_bits(train, off, B * O));
+    CHECK(!same_bits(train, q8, B * O));
+    /* and the float parameters are the integers times their scales */
+    const cf_qparam *qp = cf_model_qparam(m, 0);
+    CHECK(cf_model_param_data(m, 0)[5 * H + 3] == qp->q[5 * H + 3] * qp->scale[3]);
+    cf_model_free(m);
+}
+
+TEST(static_calibration_fixes_the_range)
+{
+    cf_model *m = fresh();
+    float y[64] = {0}, q8[B * O], ref[B * O];
+    cf_dataset *d = cf_dataset_from_arrays(xs, CF_SHAPE(D), y, 1, 64);
+    CHECK(cf_model_quantize(m, NULL, &(cf_quantize_options){CF_QUANT_STATIC, 0, 0}) == -1);
+    CHECK_HAS(cf_last_error(), "give the data");
+    CHECK(cf_model_quantize(m, d, &(cf_quantize_options){CF_QUANT_STATIC, 4, 16}) == 2);
+    const cf_qparam *qp = cf_model_qparam(m, 0);
+    float lo = 0, hi = 0;
+    for (int i = 0; i < 64 * D; i++) lo = fminf(lo, xs[i]), hi = fmaxf(hi, xs[i]);
+    float s;
+    int z;
+    cf_qact_range(lo, hi, &s, &z);
+    CHECK(qp->act_static && qp->act_scale == s && qp->act_zero == z);
+    run(m, 0, q8);
+    by_reference(m, ref);
+    CHECK(same_bits(q8, ref, B * O));
+    cf_dataset_free(d);
+    cf_model_free(m);
+}
+
+TEST(saved_file_loads_back)
+{
+    cf_model *m = fresh();
+    float y[64] = {0}, a[B * O], b[B * O];
+    cf_dataset *d = cf_dataset_from_arrays(xs, CF_SHAPE(D), y, 1, 64);
+    CHECK(cf_model_quantize(m, d, &(cf_quantize_options){CF_QUANT_STATIC, 4, 16}) == 2);
+    run(m, 0, a);
+    CHECK(cf_model_save_params(m, tmp("q.safetensors")) == 0);
+    cf_st_file *f = cf_st_read(tmp("q.safetensors"));
+    CHECK(f && !strcmp(cf_st_find(f, "1.W")->dtype, "I8") && !strcmp(cf_st_find(f, "1.b")->dtype, "F32"));
+    CHECK(f && cf_st_find(f, "3.W.qscale")->count == O && cf_st_find(f, "1.W.qinput")->count == 2);
+    cf_st_free(f);
+    cf_model *n = fresh();
+    CHECK(cf_model_load_params(n, tmp("q.safetensors")) == 0);
+    CHECK(cf_model_quantized_count(n) == 2);
+    run(n, 0, b);
+    CHECK(same_bits(a, b, B * O));
+    /* the float32 checkpoint loaded again drops the quantization */
+    cf_model *plain = fresh();
+    CHECK(cf_model_save_params(plain, tmp("f.safetensors")) == 0);
+    CHECK(cf_model_load_params(n, tmp("f.safetensors")) == 0 && cf_model_quantized_count(n) == 0);
+    cf_model_free(plain);
+    cf_model_free(n);
+    cf_dataset_free(d);
+    cf_model_free(m);
+}
+
+/* An update of the parameters drops the quantization: an executor bound before then
+   runs the float32 product of the trained weights. */
+TEST(training_drops_quantization)
+{
+    cf_model *m = fresh();
+    CHECK(cf_model_quantize(m, NULL, NULL) == 2);
+    cf_exec *old = cf_bind(m, B, 0), *t = cf_bind(m, B, CF_TRAIN);
+    CHECK(old && t);
+    if (!old || !t) return;
+    memcpy(cf_exec_input(t, 0, NULL), xs, sizeof(float) * B * D);
+    float *dy = cf_exec_output_grad(t, 0, NULL), a[B * O], b[B * O];
+    for (int i = 0; i < B * O; i++) dy[i] = 0.1f * (float)(i % 5);
+    CHECK(cf_forward(t, 1) == 0 && cf_backward(t) == 0 && cf_update_sgd(t, 0.5f) == 0);
+    CHECK(cf_model_quantized_count(m) == 0);
+    memcpy(cf_exec_input(old, 0, NULL), xs, sizeof(float) * B * D);
+    CHECK(cf_forward(old, 0) == 0);
+    memcpy(a, cf_exec_output(old, 0, NULL), sizeof a);
+    run(m, 0, b);   /* a bind now: float32 throughout */
+    CHECK(same_bits(a, b, B * O));
+    cf_exec_free(old);
+    cf_exec_free(t);
+    cf_model_free(m);
+}
+
+/* A quantized file of the model with one tensor replaced (or, data NULL, removed). */
+static void write_bad(const char *path, const char *name, const char *dtype, int count, const float *data)
+{
+    cf_model *m = fresh();
+    cf_model_quantize(m, NULL, NULL);
+    cf_model_save_params(m, path);
+    cf_st_file *f = cf_st_read(path);
+    int n = cf_st_count(f), k = 0;
+    cf_st_tensor t[16];
+    for (int i = 0; i < n; i++) {
+        t[k] = *cf_st_get(f, i);
+        if (!strcmp(t[k].name, name)) {
+            if (!data) continue;
+            t[k].dtype = dtype, t[k].data = data;
+            if (count >= 0) t[k].count = (size_t)count, t[k].rank = 1, t[k].shape[0] = count;
+        }
+        k++;
+    }
+    if (!cf_st_find(f, name)) t[k++] = (cf_st_tensor){.name = name, .rank = 1, .shape = {count}, .count = (size_t)count,
+                                                     .data = data, .dtype = dtype};
+    CHECK(cf_st_write(path, k, t, 0, NULL, NULL) == 0);
+    cf_st_free(f);
+    cf_model_free(m);
+}
+
+/* Loading path into a fresh model fails with `want`, leaving it as it was. */
+static void refused(const char *path, const char *want)
+{
+    cf_model *m = fresh();
+    float before = cf_model_param_data(m, 0)[0];
+    CHECK(cf_model_load_params(m, path) == -1);
+    CHECK_HAS(cf_last_error(), want);
+    CHECK(cf_model_param_data(m, 0)[0] == before && cf_model_quantized_count(m) == 0);
+    cf_model_free(m);
+}
+
+TEST(bad_files_are_refused)
+{
+    const char *p = tmp("bad.safetensors");
+    float zero[16] = {0}, neg[16], nan16[16], inf16[16], ok[16], big[128];
+    for (int i = 0; i < 16; i++) neg[i] = ok[i] = nan16[i] = inf16[i] = 0.01f;
+    neg[2] = -0.01f, nan16[15] = NAN, inf16[0] = INFINITY;
+    write_bad(p, "1.W.qscale", "F32", 16, zero);
+    refused(p, "'1.W.qscale' holds 0 (element 0); a scale is a finite number above 0");
+    write_bad(p, "1.W.qscale", "F32", 16, neg);
+    refused(p, "'1.W.qscale' holds -0.01 (element 2); a scale is a finite number above 0");
+    write_bad(p, "1.W.qscale", "F32", 16, nan16);
+    refused(p, "'1.W.qscale' holds nan (element 15)");
+    write_bad(p, "1.W.qscale", "F32", 16, inf16);
+    refused(p, "'1.W.qscale' holds inf (element 0)");
+    write_bad(p, "3.W.qscale", "F32", 4, ok);
+    refused(p, "'3.W.qscale' holds 4 scales, but '3.W' has 3 output columns");
+    write_bad(p, "3.W.qscale", "F32", 0, NULL);
+    refused(p, "'3.W' is int8 but the file has no '3.W.qscale', its scales");
+    write_bad(p, "1.b.qscale", "F32", 16, ok);
+    refused(p, "'1.b.qscale' is for the quantized parameter '1.b', which the file does not hold as int8");
+    float in_bad_zero[2] = {0.1f, 128}, in_frac[2] = {0.1f, 1.5f}, in_bad_scale[2] = {0, 3}, three[3] = {1, 2, 3};
+    write_bad(p, "1.W.qinput", "F32", 2, in_bad_zero);
+    refused(p, "'1.W.qinput' holds the zero point 128; it is a whole number in 0..127");
+    write_bad(p, "1.W.qinput", "F32", 2, in_frac);
+    refused(p, "'1.W.qinput' holds the zero point 1.5");
+    write_bad(p, "1.W.qinput", "F32", 2, in_bad_scale);
+    refused(p, "'1.W.qinput' holds the scale 0; a scale is a finite number above 0");
+    write_bad(p, "1.W.qinput", "F32", 3, three);
+    refused(p, "'1.W.qinput' holds 3 numbers, not 2");
+    for (int i = 0; i < 128; i++) big[i] = i == 77 ? -128 : 1;
+    write_bad(p, "1.W", "I8", -1, big);
+    refused(p, "'1.W' holds -128 (element 77); quantized weights are -127..127");
+    write_bad(p, "1.b", "I8", 16, ok);
+    refused(p, "'1.b' is int8 but not a matrix");
+}
+
+int main(void)
+{
+    for (int i = 0; i < 64 * D; i++) xs[i] = 2 * sinf(0.37f * (float)i) + 0.5f;
+    if (tmpdir_make("cflux-test-quant")) return 1;
+    RUN(dynamic_runs_the_integer_product);
+    RUN(static_calibration_fixes_the_range);
+    RUN(saved_file_loads_back);
+    RUN(training_drops_quantization);
+    RUN(bad_files_are_refused);
+    tmpdir_remove();
+    return test_summary("quant");
+}

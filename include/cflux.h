@@ -551,6 +551,7 @@ typedef enum cf_opcode {
     CF_OP_BATCHNORM_RELU, /* relu(batchnorm(...)) in one node: what a fusion pass makes of the two */
     CF_OP_BATCHNORM_ADD_RELU, /* relu(batchnorm(x) + r) in one node (a residual block's end), likewise */
     CF_OP_QAFFINE,     /* x W + b (relu) as an 8-bit product: what inference binds of a quantized model run */
+    CF_OP_QCONV2D,     /* conv2d (+ b, batch norm, relu) as an 8-bit product, likewise */
     CF_OP_COUNT_
 } cf_opcode;
 
@@ -1161,16 +1162,20 @@ CF_API int cf_predict_outputs(cf_model *m, const cf_dataset *d, int batch, float
 
 /* ---- 8-bit inference ----------------------------------------------------------------
  *
- * cf_model_quantize quantizes the model's products (the matrices of its Affine layers)
- * for inference: each weight matrix to int8 (-127..127) with a scale per output
- * column, symmetric; each product's input to 7 bits (0..127) with a scale and a zero
- * point, measured per row as it runs (CF_QUANT_DYNAMIC, what CF_QUANT_AUTO chooses) or
- * fixed from the least and greatest value seen on calibration data (CF_QUANT_STATIC:
- * `batches` batches of `batch` samples of calib, spread over it). Binds that do not
- * train then run those products in 8-bit integers, with the bias and relu in the
- * product's epilogue; training binds, and all binds after cf_model_use_quantized(m, 0),
- * run float32 products of the dequantized weights (the integers times their scales,
- * which is what the model's parameters now hold). cf_model_save_params saves the
+ * cf_model_quantize quantizes the model's products (the matrices of its Affine layers
+ * and the kernels of its Conv2D layers of one group) for inference: each weight
+ * matrix to int8 (-127..127) with a scale per output column (per output channel of a
+ * convolution), symmetric; each product's input to 7 bits (0..127) with a scale and a
+ * zero point, measured as it runs, per row of an Affine's input and per sample of a
+ * convolution's (CF_QUANT_DYNAMIC, what CF_QUANT_AUTO chooses), or fixed from the
+ * least and greatest value seen on calibration data (CF_QUANT_STATIC: `batches`
+ * batches of `batch` samples of calib, spread over it). Binds that do not train then
+ * run those products in 8-bit integers, with the bias and relu (and after a
+ * convolution, a batch norm and a 2x2 max-pooling) in the product's epilogue; training
+ * binds, and all binds after cf_model_use_quantized(m, 0), run float32 products of the
+ * dequantized weights (the integers times their scales, which is what the model's
+ * parameters now hold). An update of the parameters (cf_optim_step, cf_update_sgd)
+ * drops the quantization: the integers no longer match them. cf_model_save_params saves the
  * integers (safetensors I8), the scales ("NAME.qscale") and a fixed input range
  * ("NAME.qinput": scale, zero point), and loading such a file quantizes the model
  * again; a scale that is not a finite number above 0, or a count that does not fit,

@@ -211,7 +211,7 @@ TEST(cflux_passes_switches_them)
     e = bind_with(&m, src, "-fuse_afine", 0);
     CHECK(e == NULL);
     CHECK_HAS(cf_last_error(), "error: CFLUX_PASSES: no pass is called 'fuse_afine' "
-                               "(the passes: fuse_lstm, fuse_affine, quantize, fuse_bn_add_relu, fuse_bn_relu; write -NAME");
+                               "(the passes: fuse_lstm, fuse_affine, fuse_bn_add_relu, fuse_bn_relu, quantize; write -NAME");
     cf_model_free(m);
     /* CFLUX_NANTRAP names the op that made a NaN: nothing is fused under it */
     setenv("CFLUX_NANTRAP", "1", 1);

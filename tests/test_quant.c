@@ -164,6 +164,114 @@ TEST(training_drops_quantization)
     cf_model_free(m);
 }
 
+/* A convolution (bias, batch norm, relu and 2x2 max-pooling after it, folded) then an
+   Affine layer, against the plain computation from the model's integers. */
+#define CSRC "model = Chain(Input(3, 6, 5), Conv2D(4, 3, pad = 1), BatchNorm(), relu, MaxPool(2), flatten, Affine(2))\n"
+enum { CB = 5, CC = 3, CH = 6, CW = 5, CO = 4, PH = 3, PW = 2, FEAT = CO * PH * PW };
+
+static cf_model *fresh_conv(void)
+{
+    cf_model *m = cf_model_parse(CSRC, "qc.flux");
+    if (!m || cf_model_init_params(m)) return NULL;
+    for (int i = 0; i < cf_model_param_count(m); i++) {
+        float *p = cf_model_param_data(m, i);
+        size_t n = cf_shape_count(cf_model_param_shape(m, i));
+        for (size_t k = 0; k < n; k++) p[k] = 0.3f * sinf((float)(5 * k + 3 * i)) + (i == 2 ? 1 : 0);   /* 2: γ */
+    }
+    for (int i = 0; i < cf_model_state_count(m); i++) {   /* running mean and variance */
+        float *p = cf_model_state_data(m, i);
+        for (int k = 0; k < CO; k++) p[k] = i ? 0.5f + 0.1f * (float)k : 0.2f * (float)k - 0.3f;
+    }
+    return m;
+}
+
+static void conv_by_reference(cf_model *m, const float *x, float *out)
+{
+    int K = cf_model_param_index(m, "1.K"), bi = cf_model_param_index(m, "1.b");
+    const cf_qparam *qp = cf_model_qparam(m, K);
+    const float *b = cf_model_param_data(m, bi), *gamma = cf_model_param_data(m, cf_model_param_index(m, "2.γ")),
+                *beta = cf_model_param_data(m, cf_model_param_index(m, "2.β")),
+                *mean = cf_model_state_data(m, cf_model_state_index(m, "2.mean")),
+                *var = cf_model_state_data(m, cf_model_state_index(m, "2.var"));
+    float feat[CB * FEAT];
+    for (int n = 0; n < CB; n++) {
+        const float *xs1 = x + n * CC * CH * CW;
+        float s = qp->act_scale, lo = 0, hi = 0;
+        int z = qp->act_zero;
+        for (int i = 0; i < CC * CH * CW; i++) lo = fminf(lo, xs1[i]), hi = fmaxf(hi, xs1[i]);
+        if (!qp->act_static) cf_qact_range(lo, hi, &s, &z);
+        int q[CC][CH + 2][CW + 2];
+        for (int c = 0; c < CC; c++)
+            for (int i = 0; i < CH + 2; i++)
+                for (int j = 0; j < CW + 2; j++) {
+                    q[c][i][j] = z;
+                    if (i < 1 || i > CH || j < 1 || j > CW) continue;
+                    float v = xs1[(c * CH + i - 1) * CW + j - 1] * (1 / s);
+                    v = v > -z ? v : (float)-z;
+                    v = v < CF_QA_MAX - z ? v : (float)(CF_QA_MAX - z);
+                    q[c][i][j] = (int)nearbyintf(v) + z;
+                }
+        float y[CO][CH][CW];
+        for (int o = 0; o < CO; o++) {
+            float a = gamma[o] / sqrtf(var[o] + 1e-5f), cs = qp->scale[o] * a, bias = b[o] * a + (beta[o] - mean[o] * a);
+            long sumw = 0;
+            for (int t = 0; t < CC * 9; t++) sumw += qp->q[o * CC * 9 + t];
+            for (int i = 0; i < CH; i++)
+                for (int j = 0; j < CW; j++) {
+                    long acc = 0;
+                    for (int c = 0; c < CC; c++)
+                        for (int ki = 0; ki < 3; ki++)
+                            for (int kj = 0; kj < 3; kj++) acc += (long)q[c][i + ki][j + kj] * qp->q[((o * CC + c) * 3 + ki) * 3 + kj];
+                    float v = (float)(int)(acc - z * sumw) * (s * cs) + bias;
+                    y[o][i][j] = v > 0 ? v : 0;
+                }
+        }
+        for (int o = 0; o < CO; o++)
+            for (int i = 0; i < PH; i++)
+                for (int j = 0; j < PW; j++) {
+                    float mx = y[o][2 * i][2 * j];
+                    mx = y[o][2 * i][2 * j + 1] > mx ? y[o][2 * i][2 * j + 1] : mx;
+                    mx = y[o][2 * i + 1][2 * j] > mx ? y[o][2 * i + 1][2 * j] : mx;
+                    mx = y[o][2 * i + 1][2 * j + 1] > mx ? y[o][2 * i + 1][2 * j + 1] : mx;
+                    feat[n * FEAT + (o * PH + i) * PW + j] = mx;
+                }
+    }
+    int W = cf_model_param_index(m, "6.W");
+    const cf_qparam *qa = cf_model_qparam(m, W);
+    cf_qact act = {!qa->act_static, qa->act_scale, qa->act_zero};
+    reference(CB, 2, FEAT, feat, qa->q, qa->scale, &act, cf_model_param_data(m, W + 1), 0, out);
+}
+
+TEST(conv_runs_the_integer_product)
+{
+    float x[CB * CC * CH * CW], y[64] = {0}, f32[CB * 2], ref[CB * 2], got[CB * 2];
+    for (int i = 0; i < CB * CC * CH * CW; i++) x[i] = 1.5f * sinf(0.71f * (float)i) + 0.2f;
+    cf_dataset *d = cf_dataset_from_arrays(x, CF_SHAPE(CC, CH, CW), y, 1, CB);
+    for (int mode = CF_QUANT_DYNAMIC; mode <= CF_QUANT_STATIC; mode++)
+        for (int threads = 1; threads <= 2; threads++) {
+            cf_set_threads(threads);
+            cf_model *m = fresh_conv();
+            cf_exec *e = cf_bind(m, CB, 0);
+            memcpy(cf_exec_input(e, 0, NULL), x, sizeof x);
+            CHECK(cf_forward(e, 0) == 0);
+            memcpy(f32, cf_exec_output(e, 0, NULL), sizeof f32);
+            cf_exec_free(e);
+            CHECK(cf_model_quantize(m, d, &(cf_quantize_options){mode, 1, CB}) == 2);
+            CHECK(cf_model_qparam(m, cf_model_param_index(m, "1.K"))->channels == CO);
+            e = cf_bind(m, CB, 0);
+            memcpy(cf_exec_input(e, 0, NULL), x, sizeof x);
+            CHECK(cf_forward(e, 0) == 0);
+            memcpy(got, cf_exec_output(e, 0, NULL), sizeof got);
+            cf_exec_free(e);
+            conv_by_reference(m, x, ref);
+            CHECK(same_bits(got, ref, CB * 2));
+            for (int i = 0; i < CB * 2; i++) CHECK_NEAR(got[i], f32[i], 0.05 * (1 + fabs(f32[i])));
+            cf_model_free(m);
+        }
+    cf_set_threads(0);
+    cf_dataset_free(d);
+}
+
 /* A quantized file of the model with one tensor replaced (or, data NULL, removed). */
 static void write_bad(const char *path, const char *name, const char *dtype, int count, const float *data)
 {
@@ -233,7 +341,7 @@ TEST(bad_files_are_refused)
     write_bad(p, "1.W", "I8", -1, big);
     refused(p, "'1.W' holds -128 (element 77); quantized weights are -127..127");
     write_bad(p, "1.b", "I8", 16, ok);
-    refused(p, "'1.b' is int8 but not a matrix");
+    refused(p, "'1.b' is int8 but neither a matrix nor a convolution's kernels");
 }
 
 int main(void)
@@ -244,6 +352,7 @@ int main(void)
     RUN(static_calibration_fixes_the_range);
     RUN(saved_file_loads_back);
     RUN(training_drops_quantization);
+    RUN(conv_runs_the_integer_product);
     RUN(bad_files_are_refused);
     tmpdir_remove();
     return test_summary("quant");

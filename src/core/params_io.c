@@ -236,9 +236,12 @@ static int check_quant(const cf_model *m, const cf_st_file *f, const char *path)
         if (pi >= 0) continue;
         int p = cf_model_param_index(m, t->name);
         if (p < 0) continue;   /* not the model's: the name check lists it */
-        if (t->rank != 2)
-            return cf_seterr("error: %s: '%s' is int8 but not a matrix; cflux quantizes the weights of products",
-                             path, t->name);
+        cf_shape ts = {.rank = t->rank};
+        for (int d = 0; d < t->rank && d < CF_MAX_DIMS; d++) ts.d[d] = (int)t->shape[d];
+        int channels = cf_qparam_channels(ts);
+        if (!channels)
+            return cf_seterr("error: %s: '%s' is int8 but neither a matrix nor a convolution's kernels; cflux "
+                             "quantizes the weights of products", path, t->name);
         for (size_t k = 0; k < t->count; k++)
             if (t->data[k] < -CF_QW_MAX)
                 return cf_seterr("error: %s: '%s' holds %g (element %zu); quantized weights are -127..127", path,
@@ -247,9 +250,9 @@ static int check_quant(const cf_model *m, const cf_st_file *f, const char *path)
         snprintf(name, sizeof name, "%s" CF_QSCALE_SUFFIX, t->name);
         const cf_st_tensor *sc = cf_st_find(f, name);
         if (!sc) return cf_seterr("error: %s: '%s' is int8 but the file has no '%s', its scales", path, t->name, name);
-        if (sc->count != (size_t)t->shape[1] || sc->rank != 1)
-            return cf_seterr("error: %s: '%s' holds %zu scales, but '%s' has %lld output columns", path, name,
-                             sc->count, t->name, t->shape[1]);
+        if (sc->count != (size_t)channels || sc->rank != 1)
+            return cf_seterr("error: %s: '%s' holds %zu scales, but '%s' has %d output %s", path, name, sc->count,
+                             t->name, channels, t->rank == 2 ? "columns" : "channels");
         for (size_t k = 0; k < sc->count; k++)
             if (!(sc->data[k] > 0) || !isfinite(sc->data[k]))
                 return cf_seterr("error: %s: '%s' holds %g (element %zu); a scale is a finite number above 0", path,

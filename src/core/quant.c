@@ -20,13 +20,17 @@ static void qparam_free(cf_qparam *qp)
     free(qp->packed);
 }
 
+int cf_qparam_channels(cf_shape s) { return s.rank == 2 ? s.d[1] : s.rank == 4 ? s.d[0] : 0; }
+
 int cf_qparam_set(cf_model *m, int param, const float *q, const float *scale, int act_static, float act_scale,
                   int act_zero)
 {
     const cf_node *p = m->params[param];
-    if (p->shape.rank != 2)
-        return cf_seterr("error: parameter '%s' is not a matrix: cflux quantizes the weights of products", p->name);
-    int K = p->shape.d[0], N = p->shape.d[1];
+    int N = cf_qparam_channels(p->shape);
+    if (!N)
+        return cf_seterr("error: parameter '%s' is neither a matrix nor a convolution's kernels: cflux quantizes the "
+                         "weights of products", p->name);
+    size_t count = cf_shape_count(p->shape), per = count / (size_t)N;
     cf_qparam *qp = cf_model_qparam(m, param);
     if (!qp) {
         cf_qparam *grown = realloc(m->quant, (size_t)(m->nquant + 1) * sizeof *grown);
@@ -36,20 +40,20 @@ int cf_qparam_set(cf_model *m, int param, const float *q, const float *scale, in
         *qp = (cf_qparam){.param = param};
     }
     qparam_free(qp);
-    *qp = (cf_qparam){.param = param, .channels = N, .q = malloc((size_t)K * N), .scale = malloc((size_t)N * 4),
+    *qp = (cf_qparam){.param = param, .channels = N, .q = malloc(count), .scale = malloc((size_t)N * 4),
                       .act_static = act_static, .act_scale = act_scale, .act_zero = act_zero};
     if (!qp->q || !qp->scale) {
         qparam_free(qp);
         *qp = m->quant[--m->nquant];
-        return cf_oom((size_t)K * N);
+        return cf_oom(count);
     }
     memcpy(qp->scale, scale, (size_t)N * sizeof *scale);
     float *w = m->pdata + m->poff[param];
-    for (int k = 0; k < K; k++)
-        for (int j = 0; j < N; j++) {
-            qp->q[k * N + j] = (int8_t)q[k * N + j];
-            w[k * N + j] = q[k * N + j] * scale[j];
-        }
+    for (size_t i = 0; i < count; i++) {   /* a matrix's channel is its column, kernels' their first index */
+        size_t ch = p->shape.rank == 2 ? i % (size_t)N : i / per;
+        qp->q[i] = (int8_t)q[i];
+        w[i] = q[i] * scale[ch];
+    }
     return 0;
 }
 

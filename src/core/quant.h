@@ -4,9 +4,10 @@
  * A quantized parameter keeps its float32 values too (the integers times their
  * scales), so training, the summary and a bind with quantization off see an ordinary
  * model. Saved in a parameter file as the integers (dtype I8, the parameter's name and
- * shape), "NAME.qscale" (F32, a scale per output channel) and, for an input quantized
- * with a fixed scale, "NAME.qinput" (F32, [scale, zero point]); without it, the input
- * is quantized per row at run time. */
+ * shape), "NAME.qscale" (F32, a scale per output channel: a matrix's column, a
+ * convolution's kernel) and, for an input quantized with a fixed scale, "NAME.qinput"
+ * (F32, [scale, zero point]); without it, the input is quantized as it runs (per row
+ * of a matrix product, per sample of a convolution). */
 #ifndef CF_CORE_QUANT_H
 #define CF_CORE_QUANT_H
 
@@ -26,7 +27,7 @@
 
 typedef struct cf_qparam {
     int param;            /* the parameter's index */
-    int channels;         /* output channels: the last dimension of a matrix */
+    int channels;         /* output channels (cf_qparam_channels) */
     int8_t *q;            /* the integers, in the parameter's layout */
     float *scale;         /* channels */
     int act_static;       /* 1: the input's fixed scale and zero point; 0: per row */
@@ -40,9 +41,14 @@ typedef struct cf_qparam {
 /* Parameter `param`'s quantization, or NULL. */
 cf_qparam *cf_model_qparam(const cf_model *m, int param);
 
-/* Quantize parameter `param`, a (K, N) matrix, from integers q (floats holding whole
- * numbers in -127..127, the parameter's layout) and N scales; its float values become
- * q times the scales. act_static: the input's fixed scale and zero point. 0 or -1. */
+/* The output channels of a quantized parameter of shape s: N of a matrix (K, N), O of
+ * a convolution's kernels (O, C, KH, KW); 0 for any other shape. */
+int cf_qparam_channels(cf_shape s);
+
+/* Quantize parameter `param`, a (K, N) matrix or (O, C, KH, KW) kernels, from integers
+ * q (floats holding whole numbers in -127..127, the parameter's layout) and a scale
+ * per output channel; its float values become q times the scales. act_static: the
+ * input's fixed scale and zero point. 0 or -1. */
 int cf_qparam_set(cf_model *m, int param, const float *q, const float *scale, int act_static, float act_scale,
                   int act_zero);
 

@@ -8,9 +8,9 @@
 static const cf_pass *const passes[] = {
     &cf_pass_fuse_lstm,
     &cf_pass_fuse_affine,
-    &cf_pass_quantize,
     &cf_pass_fuse_bn_add_relu,
     &cf_pass_fuse_bn_relu,
+    &cf_pass_quantize,
 };
 #define NPASSES ((int)(sizeof passes / sizeof passes[0]))
 

@@ -206,13 +206,15 @@ void cf_qact_range(float lo, float hi, float *scale, int *zero)
 
 typedef struct job {
     const cf_qweights *w;
+    const float *col_scale;   /* N: w's scales, or the caller's */
     int M;
     const float *A;
     ptrdiff_t lda, ldc;
     const cf_qact *qa;
     float *C;
     const cf_gemm_ep *ep;
-    uint8_t *qa_rows;   /* rows of quantized A, Kp bytes apart, M rounded up to the tile */
+    const uint8_t *qa_rows;   /* rows of quantized A, qlda bytes apart, M rounded up to the tile */
+    ptrdiff_t qlda;
     float *row_scale;
     int *row_zero;
 } job;
@@ -233,11 +235,11 @@ static void quantize_rows(const job *jb, int r0, int r1, int r1p)
         }
         jb->row_scale[i] = s;
         jb->row_zero[i] = z;
-        uint8_t *q = jb->qa_rows + (size_t)i * Kp;
+        uint8_t *q = (uint8_t *)jb->qa_rows + (size_t)i * Kp;
         im->quant(x, K, 1 / s, z, q);
         memset(q + K, 0, (size_t)(Kp - K));
     }
-    if (r1p > r1) memset(jb->qa_rows + (size_t)r1 * Kp, 0, (size_t)(r1p - r1) * Kp);
+    if (r1p > r1) memset((uint8_t *)jb->qa_rows + (size_t)r1 * Kp, 0, (size_t)(r1p - r1) * Kp);
 }
 
 /* Rows [r0, r1) (quantized) against panels [p0, p1) of W. */
@@ -252,10 +254,10 @@ static void compute(const job *jb, int r0, int r1, int p0, int p1)
         int j0 = p * nr, nv = w->N - j0 < nr ? w->N - j0 : nr;
         for (int i0 = r0; i0 < r1; i0 += mr) {
             cf_qtile t = {.row_scale = jb->row_scale + i0, .row_zero = jb->row_zero + i0, .colsum = w->colsum + j0,
-                          .col_scale = w->scale + j0, .bias = jb->ep && jb->ep->bias ? jb->ep->bias + j0 : NULL,
+                          .col_scale = jb->col_scale + j0, .bias = jb->ep && jb->ep->bias ? jb->ep->bias + j0 : NULL,
                           .relu = relu, .mv = r1 - i0 < mr ? r1 - i0 : mr, .nv = nv, .C = jb->C + i0 * jb->ldc + j0,
                           .ldc = jb->ldc};
-            im->kernel(Kp / 4, jb->qa_rows + (size_t)i0 * Kp, Kp, b, &t);
+            im->kernel(Kp / 4, jb->qa_rows + (size_t)i0 * jb->qlda, jb->qlda, b, &t);
         }
     }
 }
@@ -290,8 +292,8 @@ void cf_qgemm(const cf_qweights *w, int M, const float *A, ptrdiff_t lda, const 
     size_t rows = round_up((size_t)M, ROWS_PER_TASK);
     uint8_t *q = ws;
     float *rs = (float *)(q + round_up(rows * (size_t)w->Kp, 64));
-    job jb = {.w = w, .M = M, .A = A, .lda = lda, .ldc = ldc, .qa = qa, .C = C, .ep = ep, .qa_rows = q,
-              .row_scale = rs, .row_zero = (int *)(rs + rows)};
+    job jb = {.w = w, .col_scale = w->scale, .M = M, .A = A, .lda = lda, .ldc = ldc, .qa = qa, .C = C, .ep = ep,
+              .qa_rows = q, .qlda = w->Kp, .row_scale = rs, .row_zero = (int *)(rs + rows)};
     double n_ops = (double)M * w->N * w->K;
     atomic_fetch_add_explicit(&ops, (unsigned long long)n_ops, memory_order_relaxed);
     int tasks = (M + ROWS_PER_TASK - 1) / ROWS_PER_TASK, threads = cf_threads();
@@ -303,6 +305,16 @@ void cf_qgemm(const cf_qweights *w, int M, const float *A, ptrdiff_t lda, const 
         quantize_rows(&jb, 0, M, (int)round_up((size_t)M, (size_t)w->im->mr));
         cf_parallel_for(w->panels, panel_task, &jb);
     }
+}
+
+void cf_qgemm_rows(const cf_qweights *w, int M, const uint8_t *qa, ptrdiff_t lda, const float *row_scale,
+                   const int *row_zero, const float *col_scale, float *C, ptrdiff_t ldc, const cf_gemm_ep *ep)
+{
+    if (M <= 0 || w->N <= 0) return;
+    job jb = {.w = w, .col_scale = col_scale ? col_scale : w->scale, .M = M, .ldc = ldc, .C = C, .ep = ep,
+              .qa_rows = qa, .qlda = lda, .row_scale = (float *)row_scale, .row_zero = (int *)row_zero};
+    atomic_fetch_add_explicit(&ops, (unsigned long long)((double)M * w->N * w->K), memory_order_relaxed);
+    compute(&jb, 0, M, 0, w->panels);
 }
 
 const char *cf_int8_kernel(void) { return cf_qgemm_name(); }

@@ -107,6 +107,17 @@ size_t cf_qgemm_ws_bytes(const cf_qweights *w, int M);
 void cf_qgemm(const cf_qweights *w, int M, const float *A, ptrdiff_t lda, const cf_qact *qa, float *C,
               ptrdiff_t ldc, const cf_gemm_ep *ep, void *ws);
 
+/* Rows of A quantized already (what a convolution gathers from its quantized input):
+   C (M x N) = the product of the rows qa (M of them, lda bytes apart, lda a multiple
+   of 4 and at least w->Kp, zeros past K; allocated for M rounded up to
+   CF_QGEMM_ROW_PAD rows, whose contents past M do not matter) with w, row i's scale
+   and zero point row_scale[i] and row_zero[i] (also CF_QGEMM_ROW_PAD-rounded), and
+   col_scale (N floats) in place of w's scales when not NULL; the epilogue ep. On the
+   calling thread. */
+#define CF_QGEMM_ROW_PAD 16
+void cf_qgemm_rows(const cf_qweights *w, int M, const uint8_t *qa, ptrdiff_t lda, const float *row_scale,
+                   const int *row_zero, const float *col_scale, float *C, ptrdiff_t ldc, const cf_gemm_ep *ep);
+
 /* Integer multiply-adds computed by cf_qgemm so far (for GOP/s figures). */
 double cf_qgemm_ops(void);
 

@@ -1,10 +1,12 @@
 /* quantize.c - post-training quantization of a model's products (cf_model_quantize):
- * the weights of each affine product to int8 per output channel, symmetric, and its
- * input to 7 bits per row at run time (dynamic) or with a scale and zero point fixed
- * from the ranges seen on calibration data (static).
+ * the weights of each affine product and convolution to int8 per output channel,
+ * symmetric, and its input to 7 bits as it runs (per row of an affine product, per
+ * sample of a convolution: dynamic) or with a scale and zero point fixed from the
+ * ranges seen on calibration data (static).
  *
  * The products are found as an executor runs them: the affine nodes (x W + b, what
- * the fuse_affine pass makes of a layer) whose W is a parameter matrix. Calibration
+ * the fuse_affine pass makes of a layer) whose W is a parameter matrix, and the
+ * conv2d nodes of one group whose kernels are a parameter. Calibration
  * binds the model for training, so that each product's input is still there after an
  * evaluation-mode forward, and takes the least and greatest value of each over the
  * batches (spread evenly over the data, standardised as cf_predict does). */
@@ -31,9 +33,14 @@ static int products(const cf_exec *e, product *p)
     int n = 0;
     for (int i = 0; i < e->g->nn; i++) {
         const cf_node *x = e->g->node[i];
-        if (!x || !e->an.live[i] || (x->op != CF_OP_AFFINE && x->op != CF_OP_AFFINE_RELU)) continue;
+        if (!x || !e->an.live[i] || (x->op != CF_OP_AFFINE && x->op != CF_OP_AFFINE_RELU && x->op != CF_OP_CONV2D))
+            continue;
         const cf_node *W = x->in[1];
-        if (W->op != CF_OP_PARAM || W->shape.rank != 2 || W->shape.d[0] > CF_QGEMM_MAX_K) continue;
+        cf_shape s = W->shape;
+        int affine = (x->op == CF_OP_AFFINE || x->op == CF_OP_AFFINE_RELU) && s.rank == 2 && s.d[0] <= CF_QGEMM_MAX_K;
+        int conv = x->op == CF_OP_CONV2D && s.rank == 4 && x->attr.i[6] <= 1 &&
+                   (size_t)s.d[1] * s.d[2] * s.d[3] <= CF_QGEMM_MAX_K;
+        if (W->op != CF_OP_PARAM || !(affine || conv)) continue;
         int seen = 0;
         for (int k = 0; k < n; k++) seen |= p[k].param == W->index;
         if (!seen) p[n++] = (product){.param = W->index, .node = i};
@@ -79,18 +86,24 @@ static int calibrate(cf_model *m, const cf_dataset *d, int batch, int batches, p
     return rc;
 }
 
-/* W (K, N) to integers q (as floats) and a scale per column: max |w| / 127. */
-static void quantize_weights(const float *w, int K, int N, float *q, float *scale)
+/* Weights w of shape s to integers q (as floats) and a scale per output channel
+   (cf_qparam_channels: a matrix's column, a convolution's kernel): max |w| / 127. */
+static void quantize_weights(const float *w, cf_shape s, float *q, float *scale)
 {
+    int N = cf_qparam_channels(s);
+    size_t count = cf_shape_count(s), per = count / (size_t)N;
+    /* element k of channel j */
+#define AT(j, k) (s.rank == 2 ? (k) * (size_t)N + (size_t)(j) : (size_t)(j) * per + (k))
     for (int j = 0; j < N; j++) {
         float mx = 0;
-        for (int k = 0; k < K; k++) mx = fabsf(w[k * N + j]) > mx ? fabsf(w[k * N + j]) : mx;
+        for (size_t k = 0; k < per; k++) mx = fabsf(w[AT(j, k)]) > mx ? fabsf(w[AT(j, k)]) : mx;
         scale[j] = mx > 0 ? mx / CF_QW_MAX : 1;
-        for (int k = 0; k < K; k++) {
-            float v = nearbyintf(w[k * N + j] / scale[j]);
-            q[k * N + j] = v > CF_QW_MAX ? CF_QW_MAX : v < -CF_QW_MAX ? -CF_QW_MAX : v;
+        for (size_t k = 0; k < per; k++) {
+            float v = nearbyintf(w[AT(j, k)] / scale[j]);
+            q[AT(j, k)] = v > CF_QW_MAX ? CF_QW_MAX : v < -CF_QW_MAX ? -CF_QW_MAX : v;
         }
     }
+#undef AT
 }
 
 int cf_model_quantize(cf_model *m, const cf_dataset *calib, const cf_quantize_options *o)
@@ -116,7 +129,8 @@ int cf_model_quantize(cf_model *m, const cf_dataset *calib, const cf_quantize_op
     int np = products(e, p);
     cf_exec_free(e);
     int rc = 0;
-    if (np == 0) rc = cf_seterr("error: the model has no products to quantize (cflux quantizes Affine layers)");
+    if (np == 0)
+        rc = cf_seterr("error: the model has no products to quantize (cflux quantizes Affine and Conv2D layers)");
     if (rc == 0 && want_static) {
         if (cf_dataset_count(calib) < (size_t)opt.batch) opt.batch = (int)cf_dataset_count(calib);
         if (cf_shape_count(cf_dataset_sample_shape(calib)) != cf_shape_count(m->inputs[0]->shape))
@@ -128,14 +142,14 @@ int cf_model_quantize(cf_model *m, const cf_dataset *calib, const cf_quantize_op
     }
     for (int k = 0; rc == 0 && k < np; k++) {
         const cf_node *W = m->params[p[k].param];
-        int K = W->shape.d[0], N = W->shape.d[1];
-        float *q = malloc((size_t)K * N * sizeof *q), *scale = malloc((size_t)N * sizeof *scale);
-        if (!q || !scale) rc = cf_oom((size_t)K * N * sizeof *q);
+        size_t count = cf_shape_count(W->shape);
+        float *q = malloc(count * sizeof *q), *scale = malloc((size_t)cf_qparam_channels(W->shape) * sizeof *scale);
+        if (!q || !scale) rc = cf_oom(count * sizeof *q);
         float as = 1;
         int az = 0;
         if (want_static) cf_qact_range(p[k].lo, p[k].hi, &as, &az);
         if (rc == 0) {
-            quantize_weights(m->pdata + m->poff[p[k].param], K, N, q, scale);
+            quantize_weights(m->pdata + m->poff[p[k].param], W->shape, q, scale);
             rc = cf_qparam_set(m, p[k].param, q, scale, want_static, as, az);
         }
         free(q);

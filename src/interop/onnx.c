@@ -14,6 +14,14 @@
  * Each node's doc_string says which layer of the model's source it comes from; the
  * model's class names, when it has them, are the metadata_props entry "class_names".
  *
+ * A quantized model (core/quant.h) is written in ONNX's QDQ form: each quantized
+ * parameter is its int8 integers (the initializer of its name) through
+ * DequantizeLinear, and the input of each product that reads one goes through
+ * QuantizeLinear and DequantizeLinear (uint8), clipped first to the 7 bits cflux
+ * keeps, with its fixed scale and zero point, or with those measured by Reduce nodes
+ * on each row (or sample) as cflux measures them. onnxruntime runs it with its own
+ * integer kernels where it fuses the pattern; the values are cflux's quantized ones.
+ *
  * Most ops are written as their rows describe them (cf_opdef.onnx: one operator, its
  * numbers as attributes or constant inputs); the rest by writers here. Nothing is
  * written before the whole graph is built: an op without an ONNX counterpart (a loss,
@@ -29,6 +37,7 @@
 
 #include "core/error.h"
 #include "core/graph.h"
+#include "core/quant.h"
 #include "core/safetensors.h"
 #include "exec/passes.h"
 #include "interop/protobuf.h"
@@ -48,7 +57,7 @@ enum { NODE_INPUT = 1, NODE_OUTPUT = 2, NODE_NAME = 3, NODE_OP_TYPE = 4, NODE_AT
 enum { ATTR_NAME = 1, ATTR_F = 2, ATTR_I = 3, ATTR_T = 5, ATTR_INTS = 8, ATTR_TYPE = 20 };
 enum { ATYPE_FLOAT = 1, ATYPE_INT = 2, ATYPE_TENSOR = 4, ATYPE_INTS = 7 };
 enum { TENSOR_DIMS = 1, TENSOR_DATA_TYPE = 2, TENSOR_NAME = 8, TENSOR_RAW = 9 };
-enum { DT_FLOAT = 1, DT_INT64 = 7 };
+enum { DT_FLOAT = 1, DT_UINT8 = 2, DT_INT8 = 3, DT_INT64 = 7 };
 enum { VALUE_NAME = 1, VALUE_TYPE = 2, TYPE_TENSOR = 1, TENSOR_ELEM = 1, TENSOR_SHAPE = 2, SHAPE_DIM = 1 };
 enum { DIM_VALUE = 1, DIM_PARAM = 2 };
 
@@ -301,6 +310,21 @@ static const char *f32s(ox *o, const float *v, size_t n, const cf_shape *dims)
 
 static const char *f32_scalar(ox *o, float v) { return f32s(o, &v, 1, NULL); }
 
+/* A byte initializer (dtype DT_UINT8 or DT_INT8) of n values, a vector, or one number
+   without dimensions when scalar. */
+static const char *bytes_const(ox *o, int dtype, const uint8_t *v, size_t n, int scalar)
+{
+    const char *name = fresh(o, "const");
+    define(o, name);
+    cf_pb_clear(&o->tensor);
+    if (!scalar) cf_pb_int(&o->tensor, TENSOR_DIMS, (int64_t)n);
+    cf_pb_int(&o->tensor, TENSOR_DATA_TYPE, dtype);
+    cf_pb_string(&o->tensor, TENSOR_NAME, name);
+    cf_pb_bytes(&o->tensor, TENSOR_RAW, v, n);
+    cf_pb_message(&o->consts, GRAPH_INITIALIZER, &o->tensor);
+    return name;
+}
+
 /* Input 0 as the model sees it: standardised, (x - mean) / std per element of a
  * sample, when the model has input standardisation (cf_model_set_input_norm). */
 static void write_input(ox *o, const cf_node *n)
@@ -471,6 +495,103 @@ static const char *write_described(ox *o, const cf_node *n)
     return y;
 }
 
+/* ---- quantized products ---- */
+
+/* The quantization of the weights that product n reads, or NULL (core/quant.h). */
+static const cf_qparam *product_qparam(const ox *o, const cf_node *n)
+{
+    if ((n->op != CF_OP_MATMUL && n->op != CF_OP_CONV2D) || n->nin < 2 || n->in[1]->op != CF_OP_PARAM) return NULL;
+    return cf_model_qparam(o->m, n->in[1]->index);
+}
+
+/* A quantized parameter's value: its integers (the initializer of its name, INT8)
+   through DequantizeLinear with a scale per output channel (axis 1 of a matrix, 0 of
+   kernels) and zero points of 0. */
+static const char *write_qparam(ox *o, const cf_node *n, const cf_qparam *qp)
+{
+    uint8_t *zeros = calloc((size_t)qp->channels, 1);
+    if (!zeros) {
+        cf_oom((size_t)qp->channels);
+        o->failed = 1;
+        return "?";
+    }
+    cf_shape cs = {1, {qp->channels}};
+    const char *in[3] = {n->name, f32s(o, qp->scale, (size_t)qp->channels, &cs),
+                         bytes_const(o, DT_INT8, zeros, (size_t)qp->channels, 0)};
+    free(zeros);
+    const char *y = fresh(o, "DequantizeLinear");
+    node_begin(o, "DequantizeLinear", 3, in, 1, &y);
+    attr_int(o, "axis", n->shape.rank == 2 ? 1 : 0);
+    node_end(o, n);
+    return y;
+}
+
+/* x, the input of product n whose weights qp holds, as the product sees it: clipped to
+   the 7 bits cflux keeps, then through QuantizeLinear and DequantizeLinear (uint8) with
+   the fixed scale and zero point (static), or with those measured on each row of a
+   matrix (B, K), or each sample of a convolution's (B, C, H, W), by Reduce nodes as
+   cflux measures them (dynamic: per axis 0). */
+static const char *qdq_input(ox *o, const cf_node *n, const char *x, const cf_qparam *qp)
+{
+    const cf_node *xn = n->in[0];
+    const char *s, *z, *lo, *hi;
+    int dynamic = !qp->act_static;
+    if (!dynamic) {
+        uint8_t z8 = (uint8_t)qp->act_zero;
+        s = f32_scalar(o, qp->act_scale);
+        z = bytes_const(o, DT_UINT8, &z8, 1, 1);
+        const char *in[3] = {x, f32_scalar(o, (float)-qp->act_zero * qp->act_scale),
+                             f32_scalar(o, (float)(CF_QA_MAX - qp->act_zero) * qp->act_scale)};
+        x = op_n(o, "Clip", n, NULL, 3, in);
+    } else {
+        int rank = xn->shape.rank;
+        if (!xn->batched || (n->op == CF_OP_MATMUL && rank != 2)) {
+            refuse(o, n, "its input is quantized per row of more than a matrix, which ONNX's per-axis "
+                         "quantization cannot say (quantize it with --activations static)");
+            return "?";
+        }
+        const int64_t axes[3] = {1, 2, 3};
+        const char *mn = fresh(o, "ReduceMin"), *mx = fresh(o, "ReduceMax");
+        node_begin(o, "ReduceMin", 1, &x, 1, &mn);
+        attr_ints(o, "axes", axes, rank - 1);
+        attr_int(o, "keepdims", 1);
+        node_end(o, n);
+        node_begin(o, "ReduceMax", 1, &x, 1, &mx);
+        attr_ints(o, "axes", axes, rank - 1);
+        attr_int(o, "keepdims", 1);
+        node_end(o, n);
+        const char *zero = f32_scalar(o, 0), *one = f32_scalar(o, 1), *top = f32_scalar(o, CF_QA_MAX);
+        const char *l = op2(o, "Min", n, NULL, mn, zero), *h = op2(o, "Max", n, NULL, mx, zero);
+        const char *raw = op2(o, "Div", n, NULL, op2(o, "Sub", n, NULL, h, l), top);
+        /* a range of nothing: scale 1, zero point 0, as cf_qact_range */
+        const char *sk = op_n(o, "Where", n, NULL, 3,
+                              (const char *const[]){op2(o, "Greater", n, NULL, raw, zero), raw, one});
+        const char *zf = op_n(o, "Clip", n, NULL, 3,
+                              (const char *const[]){op1(o, "Round", n, NULL, op2(o, "Div", n, NULL,
+                                                                                  op1(o, "Neg", n, NULL, l), sk)),
+                                                    zero, top});
+        lo = op2(o, "Mul", n, NULL, op1(o, "Neg", n, NULL, zf), sk);
+        hi = op2(o, "Mul", n, NULL, op2(o, "Sub", n, NULL, top, zf), sk);
+        x = op2(o, "Max", n, NULL, op2(o, "Min", n, NULL, x, hi), lo);
+        const int64_t flat = -1;
+        s = op2(o, "Reshape", n, NULL, sk, i64s(o, &flat, 1, 0));
+        const char *zc = fresh(o, "Cast");
+        node_begin(o, "Cast", 1, (const char *const[]){op2(o, "Reshape", n, NULL, zf, i64s(o, &flat, 1, 0))}, 1,
+                   &zc);
+        attr_int(o, "to", DT_UINT8);
+        node_end(o, n);
+        z = zc;
+    }
+    const char *q = fresh(o, "QuantizeLinear"), *y = fresh(o, "DequantizeLinear");
+    node_begin(o, "QuantizeLinear", 3, (const char *const[]){x, s, z}, 1, &q);
+    attr_int(o, "axis", 0);
+    node_end(o, n);
+    node_begin(o, "DequantizeLinear", 3, (const char *const[]){q, s, z}, 1, &y);
+    attr_int(o, "axis", 0);
+    node_end(o, n);
+    return y;
+}
+
 /* Write node n (its inputs written): the ONNX nodes that compute its value, and the
  * name of that value in o->val; a writer here for an op that its row alone cannot
  * describe, else the row's description. 0, or -1 with the message. */
@@ -483,9 +604,11 @@ static int write_node(ox *o, const cf_node *n)
     case CF_OP_INPUT:
         write_input(o, n);
         return 0;
-    case CF_OP_PARAM:
-        o->val[n->id] = n->name;
+    case CF_OP_PARAM: {
+        const cf_qparam *qp = cf_model_qparam(o->m, n->index);
+        o->val[n->id] = qp ? write_qparam(o, n, qp) : n->name;
         return 0;
+    }
     case CF_OP_STATE:
         if (n->batched) write_carry(o, n);
         else o->val[n->id] = n->name;
@@ -740,7 +863,15 @@ static int build(ox *o, cf_pb *io)
             rc = cf_seterr("error: %s: '%s' has no values yet", o->path, n->name);
         else if (param || stat)
             define(o, n->name);   /* an initializer */
-        if (rc == 0) rc = write_node(o, n);
+        const cf_qparam *qp = rc == 0 ? product_qparam(o, n) : NULL;
+        if (qp) {   /* the product reads its input quantized: that value, for it alone */
+            const char *x = o->val[n->in[0]->id];
+            o->val[n->in[0]->id] = qdq_input(o, n, x, qp);
+            rc = o->failed ? -1 : write_node(o, n);
+            o->val[n->in[0]->id] = x;
+        } else if (rc == 0) {
+            rc = write_node(o, n);
+        }
         if (rc == 0 && o->failed) rc = -1;   /* an allocation failed: the message is set */
     }
     for (int i = 0; i < m->noutputs && rc == 0; i++) {
@@ -769,13 +900,20 @@ static int build(ox *o, cf_pb *io)
 
 /* A TensorProto of n's values up to its raw bytes: dims, type, name, the raw data's
  * tag and length. The floats follow. */
-static void leaf_header(cf_pb *h, const cf_node *n)
+static void leaf_header(cf_pb *h, const cf_node *n, int int8)
 {
     cf_pb_clear(h);
     for (int i = 0; i < n->shape.rank; i++) cf_pb_int(h, TENSOR_DIMS, n->shape.d[i]);
-    cf_pb_int(h, TENSOR_DATA_TYPE, DT_FLOAT);
+    cf_pb_int(h, TENSOR_DATA_TYPE, int8 ? DT_INT8 : DT_FLOAT);
     cf_pb_string(h, TENSOR_NAME, n->name);
-    cf_pb_len_prefix(h, TENSOR_RAW, cf_shape_count(n->shape) * 4);
+    cf_pb_len_prefix(h, TENSOR_RAW, cf_shape_count(n->shape) * (int8 ? 1 : 4));
+}
+
+/* The integers of a quantized parameter, which its initializer holds; else NULL. */
+static const int8_t *leaf_int8(const ox *o, const cf_node *n)
+{
+    const cf_qparam *qp = n->op == CF_OP_PARAM ? cf_model_qparam(o->m, n->index) : NULL;
+    return qp ? qp->q : NULL;
 }
 
 static int put(FILE *fp, const cf_pb *b) { return b->len && fwrite(b->p, 1, b->len, fp) != b->len ? -1 : 0; }
@@ -807,9 +945,10 @@ static int write_model(ox *o, const cf_pb *io)
     for (int k = 0; k < m->nnodes; k++) {
         const cf_node *n = m->nodes[k];
         if (!o->live[k] || !(n->op == CF_OP_PARAM || (n->op == CF_OP_STATE && !n->batched))) continue;
-        leaf_header(&h, n);
+        const int8_t *q8 = leaf_int8(o, n);
+        leaf_header(&h, n, q8 != NULL);
         if (cf_pb_check(&h)) break;
-        size_t t = h.len + cf_shape_count(n->shape) * 4;
+        size_t t = h.len + cf_shape_count(n->shape) * (q8 ? 1 : 4);
         graph += cf_pb_len_prefix_size(GRAPH_INITIALIZER, t) + t;
     }
     cf_pb_int(&top, MODEL_IR_VERSION, IR_VERSION);
@@ -843,11 +982,12 @@ static int write_model(ox *o, const cf_pb *io)
             const cf_node *n = m->nodes[k];
             if (!o->live[k] || !(n->op == CF_OP_PARAM || (n->op == CF_OP_STATE && !n->batched))) continue;
             size_t count = cf_shape_count(n->shape);
-            leaf_header(&h, n);
+            const int8_t *q8 = leaf_int8(o, n);
+            leaf_header(&h, n, q8 != NULL);
             cf_pb_clear(&head);   /* reused for the initializer's tag and length */
-            cf_pb_len_prefix(&head, GRAPH_INITIALIZER, h.len + count * 4);
+            cf_pb_len_prefix(&head, GRAPH_INITIALIZER, h.len + count * (q8 ? 1 : 4));
             bad = h.failed || head.failed || put(fp, &head) || put(fp, &h) ||
-                  cf_write_floats_le(fp, leaf_data(o, n), count);
+                  (q8 ? fwrite(q8, 1, count, fp) != count : cf_write_floats_le(fp, leaf_data(o, n), count) != 0);
         }
         if (!bad) bad = put(fp, io) || put(fp, &tail);
         if (bad) {

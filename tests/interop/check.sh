@@ -55,5 +55,26 @@ trained clamp clamp.flux "csv:$work/norm.csv"
 trained gpt gpt.flux text:/usr/share/common-licenses/GPL-3
 # residual blocks: convolutions without bias, batch normalisation, the shortcuts' Add
 trained resnet resnet.flux fashion-mnist --limit-batches 5
+# quantized models (cflux quantize, both ways of quantizing the inputs) in ONNX's QDQ
+# form: onnxruntime gives cflux's int8 classes on Fashion-MNIST's test images
+quantized() {
+  name=$1 model=$2
+  shift 2
+  for mode in dynamic static; do
+    if "$build/cflux" train "$model" --epochs 1 --quiet --save "$work/$name.ckpt" "$@" > /dev/null &&
+       "$build/cflux" quantize "$model" --params "$work/$name.ckpt" --activations $mode \
+         --save "$work/$name-$mode.params" > /dev/null &&
+       "$build/cflux" export "$work/$name-$mode.params" --onnx "$work/$name-$mode.onnx" > /dev/null &&
+       "$build/cflux" predict "$work/$name-$mode.params" "$images" --json > "$work/$name-$mode.json"; then
+      "$py" "$src/tests/interop/quant_check.py" "$work/$name-$mode.onnx" "$work/$name-$mode.json" "$images" || fail=1
+    else
+      echo "FAIL $name ($mode): training, quantizing, exporting or predicting failed"
+      fail=1
+    fi
+  done
+}
+images=/usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz
+quantized qmlp "$src/models/mlp.flux"
+quantized qcnn "$src/models/cnn-bn.flux" --limit-batches 100
 if [ $fail = 0 ]; then echo "interop: 1 passed, 0 failed"; else echo "interop: 0 passed, 1 failed"; fi
 exit $fail

@@ -35,7 +35,8 @@ FUZZ_SECONDS ?= 30
 FUZZ_OTHERS ?= $(FUZZ_SECONDS)
 BENCH_ROUNDS ?= 5
 BENCH_SECONDS ?= 3
-FUZZERS = fuzz_model fuzz_parser fuzz_safetensors fuzz_torch fuzz_args fuzz_idx fuzz_csv fuzz_text fuzz_png fuzz_jpeg
+FUZZERS = fuzz_model fuzz_parser fuzz_safetensors fuzz_params fuzz_torch fuzz_args fuzz_idx fuzz_csv fuzz_text \
+  fuzz_png fuzz_jpeg
 
 .PHONY: all build deps test-deps interop-deps demo test test-release test-asan test-tsan test-fuzz fuzz bench \
   install clean

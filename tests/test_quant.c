@@ -342,6 +342,8 @@ TEST(bad_files_are_refused)
     refused(p, "'1.W' holds -128 (element 77); quantized weights are -127..127");
     write_bad(p, "1.b", "I8", 16, ok);
     refused(p, "'1.b' is int8 but neither a matrix nor a convolution's kernels");
+    write_bad(p, "1.b", "I8", -1, ok);   /* (1, 16): a matrix, but the bias */
+    refused(p, "'1.b' is int8, but no matrix product or convolution of the model reads it as its weights");
 }
 
 int main(void)

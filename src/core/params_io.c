@@ -91,23 +91,26 @@ void cf_model_params_as_tensors(const cf_model *m, cf_st_tensor *t)
  * names and values are carved from *block (freed by the caller). The entries added. */
 static int quant_as_tensors(const cf_model *m, cf_st_tensor *t, int n, void **block)
 {
-    size_t bytes = 0;
+    size_t floats = 0, chars = 0;   /* the values first, then the names: each float aligned */
     for (int i = 0; i < m->nquant; i++) {
         const cf_node *p = m->params[m->quant[i].param];
-        bytes += cf_shape_count(p->shape) * sizeof(float) + 2 * (strlen(p->name) + 16) + 2 * sizeof(float);
+        floats += cf_shape_count(p->shape) + 2;
+        chars += 2 * (strlen(p->name) + 16);
     }
-    char *b = *block = malloc(bytes + 1);
-    if (!b) return cf_oom(bytes);
+    float *f = *block = malloc(floats * sizeof *f + chars + 1);
+    if (!f) return cf_oom(floats * sizeof *f + chars);
+    char *names = (char *)(f + floats);
     int added = 0;
     for (int i = 0; i < m->nquant; i++) {
         const cf_qparam *qp = &m->quant[i];
         const cf_node *p = m->params[qp->param];
         size_t count = cf_shape_count(p->shape), len = strlen(p->name);
-        float *q = (float *)b, *in = q + count;
+        float *q = f, *in = q + count;
+        f = in + 2;
         for (size_t k = 0; k < count; k++) q[k] = qp->q[k];
         in[0] = qp->act_scale, in[1] = (float)qp->act_zero;
-        char *sname = (char *)(in + 2), *iname = sname + len + 16;
-        b = iname + len + 16;
+        char *sname = names, *iname = sname + len + 16;
+        names = iname + len + 16;
         snprintf(sname, len + 16, "%s" CF_QSCALE_SUFFIX, p->name);
         snprintf(iname, len + 16, "%s" CF_QINPUT_SUFFIX, p->name);
         t[qp->param].dtype = "I8";
@@ -219,6 +222,17 @@ static int quant_extra(const cf_model *m, const cf_st_file *f, const char *name,
 
 static int is_i8(const cf_st_tensor *t) { return t && t->dtype && strcmp(t->dtype, "I8") == 0; }
 
+/* Whether parameter p is the weights (input 1) of a matrix product or a convolution
+   of m: what a quantized parameter must be. */
+static int product_weights(const cf_model *m, int p)
+{
+    for (int i = 0; i < m->nnodes; i++) {
+        const cf_node *n = m->nodes[i];
+        if ((n->op == CF_OP_MATMUL || n->op == CF_OP_CONV2D) && n->nin > 1 && n->in[1] == m->params[p]) return 1;
+    }
+    return 0;
+}
+
 /* The file's quantized parameters, checked: each I8 tensor of a parameter a matrix of
  * integers in -127..127 with NAME.qscale, a finite scale above 0 per column, and
  * perhaps NAME.qinput (a scale above 0 and a whole zero point in 0..127); every
@@ -242,6 +256,9 @@ static int check_quant(const cf_model *m, const cf_st_file *f, const char *path)
         if (!channels)
             return cf_seterr("error: %s: '%s' is int8 but neither a matrix nor a convolution's kernels; cflux "
                              "quantizes the weights of products", path, t->name);
+        if (!product_weights(m, p))
+            return cf_seterr("error: %s: '%s' is int8, but no matrix product or convolution of the model reads it "
+                             "as its weights", path, t->name);
         for (size_t k = 0; k < t->count; k++)
             if (t->data[k] < -CF_QW_MAX)
                 return cf_seterr("error: %s: '%s' holds %g (element %zu); quantized weights are -127..127", path,

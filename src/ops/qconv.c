@@ -66,12 +66,16 @@ static int qconv_infer(cf_node *n)
 
 static int chunks(int B) { return B < NCHUNK ? B : NCHUNK; }
 
+/* The rows' stride: room for a copy's overrun past K (gather_rows), whole words. */
+static size_t rows_lda(const geom *g) { return up(g->K + 16, 16); }
+
 /* One chunk's scratch, in bytes: the padded input, the rows, the product, each row's
    scale and zero point, and the sample transposed (or the pooled product). */
 static size_t chunk_bytes(const geom *g)
 {
     size_t plane = (size_t)g->C * g->H * g->W * sizeof(float), pooled = (size_t)g->YH * g->YW * g->O * sizeof(float);
-    return up((size_t)g->Hp * g->Wp * g->C, 64) + up(g->Prows * g->Kp, 64) + up(g->P * g->O * sizeof(float), 64) +
+    return up((size_t)g->Hp * g->Wp * g->C + 16, 64) + up(g->Prows * rows_lda(g), 64) +
+           up(g->P * g->O * sizeof(float), 64) +
            up(g->Prows * (sizeof(float) + sizeof(int)), 64) + up(plane > pooled ? plane : pooled, 64);
 }
 
@@ -119,30 +123,37 @@ static void quantize_sample(const job *j, const float *x, float *xt, uint8_t *xq
     for (int i = 0; i < H; i++) im->quant(rows + (size_t)i * W * C, W * C, inv, *z, xq + ((size_t)(i + ph) * Wp + pw) * C);
 }
 
-/* n bytes, sixteen at a time where they can be */
-static inline void copy_bytes(uint8_t *restrict d, const uint8_t *restrict s, size_t n)
+/* n bytes from s to d, sixteen at a time, the last sixteen overlapping: up to 16 - n
+   bytes past d + n are written (with what follows s + n), which the rows' stride
+   leaves room for. */
+static inline void copy_taps(uint8_t *restrict d, const uint8_t *restrict s, size_t n)
 {
+    if (n <= 16) {
+        memcpy(d, s, 16);
+        return;
+    }
     size_t t = 0;
-    for (; t + 16 <= n; t += 16) memcpy(d + t, s + t, 16);
-    for (; t < n; t++) d[t] = s[t];
+    for (; t + 16 < n; t += 16) memcpy(d + t, s + t, 16);
+    memcpy(d + n - 16, s + n - 16, 16);
 }
 
-/* Each output position's patch, a row of Kp bytes: the taps of a kernel row are
-   adjacent in xq when the dilation across is 1, one copy each. */
-static void gather_rows(const geom *g, const uint8_t *restrict xq, uint8_t *restrict rows)
+/* Each output position's patch, a row of lda bytes (K of them used; the kernel reads
+   Kp, and what lies past K meets zero weights): the taps of a kernel row are adjacent
+   in xq when the dilation across is 1, one copy each. Kernel rows outer, so that the
+   bytes a copy writes past its taps are written over by the next. */
+static void gather_rows(const geom *g, const uint8_t *restrict xq, uint8_t *restrict rows, size_t lda)
 {
     const int OH = g->OH, OW = g->OW, KH = g->KH, sh = g->sh, sw = g->sw, dh = g->dh, dw = g->dw, Wp = g->Wp;
-    const size_t C = (size_t)g->C, Kp = g->Kp, pad = g->Kp - g->K;
-    const size_t tapw = dw == 1 ? (size_t)g->KW * C : C;
+    const size_t C = (size_t)g->C;
+    const size_t tapw = dw == 1 ? (size_t)g->KW * C : C, step = (size_t)sw * C;
     const int taps = dw == 1 ? 1 : g->KW;
     for (int oh = 0; oh < OH; oh++)
-        for (int ow = 0; ow < OW; ow++) {
-            uint8_t *r = rows + ((size_t)oh * OW + ow) * Kp;
-            for (int ki = 0; ki < KH; ki++)
-                for (int kj = 0; kj < taps; kj++, r += tapw)
-                    copy_bytes(r, xq + ((size_t)(oh * sh + ki * dh) * Wp + ow * sw + kj * dw) * C, tapw);
-            memset(r, 0, pad);
-        }
+        for (int ki = 0; ki < KH; ki++)
+            for (int kj = 0; kj < taps; kj++) {
+                const uint8_t *src = xq + ((size_t)(oh * sh + ki * dh) * Wp + kj * dw) * C;
+                uint8_t *dst = rows + (size_t)oh * OW * lda + (size_t)(ki * taps + kj) * tapw;
+                for (int ow = 0; ow < OW; ow++, src += step, dst += lda) copy_taps(dst, src, tapw);
+            }
 }
 
 /* 2x2 max-pooling of ct (positions x channels) into pooled (YH YW x O): each window's
@@ -170,8 +181,9 @@ static void chunk_task(void *ctx, int c)
     const geom *g = j->g;
     const cf_inst *k = j->k;
     unsigned char *base = j->scratch + (size_t)c * chunk_bytes(g);
-    uint8_t *xq = base, *rows = xq + up((size_t)g->Hp * g->Wp * g->C, 64);
-    float *ct = (float *)(rows + up(g->Prows * g->Kp, 64)), *rs = (float *)((unsigned char *)ct + up(g->P * g->O * 4, 64));
+    size_t lda = rows_lda(g);
+    uint8_t *xq = base, *rows = xq + up((size_t)g->Hp * g->Wp * g->C + 16, 64);
+    float *ct = (float *)(rows + up(g->Prows * lda, 64)), *rs = (float *)((unsigned char *)ct + up(g->P * g->O * 4, 64));
     int *rz = (int *)(rs + g->Prows);
     unsigned char *last = (unsigned char *)rs + up(g->Prows * (sizeof(float) + sizeof(int)), 64);
     const cf_dconv_impl *tr = cf_dconv_pick();
@@ -182,9 +194,9 @@ static void chunk_task(void *ctx, int c)
         float s;
         int z;
         quantize_sample(j, k->x[0] + (size_t)b * g->C * g->H * g->W, (float *)last, xq, &s, &z);
-        gather_rows(g, xq, rows);
+        gather_rows(g, xq, rows, lda);
         for (size_t p = 0; p < g->Prows; p++) rs[p] = s, rz[p] = z;
-        cf_qgemm_rows(j->w, (int)g->P, rows, (ptrdiff_t)g->Kp, rs, rz, j->col_scale, ct, g->O, &ep);
+        cf_qgemm_rows(j->w, (int)g->P, rows, (ptrdiff_t)lda, rs, rz, j->col_scale, ct, g->O, &ep);
         const float *out = ct;
         if (g->pool) {
             pool_rows(g, ct, (float *)last);

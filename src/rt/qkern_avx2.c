@@ -26,10 +26,11 @@ enum { MR = 4, NR = 16 };
 #endif
 
 /* The epilogue of a tile (qgemm.h), the same operations as cf_qtile_store in the
-   same order: exact integers, one rounding to float, two products, the bias. */
+   same order: exact integers, one rounding to float, two products, the bias. Rows
+   past mv are not stored, columns past nv masked off. */
 __attribute__((always_inline)) static inline void store_tile(__m256i acc[MR][2], const cf_qtile *t)
 {
-    if (t->mv < MR || t->nv < NR) {
+    if (t->nv < NR) {   /* the edge: in plain C */
         int32_t c[MR * NR] __attribute__((aligned(32)));
         _Pragma("GCC unroll 16") for (int i = 0; i < MR; i++) {
             _mm256_store_si256((__m256i *)(c + i * NR), acc[i][0]);
@@ -43,6 +44,7 @@ __attribute__((always_inline)) static inline void store_tile(__m256i acc[MR][2],
     __m256 bias[2] = {zero, zero};
     if (t->bias) bias[0] = _mm256_loadu_ps(t->bias), bias[1] = _mm256_loadu_ps(t->bias + 8);
     _Pragma("GCC unroll 16") for (int i = 0; i < MR; i++) {
+        if (i >= t->mv) break;
         __m256i zi = _mm256_set1_epi32(t->row_zero[i]);
         __m256 si = _mm256_set1_ps(t->row_scale[i]);
         _Pragma("GCC unroll 16") for (int h = 0; h < 2; h++) {

@@ -14,24 +14,22 @@ enum { MR = 8, NV = 2, NR = 16 * NV };   /* 8 x 32 measured faster than 6 x 64, 
 #define DPBUSD(acc, a, b) __asm__("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(a), "v"(b))
 
 /* The epilogue of a tile (qgemm.h), the same operations as cf_qtile_store in the
-   same order: exact integers, one rounding to float, two products, the bias. */
+   same order: exact integers, one rounding to float, two products, the bias. Rows
+   past mv are not stored, columns past nv masked off. */
 __attribute__((always_inline)) static inline void store_tile(__m512i acc[MR][NV], const cf_qtile *t)
 {
-    if (t->mv < MR || t->nv < NR) {
-        int32_t c[MR * NR] __attribute__((aligned(64)));
-        _Pragma("GCC unroll 16") for (int i = 0; i < MR; i++)
-            _Pragma("GCC unroll 16") for (int h = 0; h < NV; h++) _mm512_store_si512(c + i * NR + 16 * h, acc[i][h]);
-        cf_qtile_store(c, NR, t);
-        return;
-    }
     __m512i cs[NV];
     __m512 sc[NV], bias[NV], zero = _mm512_setzero_ps();
+    __mmask16 m[NV];
     _Pragma("GCC unroll 16") for (int h = 0; h < NV; h++) {
-        cs[h] = _mm512_loadu_si512(t->colsum + 16 * h);
-        sc[h] = _mm512_loadu_ps(t->col_scale + 16 * h);
-        bias[h] = t->bias ? _mm512_loadu_ps(t->bias + 16 * h) : zero;
+        int left = t->nv - 16 * h;
+        m[h] = left >= 16 ? (__mmask16)0xffff : left > 0 ? (__mmask16)((1u << left) - 1) : 0;
+        cs[h] = _mm512_maskz_loadu_epi32(m[h], t->colsum + 16 * h);
+        sc[h] = _mm512_maskz_loadu_ps(m[h], t->col_scale + 16 * h);
+        bias[h] = t->bias ? _mm512_maskz_loadu_ps(m[h], t->bias + 16 * h) : zero;
     }
     _Pragma("GCC unroll 16") for (int i = 0; i < MR; i++) {
+        if (i >= t->mv) break;
         __m512i zi = _mm512_set1_epi32(t->row_zero[i]);
         __m512 si = _mm512_set1_ps(t->row_scale[i]);
         _Pragma("GCC unroll 16") for (int h = 0; h < NV; h++) {
@@ -39,7 +37,7 @@ __attribute__((always_inline)) static inline void store_tile(__m512i acc[MR][NV]
             v = _mm512_mul_ps(v, _mm512_mul_ps(si, sc[h]));
             if (t->bias) v = _mm512_add_ps(v, bias[h]);
             if (t->relu) v = _mm512_max_ps(v, zero);   /* maxps gives +0 for a NaN and for -0, as the C does */
-            _mm512_storeu_ps(t->C + i * t->ldc + 16 * h, v);
+            _mm512_mask_storeu_ps(t->C + i * t->ldc + 16 * h, m[h], v);
         }
     }
 }

@@ -552,6 +552,7 @@ typedef enum cf_opcode {
     CF_OP_BATCHNORM_ADD_RELU, /* relu(batchnorm(x) + r) in one node (a residual block's end), likewise */
     CF_OP_QAFFINE,     /* x W + b (relu) as an 8-bit product: what inference binds of a quantized model run */
     CF_OP_QCONV2D,     /* conv2d (+ b, batch norm, relu) as an 8-bit product, likewise */
+    CF_OP_QCHAIN,      /* 8-bit products in a row, each reading the one before, likewise */
     CF_OP_COUNT_
 } cf_opcode;
 
@@ -1167,9 +1168,9 @@ CF_API int cf_predict_outputs(cf_model *m, const cf_dataset *d, int batch, float
  * matrix to int8 (-127..127) with a scale per output column (per output channel of a
  * convolution), symmetric; each product's input to 7 bits (0..127) with a scale and a
  * zero point, measured as it runs, per row of an Affine's input and per sample of a
- * convolution's (CF_QUANT_DYNAMIC, what CF_QUANT_AUTO chooses), or fixed from the
- * least and greatest value seen on calibration data (CF_QUANT_STATIC: `batches`
- * batches of `batch` samples of calib, spread over it). Binds that do not train then
+ * convolution's (CF_QUANT_DYNAMIC), or fixed from the least and greatest value seen
+ * on calibration data (CF_QUANT_STATIC: `batches` batches of `batch` samples of calib,
+ * spread over it). CF_QUANT_AUTO is static when calib is given, else dynamic. Binds that do not train then
  * run those products in 8-bit integers, with the bias and relu (and after a
  * convolution, a batch norm and a 2x2 max-pooling) in the product's epilogue; training
  * binds, and all binds after cf_model_use_quantized(m, 0), run float32 products of the

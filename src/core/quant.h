@@ -21,6 +21,8 @@
 #define CF_QW_MAX 127
 /* The longest sum that 32 bits hold exactly: K x 127 x 127 < 2^31. */
 #define CF_QGEMM_MAX_K 131072
+/* The most 8-bit products one qchain node takes in a row (ops/qchain.c). */
+#define CF_QCHAIN_MAX 8
 
 #define CF_QSCALE_SUFFIX ".qscale"
 #define CF_QINPUT_SUFFIX ".qinput"

@@ -3,8 +3,9 @@
  * affine_relu node (what fuse_affine made) whose W the model holds quantized
  * (core/quant.h) becomes a qaffine node (ops/qaffine.c); a conv2d whose kernels it
  * holds quantized becomes a qconv2d (ops/qconv.c), with the batch norm and relu that
- * follow it (alone: nothing else reads the values between) folded in. The weights'
- * integers are packed for the kernel here, once for the model. It runs after the
+ * follow it (alone: nothing else reads the values between) folded in; and qaffine
+ * nodes in a row, each read by the next alone, become one qchain (ops/qchain.c). The
+ * weights' integers are packed for the kernel here, once for the model. It runs after the
  * batch-norm fusions, so that a batchnorm_relu is one node to fold. */
 #include <stdlib.h>
 #include <string.h>
@@ -134,6 +135,44 @@ static int conv(cf_graph *g, const cf_analysis *a, const cf_node *n, cf_qparam *
     return 0;
 }
 
+/* qaffine -> qaffine -> ..., each read by the next alone -> qchain (ops/qchain.c): one
+   pass over the rows through every layer. The slots keep their ids, so the analysis
+   still says who reads what. */
+static int chains(cf_graph *g, const cf_analysis *a, int *changed)
+{
+    for (int i = 0; i < a->nn; i++) {
+        const cf_node *n = g->node[i], *run[CF_QCHAIN_MAX];
+        if (!n || n->op != CF_OP_QAFFINE) continue;
+        int L = 1;
+        run[0] = n;
+        while (L < CF_QCHAIN_MAX) {
+            int r = sole_reader(a, run[L - 1]->id);
+            const cf_node *next = r >= 0 ? g->node[r] : NULL;
+            if (!next || next->op != CF_OP_QAFFINE || next->in[0]->id != run[L - 1]->id) break;
+            run[L++] = next;
+        }
+        if (L < 2) continue;
+        cf_node *in[1 + 2 * CF_QCHAIN_MAX];
+        in[0] = n->in[0];
+        int relu = 0;
+        for (int l = 0; l < L; l++) {
+            in[1 + 2 * l] = run[l]->in[1];
+            in[2 + 2 * l] = run[l]->in[2];
+            relu |= run[l]->attr.i[0] << l;
+        }
+        const cf_node *last = run[L - 1];
+        cf_node *f = cf_graph_node(g, last->id, CF_OP_QCHAIN, 1 + 2 * L, in, last);
+        if (!f) return -1;
+        f->attr.i[0] = L;
+        f->attr.i[1] = relu;
+        f->loc = n->loc, f->frame = n->frame;   /* the first layer's place */
+        for (int l = 0; l < L - 1; l++) g->node[run[l]->id] = NULL;
+        g->node[last->id] = f;
+        *changed = 1;
+    }
+    return 0;
+}
+
 static int quantize(cf_graph *g, const cf_analysis *a, int *changed)
 {
     cf_model *m = g->m;
@@ -149,7 +188,7 @@ static int quantize(cf_graph *g, const cf_analysis *a, int *changed)
                                                                   : 0;
         if (rc) return -1;
     }
-    return 0;
+    return chains(g, a, changed);
 }
 
 const cf_pass cf_pass_quantize = {"quantize", quantize, 0};

@@ -317,5 +317,13 @@ void cf_qgemm_rows(const cf_qweights *w, int M, const uint8_t *qa, ptrdiff_t lda
     compute(&jb, 0, M, 0, w->panels);
 }
 
+void cf_qgemm_quantize(const cf_qweights *w, int M, const float *A, ptrdiff_t lda, const cf_qact *qa, uint8_t *q,
+                       float *row_scale, int *row_zero)
+{
+    job jb = {.w = w, .M = M, .A = A, .lda = lda, .qa = qa, .qa_rows = q, .qlda = w->Kp, .row_scale = row_scale,
+              .row_zero = row_zero};
+    quantize_rows(&jb, 0, M, (int)round_up((size_t)M, (size_t)w->im->mr));
+}
+
 const char *cf_int8_kernel(void) { return cf_qgemm_name(); }
 const char *cf_int8_kernel_why(void) { return cf_qgemm_why(); }

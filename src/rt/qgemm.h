@@ -118,6 +118,13 @@ void cf_qgemm(const cf_qweights *w, int M, const float *A, ptrdiff_t lda, const 
 void cf_qgemm_rows(const cf_qweights *w, int M, const uint8_t *qa, ptrdiff_t lda, const float *row_scale,
                    const int *row_zero, const float *col_scale, float *C, ptrdiff_t ldc, const cf_gemm_ep *ep);
 
+/* Rows of A quantized as cf_qgemm quantizes them for w: row i of A (M rows, lda floats
+   apart) into q + i w->Kp (zeros past K, and whole rows of zeros up to M rounded up to
+   the kernel's tile), its scale and zero point into row_scale[i], row_zero[i]. With
+   cf_qgemm_rows, the same bits as cf_qgemm, on the calling thread. */
+void cf_qgemm_quantize(const cf_qweights *w, int M, const float *A, ptrdiff_t lda, const cf_qact *qa, uint8_t *q,
+                       float *row_scale, int *row_zero);
+
 /* Integer multiply-adds computed by cf_qgemm so far (for GOP/s figures). */
 double cf_qgemm_ops(void);
 

@@ -206,6 +206,34 @@ out:
     return rc;
 }
 
+/* --int8: m quantized as cflux quantize does by default (static inputs), calibrated on
+   1000 samples drawn as the timed inputs are. 0 or -1. */
+static int quantize_on_random(cf_model *m)
+{
+    enum { N = 1000 };
+    cf_shape s = cf_model_input_shape(m, 0);   /* (B, ...): a sample's is what follows B */
+    if (s.rank > 1 && s.d[0] < 0) {
+        for (int i = 1; i < s.rank; i++) s.d[i - 1] = s.d[i];
+        s.rank--;
+    }
+    size_t per = cf_shape_count(s);
+    int v = cf_model_input_classes(m, 0);
+    float *x = malloc(N * per * sizeof *x), *y = calloc(N, sizeof *y);
+    cf_dataset *d = NULL;
+    int rc = -1;
+    if (x && y) {
+        for (size_t i = 0; i < N * per; i++) x[i] = v ? (float)(int)(uniform() * (float)v) : uniform();
+        d = cf_dataset_from_arrays(x, s, y, 1, N);
+    }
+    if (d) rc = cf_model_quantize(m, d, NULL) < 0 ? -1 : 0;
+    else if (x && y) rc = -1;   /* the message is set */
+    else fprintf(stderr, "error: cflux bench: no memory for the calibration samples\n"), reported = 1;
+    cf_dataset_free(d);
+    free(x);
+    free(y);
+    return rc;
+}
+
 int cmd_bench(const args *a)
 {
     if (apply_common(a)) return 1;
@@ -236,7 +264,7 @@ int cmd_bench(const args *a)
     f.peak = cf_cpu_peak_gflops();
     /* inference and latency run the 8-bit products, if any, before training (float32)
        updates the weights and so drops the quantization */
-    if (a->int8 && !cf_model_quantized_count(m) && cf_model_quantize(m, NULL, NULL) < 0) goto out;
+    if (a->int8 && !cf_model_quantized_count(m) && quantize_on_random(m)) goto out;
     int int8 = cf_model_quantized_count(m);
     if (int8 ? time_infer(m, seconds, &f) || time_train(m, batch, seconds, &f)
              : time_train(m, batch, seconds, &f) || time_infer(m, seconds, &f))

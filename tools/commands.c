@@ -106,7 +106,7 @@ static const opt bench_opts[] = {
     {"--batch", OPT_INT, 1, 1 << 16, OFF(batch), "N", "samples per training step (64)"},
     {"--seconds", OPT_NUM, 0.1, 3600, OFF(seconds), "S", "time each of training and batch inference for S seconds (3)"},
     {"--params", OPT_STR, 0, 0, OFF(params), "FILE", "time these weights (a quantized parameter file runs its\nproducts in 8 bits) instead of random ones"},
-    {"--int8", OPT_FLAG, 0, 0, OFF(int8), NULL, "quantize the products (dynamic, as cflux quantize does) before\ntiming inference and latency"},
+    {"--int8", OPT_FLAG, 0, 0, OFF(int8), NULL, "quantize the products before timing inference and latency, as\ncflux quantize does (static inputs, calibrated on random samples\ndrawn as the timed ones)"},
     LOSS,
     THREADS,
     MAXMEM,
@@ -175,7 +175,7 @@ static const opt quantize_opts[] = {
     DATA("the data the model was trained on (default fashion-mnist): its\ntraining part calibrates, its test part measures the accuracy"),
     LABELCOL,
     IMAGES,
-    {"--activations", OPT_STR, 0, 0, OFF(activations), "MODE", "how each product's input is quantized: dynamic (per row, as\nit runs), static (a range fixed on the calibration batches), or\nauto (default: dynamic)"},
+    {"--activations", OPT_STR, 0, 0, OFF(activations), "MODE", "how each product's input is quantized: static (a range fixed on\nthe calibration batches; auto, the default), or dynamic (each row,\nor each sample of a convolution, measured as it runs)"},
     {"--calibration-batches", OPT_INT, 1, 1e6, OFF(calib_batches), "N", "static: batches of 100 training samples to calibrate on (10)"},
     THREADS,
     MAXMEM,
@@ -252,9 +252,10 @@ const command cf_commands[] = {
      "dimension symbolic).\n",
      export_opts, cmd_export},
     {"quantize", "MODEL", 1, "Quantize trained weights to 8-bit integers for faster inference.",
-     "Each Affine layer's weights become int8 with a scale per output column\n"
-     "(symmetric), and its input 7-bit integers with a scale and zero point, per row as\n"
-     "it runs (dynamic) or fixed from the ranges seen on calibration data (static).\n"
+     "Each Affine and Conv2D layer's weights become int8 with a scale per output\n"
+     "channel (symmetric), and its input 7-bit integers with a scale and zero point,\n"
+     "fixed from the ranges seen on calibration data (static, the default) or measured\n"
+     "as it runs (dynamic).\n"
      "Prints the test accuracy of the float32 and of the quantized model, and writes\n"
      "a parameter file that eval, predict, bench and the C API load: inference then\n"
      "runs those products in 8-bit integers (the kernel: cflux version).\n",

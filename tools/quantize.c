@@ -51,7 +51,7 @@ int cmd_quantize(const args *a)
         if (cf_model_set_info(m, "float32_accuracy", buf)) goto out;
     }
     if (cf_model_save_params(m, a->save)) goto out;
-    const char *how = o.activations == CF_QUANT_STATIC ? "static" : "dynamic";
+    const char *how = o.activations == CF_QUANT_DYNAMIC ? "dynamic" : "static";   /* auto: static, with data */
     if (a->json) {
         printf("{\"products\": %d, \"activations\": \"%s\", \"kernel\": ", n, how);
         json_string(stdout, cf_int8_kernel());
@@ -61,9 +61,10 @@ int cmd_quantize(const args *a)
         json_string(stdout, a->save);
         printf("}\n");
     } else {
-        printf("%s: %d product%s quantized to int8 (weights per output column; inputs %s), kernel %s\n", a->pos[0],
-               n, n == 1 ? "" : "s", o.activations == CF_QUANT_STATIC ? "with ranges fixed on the calibration data"
-                                                                    : "per row as they run", cf_int8_kernel());
+        printf("%s: %d product%s quantized to int8 (weights per output channel; inputs %s), kernel %s\n", a->pos[0],
+               n, n == 1 ? "" : "s", o.activations == CF_QUANT_DYNAMIC ? "measured as they run"
+                                                                     : "with ranges fixed on the calibration data",
+               cf_int8_kernel());
         printf("on %s (%zu samples):\n", test ? "the test set" : "the data", cf_dataset_count(d));
         printf("  float32   loss %.4f", l32);
         if (!isnan(acc32)) printf(", accuracy %.4f", acc32);

@@ -115,7 +115,9 @@ int cf_model_quantize(cf_model *m, const cf_dataset *calib, const cf_quantize_op
     if (opt.activations < CF_QUANT_AUTO || opt.activations > CF_QUANT_STATIC)
         return cf_seterr("error: cf_model_quantize: activations is %d, not CF_QUANT_AUTO, _DYNAMIC or _STATIC",
                          opt.activations);
-    int want_static = opt.activations == CF_QUANT_STATIC;
+    /* auto: a fixed range where there is data to measure it on (as fast as the products
+       get: no pass over each row to find its range), else each row's */
+    int want_static = opt.activations == CF_QUANT_STATIC || (opt.activations == CF_QUANT_AUTO && calib);
     if (want_static && !calib)
         return cf_seterr("error: static quantization fixes each input's range on calibration data: give the data");
     if (cf_model_infer_shapes(m) || cf_model_init_params(m)) return -1;

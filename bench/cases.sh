@@ -3,9 +3,10 @@
 # line that heads their output.
 # shellcheck shell=sh disable=SC2154 # $here comes from the script that sources this file
 
-# model_file CASE - the model file of a case of mlp, cnn, resnet, lstm and gpt
+# model_file CASE - the model file of a case of mlp, cnn, resnet, lstm and gpt (an int8
+# case, mlp-int8 or cnn-int8, runs its model: models/mlp.flux, models/cnn.flux)
 model_file() {
-  case $1 in lstm) echo "$here/models/char-rnn.flux" ;; gpt) echo "$here/models/char-gpt.flux" ;; *) echo "$here/models/$1.flux" ;; esac
+  case $1 in lstm) echo "$here/models/char-rnn.flux" ;; gpt) echo "$here/models/char-gpt.flux" ;; *) echo "$here/models/${1%-int8}.flux" ;; esac
 }
 # batch_of CASE - its training batch: 32 sequences for the text models, else 64 samples
 batch_of() { case $1 in lstm | gpt) echo 32 ;; *) echo 64 ;; esac; }
@@ -13,7 +14,7 @@ batch_of() { case $1 in lstm | gpt) echo 32 ;; *) echo 64 ;; esac; }
 # whose model file is missing
 check_cases() {
   for m in $2; do
-    case $m in mlp | cnn | resnet | lstm | gpt) ;; *) echo "$1: CFLUX_BENCH_MODELS: no model '$m' (mlp, cnn, resnet, lstm, gpt)" >&2; exit 2 ;; esac
+    case $m in mlp | cnn | resnet | lstm | gpt | mlp-int8 | cnn-int8) ;; *) echo "$1: CFLUX_BENCH_MODELS: no model '$m' (mlp, cnn, resnet, lstm, gpt, mlp-int8, cnn-int8)" >&2; exit 2 ;; esac
     [ -f "$(model_file "$m")" ] || { echo "$1: no $(model_file "$m") for the case $m" >&2; exit 1; }
   done
 }

@@ -5,6 +5,7 @@ over). One case per process, one JSON line on standard output. A benchmark, not 
 test; bench/run.sh runs it with bench/pyenv.sh's python.
 
   python3 bench/peers.py torch|mxnet train|latency|infer [--model M] [--threads T] [--seconds S]
+  python3 bench/peers.py torch-int8|ort-int8 latency|infer [--model mlp|cnn] [--threads T] [--seconds S]
 
   mlp      models/mlp.flux (the default): 784-128-64-10, relu, relu, softmax
   cnn      models/cnn.flux: inputs (B, 1, 28, 28); 5x5 convolution of 8 filters, relu,
@@ -48,6 +49,14 @@ test; bench/run.sh runs it with bench/pyenv.sh's python.
            inference batches of 100 sequences, as cflux bench's for a model this
            size (a batch of 1000 would take seconds)
 
+  The int8 peers (the cases mlp and cnn, inference only): torch-int8 is the model
+  above through torch.ao.quantization.quantize_dynamic(model, {nn.Linear}, qint8)
+  (PyTorch's dynamic quantization covers Linear layers: the CNN's convolutions stay
+  float32); ort-int8 is the same model exported with torch.onnx.export and quantized
+  with onnxruntime.quantization.quantize_dynamic (weights QInt8, its default op types:
+  MatMul and Conv as MatMulInteger and ConvInteger), run by onnxruntime's CPU
+  provider with intra_op_num_threads T and sequential execution.
+
   train    training samples/s over S seconds after a 0.5 s warm-up, and the peak
            resident memory of the process (ru_maxrss) right after: the training's,
            since each case runs in its own process
@@ -80,6 +89,10 @@ SHAPE = {"mlp": (784,), "cnn": (1, 28, 28), "resnet": (1, 28, 28)}  # one sample
 RESNET_WIDTHS, RESNET_BLOCKS = (32, 64, 128), 2
 CLASSES = 10
 BATCH, INFER_BATCH, POOL, LR = 64, 1000, 64, 0.01
+# batches of inference inputs, cycled: as many as cflux bench's, so that every
+# contender reads its inputs from as far (16 of the MLP's are 50 MB, past the L3 cache
+# of many CPUs; until 2026-12-03 the peers cycled 8)
+INFER_POOL = 16
 # the LSTM: a character model, vocabulary V, embedding E, hidden H, T steps, batch 32
 V, EMBED, HIDDEN, STEPS, LSTM_BATCH = 76, 64, 128, 50, 32
 SEQ_LATENCY_CALLS = 1000
@@ -282,9 +295,9 @@ def run_torch_seq(name, case, threads, seconds):
         out.update(batch=1, latency_us=us, calls=n)
     else:
         model.eval()
-        xs = torch.randint(0, V, (8, infer_batch, steps))
+        xs = torch.randint(0, V, (INFER_POOL, infer_batch, steps))
         with torch.inference_mode():
-            per_s, n = rate(lambda i: torch.softmax(model(xs[i % 8]), dim=-1), lambda: None, seconds, 1)
+            per_s, n = rate(lambda i: torch.softmax(model(xs[i % INFER_POOL]), dim=-1), lambda: None, seconds, 1)
         out.update(batch=infer_batch, samples_per_sec=per_s * infer_batch, batches=n)
         out[per_step] = per_s * infer_batch * steps
     return out
@@ -312,9 +325,56 @@ def run_torch(name, case, threads, seconds):
         out.update(batch=1, latency_us=us, calls=n)
     else:
         model.eval()
-        xs = torch.rand(8, INFER_BATCH, *shape)
+        xs = torch.rand(INFER_POOL, INFER_BATCH, *shape)
         with torch.inference_mode():
-            per_s, n = rate(lambda i: torch.softmax(model(xs[i % 8]), dim=1), lambda: None, seconds, 10)
+            per_s, n = rate(lambda i: torch.softmax(model(xs[i % INFER_POOL]), dim=1), lambda: None, seconds, 10)
+        out.update(batch=INFER_BATCH, samples_per_sec=per_s * INFER_BATCH, batches=n)
+    return out
+
+
+def int8_model(peer, name, threads):
+    """The model of case `name`, quantized by PyTorch or by onnxruntime: a function of
+    a float32 batch (a torch tensor) that returns the softmax probabilities."""
+    import torch
+    torch.set_num_threads(threads)
+    torch.manual_seed(1)
+    model = torch.nn.Sequential(torch_model(name), torch.nn.Softmax(dim=1)).eval()
+    if peer == "torch-int8":
+        q = torch.ao.quantization.quantize_dynamic(model, {torch.nn.Linear}, dtype=torch.qint8)
+        return lambda x: q(x)
+    import tempfile
+    import onnxruntime as ort
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+    d = tempfile.mkdtemp()
+    plain, quant = os.path.join(d, "m.onnx"), os.path.join(d, "q.onnx")
+    torch.onnx.export(model, torch.rand(1, *SHAPE[name]), plain, input_names=["x"], output_names=["y"],
+                      dynamic_axes={"x": {0: "batch"}}, dynamo=False)
+    quantize_dynamic(plain, quant, weight_type=QuantType.QInt8)
+    so = ort.SessionOptions()
+    so.intra_op_num_threads, so.inter_op_num_threads = threads, 1
+    so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    s = ort.InferenceSession(quant, so, providers=["CPUExecutionProvider"])
+    return lambda x: s.run(None, {"x": x.numpy()})[0]
+
+
+def run_int8(peer, name, case, threads, seconds):
+    import torch
+    f = int8_model(peer, name, threads)
+    if peer == "torch-int8":
+        out = {"version": torch.__version__, "quantized": "quantize_dynamic(nn.Linear, qint8)"}
+    else:
+        import onnxruntime as ort
+        out = {"version": ort.__version__, "quantized": "onnxruntime.quantization.quantize_dynamic(QInt8)"}
+    shape = SHAPE[name]
+    if case == "latency":
+        xs = torch.rand(POOL, 1, *shape)
+        with torch.inference_mode():
+            us, n = latency(lambda i: f(xs[i % POOL]), seconds)
+        out.update(batch=1, latency_us=us, calls=n)
+    else:
+        xs = torch.rand(INFER_POOL, INFER_BATCH, *shape)
+        with torch.inference_mode():
+            per_s, n = rate(lambda i: f(xs[i % INFER_POOL]), lambda: None, seconds, 10)
         out.update(batch=INFER_BATCH, samples_per_sec=per_s * INFER_BATCH, batches=n)
     return out
 
@@ -383,8 +443,8 @@ def run_mxnet_lstm(case, seconds):
         us, n = latency(call, seconds, SEQ_LATENCY_CALLS)
         out.update(batch=1, latency_us=us, calls=n)
     else:
-        xs = [mx.nd.array(rng.integers(0, V, (INFER_BATCH, STEPS)).astype(np.float32)) for _ in range(8)]
-        per_s, n = rate(lambda i: mx.nd.softmax(net(xs[i % 8]), axis=-1), mx.nd.waitall, seconds, 1)
+        xs = [mx.nd.array(rng.integers(0, V, (INFER_BATCH, STEPS)).astype(np.float32)) for _ in range(INFER_POOL)]
+        per_s, n = rate(lambda i: mx.nd.softmax(net(xs[i % INFER_POOL]), axis=-1), mx.nd.waitall, seconds, 1)
         out.update(batch=INFER_BATCH, samples_per_sec=per_s * INFER_BATCH,
                    chars_per_sec=per_s * INFER_BATCH * STEPS, batches=n)
     return out
@@ -418,7 +478,7 @@ def run_mxnet(name, case, threads, seconds):
             arr[:] = rng.uniform(-a, a, arr.shape)
     x, y = exe.arg_dict["data"], exe.arg_dict["softmax_label"]
     out = {"version": mx.__version__}
-    pool = POOL if case != "infer" else 8
+    pool = POOL if case != "infer" else INFER_POOL
     xs = [mx.nd.array(rng.random((batch,) + shape, dtype=np.float32)) for _ in range(pool)]
     if train:
         ys = [mx.nd.array(rng.integers(0, CLASSES, batch).astype(np.float32)) for _ in range(pool)]
@@ -457,7 +517,7 @@ def run_mxnet(name, case, threads, seconds):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("peer", choices=("torch", "mxnet"))
+    ap.add_argument("peer", choices=("torch", "mxnet", "torch-int8", "ort-int8"))
     ap.add_argument("case", choices=("train", "latency", "infer"))
     ap.add_argument("--model", choices=("mlp", "cnn", "lstm", "gpt", "resnet"), default="mlp")
     ap.add_argument("--threads", type=int, default=1)
@@ -465,9 +525,15 @@ def main():
     a = ap.parse_args()
     if a.peer == "mxnet" and a.model in ("gpt", "resnet"):
         ap.error("the %s case is PyTorch's only (run.sh skips MXNet there)" % a.model)
+    int8 = a.peer.endswith("-int8")
+    if int8 and (a.model not in ("mlp", "cnn") or a.case == "train"):
+        ap.error("the int8 peers run inference (infer, latency) of the mlp and the cnn only")
     for v in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MXNET_CPU_WORKER_NTHREADS"):
         os.environ[v] = str(a.threads)
-    res = (run_torch if a.peer == "torch" else run_mxnet)(a.model, a.case, a.threads, a.seconds)
+    if int8:
+        res = run_int8(a.peer, a.model, a.case, a.threads, a.seconds)
+    else:
+        res = (run_torch if a.peer == "torch" else run_mxnet)(a.model, a.case, a.threads, a.seconds)
     line = {"peer": a.peer, "model": a.model, "case": a.case, "threads": a.threads, "seconds": a.seconds}
     line.update(res)
     sys.stdout.write(json.dumps(line) + "\n")

@@ -44,6 +44,8 @@ SEQUENCES = {"lstm": (50, "chars/s", "lstm: train and infer in characters/s (seq
                                      " sequences; latency: one sequence of 50 at batch 1"),
              "gpt": (64, "tokens/s", "gpt: train and infer in tokens/s (sequences/s x 64), training batch 32"
                                      " sequences, inference batch 100; latency: one sequence of 64 at batch 1")}
+# The contender the ratios are to (report_model sets it for each model).
+REF = "cflux"
 # A model's name by the file cflux ran, where it differs.
 FILES = {"char-rnn": "lstm", "char-gpt": "gpt"}
 
@@ -72,8 +74,11 @@ def model_name(line):
 
 
 def figures(line):
-    """The (figure, value) pairs of one raw line; per step for a sequence model."""
+    """The (figure, value) pairs of one raw line; per step for a sequence model; the
+    inference figures alone of an int8 case's."""
     steps = SEQUENCES.get(model_name(line), (1,))[0]
+    if model_name(line).endswith("-int8"):
+        return [(f, v) for f, v in figures(dict(line, model=model_name(line)[:-5])) if f in ("infer", "latency")]
     if line["contender"].startswith("cflux"):   # cflux, and cflux-prescott
         pairs = (("train", "train_samples_per_sec"), ("infer", "infer_samples_per_sec"),
                  ("latency", "latency_us"), ("memory", "peak_rss_mb"))
@@ -148,7 +153,10 @@ def report(a):
 
 
 def report_model(raw, model="mlp"):
-    """Prints the tables of one model's raw lines; returns their medians and bests."""
+    """Prints the tables of one model's raw lines; returns their medians and bests.
+    The ratios are to cflux, or in an int8 case to cflux-int8."""
+    global REF
+    REF = "cflux-int8" if model.endswith("-int8") else "cflux"
     unit = SEQUENCES[model][1] if model in SEQUENCES else "samples/s"
     labels = {fig: label.replace("samples/s", unit) for fig, label, _ in FIGURES}
     contenders = list(dict.fromkeys(line["contender"] for line in raw))
@@ -197,25 +205,25 @@ def report_model(raw, model="mlp"):
                     continue
                 v = medians[c][t][fig]["median"]
             best[fig][c] = {"threads": t, "median": v}
-        ref = best[fig].get("cflux")
+        ref = best[fig].get(REF)
         for c, b in best[fig].items():
-            if c != "cflux" and ref and better:
+            if c != REF and ref and better:
                 b["ratio"] = ref["median"] / b["median"] if better > 0 else b["median"] / ref["median"]
 
-    peers = [c for c in contenders if c != "cflux"]
-    print("\neach at its best thread count (@N: the one that won; ratio > 1: cflux is better):")
-    print(("%-16s %-16s" % ("", "cflux") + "".join(" %-16s %-14s" % (p, "ratio") for p in peers)).rstrip())
+    peers = [c for c in contenders if c != REF]
+    print("\neach at its best thread count (@N: the one that won; ratio > 1: %s is better):" % REF)
+    print(("%-16s %-16s" % ("", REF) + "".join(" %-16s %-14s" % (p, "ratio") for p in peers)).rstrip())
     for fig, _, better in FIGURES:
         label = labels[fig]
         row = best[fig]
         cell = lambda c: "%s @%d" % (fmt(row[c]["median"]), row[c]["threads"]) if c in row else "-"
-        line = "%-16s %-16s" % (label, cell("cflux"))
+        line = "%-16s %-16s" % (label, cell(REF))
         for p in peers:
             r = row.get(p, {}).get("ratio")
             line += " %-16s %-14s" % (cell(p), "%.2f" % r if r is not None else "-")
         print(line.rstrip())
-    print("(ratio: cflux/peer for %s, peer/cflux for latency; memory at each one's best"
-          " training thread count)" % unit)
+    print("(ratio: %s/peer for %s, peer/%s for latency; memory at each one's best"
+          " training thread count)" % (REF, unit, REF))
     t = best["train"].get("cflux", {}).get("threads")
     at_t = [line for line in raw if line["contender"] == "cflux" and line["threads"] == t
             and line.get("train_gflops") is not None and line.get("peak_gflops") is not None]

@@ -10,16 +10,22 @@
 # every thread count from 1 to the CPU count (the order of the contenders turns each
 # round, so none always runs first); then bench/results.py prints, for each model, the
 # medians of each contender at each thread count and a table of each at its best.
+# The int8 cases, mlp-int8 and cnn-int8, time inference alone (batch 1000 and batch 1)
+# of the MLP and the CNN: cflux in float32 ("cflux") and quantized ("cflux-int8": cflux
+# bench --int8, dynamic inputs, as cflux quantize does by default) against PyTorch's
+# quantize_dynamic ("torch-int8") and onnxruntime's ("ort-int8"); their ratios are to
+# cflux-int8. (cflux's lines still carry its float32 training figures; the report
+# leaves them out.)
 # A benchmark, not a test: figures on a shared machine are noisy.
 #
 # Defaults: 5 rounds of 3 s per case. The results go to $CFLUX_BENCH_OUT, else
 # bench/results-DATE.json, with every raw line; the raw lines are also kept, as they
 # come, in the same name with .raw.jsonl. Other settings:
 #   CFLUX=path             the cflux binary (default build/cflux; needs `cflux bench`)
-#   CFLUX_BENCH_MODELS     the models to run, of mlp, cnn, resnet, lstm and gpt
-#                          (default "mlp cnn resnet gpt"); lstm is models/char-rnn.flux,
-#                          sequences of 50 characters; gpt models/char-gpt.flux,
-#                          sequences of 64
+#   CFLUX_BENCH_MODELS     the models to run, of mlp, cnn, resnet, lstm, gpt, mlp-int8
+#                          and cnn-int8 (default "mlp cnn resnet gpt mlp-int8 cnn-int8");
+#                          lstm is models/char-rnn.flux, sequences of 50 characters;
+#                          gpt models/char-gpt.flux, sequences of 64
 #   CFLUX_BENCH_PEERS      the peers to run (default "torch mxnet")
 #   CFLUX_BENCH_VENV       the peers' Python environment (bench/pyenv.sh makes it)
 #   CFLUX_BENCH_PRESCOTT   1 (the default): also run cflux as "cflux-prescott", with
@@ -30,14 +36,18 @@ rounds=${1:-5} secs=${2:-3}
 case $rounds in '' | *[!0-9]*) echo "usage: bench/run.sh [ROUNDS] [SECONDS]" >&2; exit 2 ;; esac
 here=$(cd "$(dirname "$0")/.." && pwd)
 cflux=${CFLUX:-$here/build/cflux}
-models=${CFLUX_BENCH_MODELS:-mlp cnn resnet gpt}
+models=${CFLUX_BENCH_MODELS:-mlp cnn resnet gpt mlp-int8 cnn-int8}
 peers=${CFLUX_BENCH_PEERS-torch mxnet}
 out=${CFLUX_BENCH_OUT:-$here/bench/results-$(date +%Y-%m-%d-%H%M%S).json}
 raw=${out%.json}.raw.jsonl
 cpus=$(nproc)
 [ -x "$cflux" ] || { echo "run.sh: no $cflux: build first (make)" >&2; exit 1; }
-# the peers that run a case (MXNet runs neither the GPT nor the ResNet)
-peers_of() { for c in $peers; do case $c.$1 in mxnet.gpt | mxnet.resnet) ;; *) echo "$c" ;; esac; done; }
+# the peers that run a case (MXNet runs neither the GPT nor the ResNet; the int8 cases
+# have int8 peers of their own)
+peers_of() {
+  case $1 in *-int8) echo torch-int8; echo ort-int8; return ;; esac
+  for c in $peers; do case $c.$1 in mxnet.gpt | mxnet.resnet) ;; *) echo "$c" ;; esac; done
+}
 . "$here/bench/cases.sh"
 check_cases run.sh "$models"
 py=$(sh "$here/bench/pyenv.sh")
@@ -49,9 +59,14 @@ load0=$(cut -d ' ' -f 1 /proc/loadavg)
 # model, 3 of each peer that runs it
 n=0
 for m in $models; do
-  n=$((n + 1))
-  if [ "${CFLUX_BENCH_PRESCOTT:-1}" = 1 ]; then n=$((n + 1)); fi
-  n=$((n + 3 * $(peers_of "$m" | wc -l)))
+  case $m in
+    *-int8) n=$((n + 2 + 2 * $(peers_of "$m" | wc -l))) ;;
+    *)
+      n=$((n + 1))
+      if [ "${CFLUX_BENCH_PRESCOTT:-1}" = 1 ]; then n=$((n + 1)); fi
+      n=$((n + 3 * $(peers_of "$m" | wc -l)))
+      ;;
+  esac
 done
 awk -v m="$(echo "$models" | wc -w)" -v r="$rounds" -v c="$cpus" -v n="$n" -v s="$secs" 'BEGIN { printf "%d models x %d rounds x %d thread counts: %d runs of %s s a round and thread count (about %.0f min)\n", m, r, c, n, s, r * c * n * (s + 3) / 60 + 0.5 }'
 
@@ -74,7 +89,10 @@ record() {
 
 for m in $models; do
   contenders="cflux $(peers_of "$m")"
-  if [ "${CFLUX_BENCH_PRESCOTT:-1}" = 1 ]; then contenders="cflux cflux-prescott $(peers_of "$m")"; fi
+  case $m in
+    *-int8) contenders="cflux cflux-int8 $(peers_of "$m")" ;;
+    *) if [ "${CFLUX_BENCH_PRESCOTT:-1}" = 1 ]; then contenders="cflux cflux-prescott $(peers_of "$m")"; fi ;;
+  esac
   for r in $(seq "$rounds"); do
     # turn the order by one each round (split into words on purpose)
     # shellcheck disable=SC2086
@@ -97,9 +115,15 @@ for m in $models; do
         elif [ "$c" = cflux-prescott ]; then
           record "$c" "$r" env OPENBLAS_CORETYPE=Prescott "$cflux" bench "$(model_file "$m")" \
             --batch "$(batch_of "$m")" --threads "$t" --seconds "$secs" --json
+        elif [ "$c" = cflux-int8 ]; then
+          record "$c" "$r" "$cflux" bench "$(model_file "$m")" --int8 --batch "$(batch_of "$m")" --threads "$t" \
+            --seconds "$secs" --json
         else
-          for case in train latency infer; do
-            record "$c" "$r" "$py" "$here/bench/peers.py" "$c" "$case" --model "$m" --threads "$t" --seconds "$secs"
+          cases="train latency infer"
+          case $c in *-int8) cases="latency infer" ;; esac
+          for case in $cases; do
+            record "$c" "$r" "$py" "$here/bench/peers.py" "$c" "$case" --model "${m%-int8}" --threads "$t" \
+              --seconds "$secs"
           done
         fi
       done

@@ -12,7 +12,7 @@
 #include "rt/qgemm.h"
 #include "test.h"
 
-static const char *const names[] = {"portable", "avx2", "avx-vnni", "avx512-vnni"};
+static const char *const names[] = {"portable", "avx2", "avx-vnni", "avx512-vnni", "avx512-vnni-16"};
 
 static uint32_t rng = 12345;
 static uint32_t next(void) { return rng = rng * 1664525u + 1013904223u; }

@@ -24,7 +24,7 @@ static int pack(cf_qparam *qp, const cf_model *m)
     if (qp->packed) return 0;
     cf_shape s = m->params[qp->param]->shape;
     int conv = s.rank == 4, N = qp->channels, K = (int)(cf_shape_count(s) / (size_t)N);
-    const cf_qgemm_impl *im = cf_qgemm_default();
+    const cf_qgemm_impl *im = cf_qgemm_for(cf_qgemm_default(), N);
     size_t bytes = sizeof(cf_qweights) + cf_qweights_bytes(im, K, N);
     cf_qweights *qw = malloc(bytes);
     int8_t *bt = conv ? malloc((size_t)K * N) : NULL;

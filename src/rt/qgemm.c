@@ -91,7 +91,7 @@ static int impls(const cf_qgemm_impl **out, const char **reason)
     *reason = "no x86-64 vector kernels in this build";
 #if defined(__x86_64__)
     const cf_cpu_info *c = cf_cpu();
-    if (cf_cpu_avx512(c) && c->avx512vnni) out[n++] = &cf_qgemm_avx512vnni;
+    if (cf_cpu_avx512(c) && c->avx512vnni) out[n++] = &cf_qgemm_avx512vnni, out[n++] = &cf_qgemm_avx512vnni16;
     if (cf_cpu_avx2(c) && c->avxvnni) out[n++] = &cf_qgemm_avxvnni;
     if (cf_cpu_avx2(c)) out[n++] = &cf_qgemm_avx2;
     *reason = cf_cpu_avx512(c) && c->avx512vnni ? "the CPU has AVX-512 VNNI (vpdpbusd on 512 bits)"
@@ -105,7 +105,7 @@ static int impls(const cf_qgemm_impl **out, const char **reason)
 
 const cf_qgemm_impl *cf_qgemm_impl_named(const char *name)
 {
-    const cf_qgemm_impl *all[4];
+    const cf_qgemm_impl *all[6];
     const char *reason;
     int n = impls(all, &reason);
     for (int i = 0; i < n; i++)
@@ -115,7 +115,7 @@ const cf_qgemm_impl *cf_qgemm_impl_named(const char *name)
 
 static void choose(void)
 {
-    const cf_qgemm_impl *all[5] = {0};
+    const cf_qgemm_impl *all[6] = {0};
     const char *reason, *env = getenv("CFLUX_QGEMM");
     impls(all, &reason);
     impl = all[0];
@@ -132,6 +132,15 @@ static void choose(void)
             if (n < (int)sizeof why) snprintf(why + n, sizeof why - (size_t)n, ")");
         }
     }
+}
+
+const cf_qgemm_impl *cf_qgemm_for(const cf_qgemm_impl *im, int N)
+{
+#if defined(__x86_64__)
+    if (im == &cf_qgemm_avx512vnni && N <= 16) return &cf_qgemm_avx512vnni16;
+#endif
+    (void)N;
+    return im;
 }
 
 const cf_qgemm_impl *cf_qgemm_default(void)

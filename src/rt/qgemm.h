@@ -60,8 +60,13 @@ void cf_qtile_store(const int32_t *c, int nr, const cf_qtile *t);
 
 extern const cf_qgemm_impl cf_qgemm_portable;
 #if defined(__x86_64__)
-extern const cf_qgemm_impl cf_qgemm_avx2, cf_qgemm_avxvnni, cf_qgemm_avx512vnni;
+extern const cf_qgemm_impl cf_qgemm_avx2, cf_qgemm_avxvnni, cf_qgemm_avx512vnni, cf_qgemm_avx512vnni16;
 #endif
+
+/* The implementation for products of N columns with im chosen: a narrower tile of
+   the same instruction set where one fits N better (avx512-vnni-16 for N <= 16 under
+   avx512-vnni), else im. */
+const cf_qgemm_impl *cf_qgemm_for(const cf_qgemm_impl *im, int N);
 
 /* The implementation products use (chosen on first call), its name ("avx512-vnni")
    and why it was chosen; NULL from cf_qgemm_impl_named for a name this CPU or build

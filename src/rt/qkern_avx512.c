@@ -1,13 +1,24 @@
 /* qkern_avx512.c - the 8-bit product's kernels for AVX-512 VNNI (qgemm.h): vpdpbusd
  * sums four products of an unsigned and a signed byte into each 32-bit lane, 64
  * multiply-adds an instruction. Compiled with AVX-512 F/BW/VL and VNNI, called only
- * where cpuid says they run. A tile is 8 rows by 32 columns: 16 accumulators. */
+ * where cpuid says they run. A tile is 8 rows by 32 columns: 16 accumulators. This
+ * file is compiled twice: as it is, and with CF_QKERN_NARROW (qkern_avx512_n16.c) for
+ * products of at most 16 columns (a convolution of 8 or 16 channels), whose tile is 16
+ * rows by 16 columns, so that no half of each accumulator is wasted. */
 #include <immintrin.h>
 #include <string.h>
 
 #include "rt/qgemm.h"
 
+#ifdef CF_QKERN_NARROW
+enum { MR = 16, NV = 1, NR = 16 * NV };
+#define IMPL cf_qgemm_avx512vnni16
+#define NAME "avx512-vnni-16"
+#else
 enum { MR = 8, NV = 2, NR = 16 * NV };   /* 8 x 32 measured faster than 6 x 64, 12 x 32, 4 x 64 */
+#define IMPL cf_qgemm_avx512vnni
+#define NAME "avx512-vnni"
+#endif
 
 /* acc += the four products of unsigned a and signed b in each lane. In assembly: GCC
    12 copies every accumulator of _mm512_dpbusd_epi32 to another register each step. */
@@ -60,7 +71,11 @@ static void kernel(int kq, const uint8_t *a, ptrdiff_t lda, const int8_t *b, con
     store_tile(acc, t);
 }
 
-static void quant(const float *x, int n, float inv, int z, uint8_t *q)
+#ifndef CF_QKERN_NARROW   /* one copy of the helpers, which the narrow kernels share */
+void cf_qkern_avx512_quant(const float *x, int n, float inv, int z, uint8_t *q);
+void cf_qkern_avx512_minmax(const float *x, int n, float *lo, float *hi);
+
+void cf_qkern_avx512_quant(const float *x, int n, float inv, int z, uint8_t *q)
 {
     __m512 vi = _mm512_set1_ps(inv), lo = _mm512_set1_ps((float)-z), hi = _mm512_set1_ps((float)(CF_QA_MAX - z));
     __m512i vz = _mm512_set1_epi32(z);
@@ -80,7 +95,7 @@ static void quant(const float *x, int n, float inv, int z, uint8_t *q)
     }
 }
 
-static void minmax(const float *x, int n, float *lo, float *hi)
+void cf_qkern_avx512_minmax(const float *x, int n, float *lo, float *hi)
 {
     __m512 l = _mm512_setzero_ps(), h = _mm512_setzero_ps();
     int i = 0;
@@ -98,4 +113,9 @@ static void minmax(const float *x, int n, float *lo, float *hi)
     *hi = _mm512_reduce_max_ps(h);
 }
 
-const cf_qgemm_impl cf_qgemm_avx512vnni = {"avx512-vnni", MR, NR, kernel, quant, minmax};
+#else
+void cf_qkern_avx512_quant(const float *x, int n, float inv, int z, uint8_t *q);
+void cf_qkern_avx512_minmax(const float *x, int n, float *lo, float *hi);
+#endif
+
+const cf_qgemm_impl IMPL = {NAME, MR, NR, kernel, cf_qkern_avx512_quant, cf_qkern_avx512_minmax};

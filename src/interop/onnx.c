@@ -548,6 +548,7 @@ static const char *qdq_input(ox *o, const cf_node *n, const char *x, const cf_qp
         if (!xn->batched || (n->op == CF_OP_MATMUL && rank != 2)) {
             refuse(o, n, "its input is quantized per row of more than a matrix, which ONNX's per-axis "
                          "quantization cannot say (quantize it with --activations static)");
+            o->failed = 1;   /* the message is set */
             return "?";
         }
         const int64_t axes[3] = {1, 2, 3};

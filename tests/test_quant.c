@@ -310,40 +310,34 @@ static void refused(const char *path, const char *want)
 
 TEST(bad_files_are_refused)
 {
-    const char *p = tmp("bad.safetensors");
     float zero[16] = {0}, neg[16], nan16[16], inf16[16], ok[16], big[128];
     for (int i = 0; i < 16; i++) neg[i] = ok[i] = nan16[i] = inf16[i] = 0.01f;
     neg[2] = -0.01f, nan16[15] = NAN, inf16[0] = INFINITY;
-    write_bad(p, "1.W.qscale", "F32", 16, zero);
-    refused(p, "'1.W.qscale' holds 0 (element 0); a scale is a finite number above 0");
-    write_bad(p, "1.W.qscale", "F32", 16, neg);
-    refused(p, "'1.W.qscale' holds -0.01 (element 2); a scale is a finite number above 0");
-    write_bad(p, "1.W.qscale", "F32", 16, nan16);
-    refused(p, "'1.W.qscale' holds nan (element 15)");
-    write_bad(p, "1.W.qscale", "F32", 16, inf16);
-    refused(p, "'1.W.qscale' holds inf (element 0)");
-    write_bad(p, "3.W.qscale", "F32", 4, ok);
-    refused(p, "'3.W.qscale' holds 4 scales, but '3.W' has 3 output columns");
-    write_bad(p, "3.W.qscale", "F32", 0, NULL);
-    refused(p, "'3.W' is int8 but the file has no '3.W.qscale', its scales");
-    write_bad(p, "1.b.qscale", "F32", 16, ok);
-    refused(p, "'1.b.qscale' is for the quantized parameter '1.b', which the file does not hold as int8");
-    float in_bad_zero[2] = {0.1f, 128}, in_frac[2] = {0.1f, 1.5f}, in_bad_scale[2] = {0, 3}, three[3] = {1, 2, 3};
-    write_bad(p, "1.W.qinput", "F32", 2, in_bad_zero);
-    refused(p, "'1.W.qinput' holds the zero point 128; it is a whole number in 0..127");
-    write_bad(p, "1.W.qinput", "F32", 2, in_frac);
-    refused(p, "'1.W.qinput' holds the zero point 1.5");
-    write_bad(p, "1.W.qinput", "F32", 2, in_bad_scale);
-    refused(p, "'1.W.qinput' holds the scale 0; a scale is a finite number above 0");
-    write_bad(p, "1.W.qinput", "F32", 3, three);
-    refused(p, "'1.W.qinput' holds 3 numbers, not 2");
     for (int i = 0; i < 128; i++) big[i] = i == 77 ? -128 : 1;
-    write_bad(p, "1.W", "I8", -1, big);
-    refused(p, "'1.W' holds -128 (element 77); quantized weights are -127..127");
-    write_bad(p, "1.b", "I8", 16, ok);
-    refused(p, "'1.b' is int8 but neither a matrix nor a convolution's kernels");
-    write_bad(p, "1.b", "I8", -1, ok);   /* (1, 16): a matrix, but the bias */
-    refused(p, "'1.b' is int8, but no matrix product or convolution of the model reads it as its weights");
+    float in_bad_zero[2] = {0.1f, 128}, in_frac[2] = {0.1f, 1.5f}, in_bad_scale[2] = {0, 3}, three[3] = {1, 2, 3};
+    static const struct { const char *name, *dtype; int count; int data; const char *want; } cases[] = {
+        {"1.W.qscale", "F32", 16, 0, "'1.W.qscale' holds 0 (element 0); a scale is a finite number above 0"},
+        {"1.W.qscale", "F32", 16, 1, "'1.W.qscale' holds -0.01 (element 2); a scale is a finite number above 0"},
+        {"1.W.qscale", "F32", 16, 2, "'1.W.qscale' holds nan (element 15)"},
+        {"1.W.qscale", "F32", 16, 3, "'1.W.qscale' holds inf (element 0)"},
+        {"3.W.qscale", "F32", 4, 4, "'3.W.qscale' holds 4 scales, but '3.W' has 3 output columns"},
+        {"3.W.qscale", "F32", 0, -1, "'3.W' is int8 but the file has no '3.W.qscale', its scales"},
+        {"1.b.qscale", "F32", 16, 4, "'1.b.qscale' is for the quantized parameter '1.b', which the file does not hold as int8"},
+        {"1.W.qinput", "F32", 2, 5, "'1.W.qinput' holds the zero point 128; it is a whole number in 0..127"},
+        {"1.W.qinput", "F32", 2, 6, "'1.W.qinput' holds the zero point 1.5"},
+        {"1.W.qinput", "F32", 2, 7, "'1.W.qinput' holds the scale 0; a scale is a finite number above 0"},
+        {"1.W.qinput", "F32", 3, 8, "'1.W.qinput' holds 3 numbers, not 2"},
+        {"1.W", "I8", -1, 9, "'1.W' holds -128 (element 77); quantized weights are -127..127"},
+        {"1.b", "I8", 16, 4, "'1.b' is int8 but neither a matrix nor a convolution's kernels"},
+        /* (1, 16): a matrix, but the bias */
+        {"1.b", "I8", -1, 4, "'1.b' is int8, but no matrix product or convolution of the model reads it as its weights"},
+    };
+    const float *data[] = {zero, neg, nan16, inf16, ok, in_bad_zero, in_frac, in_bad_scale, three, big};
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        write_bad(tmp("bad.safetensors"), cases[i].name, cases[i].dtype, cases[i].count,
+                  cases[i].data < 0 ? NULL : data[cases[i].data]);
+        refused(tmp("bad.safetensors"), cases[i].want);
+    }
 }
 
 int main(void)

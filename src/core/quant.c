@@ -20,6 +20,15 @@ static void qparam_free(cf_qparam *qp)
     free(qp->packed);
 }
 
+int cf_qproduct(const cf_node *n)
+{
+    int affine = n->op == CF_OP_AFFINE || n->op == CF_OP_AFFINE_RELU, conv = n->op == CF_OP_CONV2D;
+    if (!(affine || conv) || n->in[1]->op != CF_OP_PARAM) return 0;
+    cf_shape s = n->in[1]->shape;
+    if (affine) return s.rank == 2 && s.d[0] <= CF_QGEMM_MAX_K;
+    return s.rank == 4 && n->attr.i[6] <= 1 && (size_t)s.d[1] * s.d[2] * s.d[3] <= CF_QGEMM_MAX_K;
+}
+
 int cf_qparam_channels(cf_shape s) { return s.rank == 2 ? s.d[1] : s.rank == 4 ? s.d[0] : 0; }
 
 int cf_qparam_set(cf_model *m, int param, const float *q, const float *scale, int act_static, float act_scale,

@@ -43,6 +43,13 @@ typedef struct cf_qparam {
 /* Parameter `param`'s quantization, or NULL. */
 cf_qparam *cf_model_qparam(const cf_model *m, int param);
 
+/* Whether node n is a product that runs in 8 bits once its weights are quantized: an
+ * affine or affine_relu node (what fuse_affine makes) whose W is a parameter matrix,
+ * or a conv2d of one group whose kernels are a parameter, each with sums short enough
+ * for 32 bits (CF_QGEMM_MAX_K). What cf_model_quantize quantizes and the quantize pass
+ * rewrites. */
+int cf_qproduct(const cf_node *n);
+
 /* The output channels of a quantized parameter of shape s: N of a matrix (K, N), O of
  * a convolution's kernels (O, C, KH, KW); 0 for any other shape. */
 int cf_qparam_channels(cf_shape s);

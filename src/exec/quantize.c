@@ -49,18 +49,9 @@ static int pack(cf_qparam *qp, const cf_model *m)
 /* The one live reader of slot i, or -1 when it has more (or is given out). */
 static int sole_reader(const cf_analysis *a, int i) { return a->uses[i] == 1 ? a->reader[i] : -1; }
 
-/* The quantized weights of node n's input 1, when they are a parameter the model
-   holds quantized; else NULL. */
-static cf_qparam *quantized(cf_model *m, const cf_node *n)
-{
-    const cf_node *W = n->in[1];
-    return W->op == CF_OP_PARAM ? cf_model_qparam(m, W->index) : NULL;
-}
-
 /* affine (relu) -> qaffine */
 static int affine(cf_graph *g, const cf_node *n, cf_qparam *qp, int *changed)
 {
-    if (n->in[1]->shape.rank != 2 || n->in[1]->shape.d[0] > CF_QGEMM_MAX_K) return 0;
     if (pack(qp, g->m)) return -1;
     cf_node *f = cf_graph_node(g, n->id, CF_OP_QAFFINE, 3, n->in, n);
     if (!f) return -1;
@@ -76,7 +67,6 @@ static int affine(cf_graph *g, const cf_node *n, cf_qparam *qp, int *changed)
 static int conv(cf_graph *g, const cf_analysis *a, const cf_node *n, cf_qparam *qp, int *changed)
 {
     cf_shape ks = n->in[1]->shape;
-    if (ks.rank != 4 || n->attr.i[6] > 1 || (size_t)ks.d[1] * ks.d[2] * ks.d[3] > CF_QGEMM_MAX_K) return 0;
     if (pack(qp, g->m)) return -1;
     const cf_node *last = n, *bn = NULL;
     cf_node *bias = n->nin > 2 ? n->in[2] : NULL;
@@ -179,9 +169,8 @@ static int quantize(cf_graph *g, const cf_analysis *a, int *changed)
     if ((a->flags & CF_TRAIN) || !m->nquant || m->quant_off) return 0;
     for (int i = 0; i < a->nn; i++) {
         const cf_node *n = g->node[i];   /* NULL: removed by this pass, a slot the analysis saw */
-        if (!n || !a->live[i] || (n->op != CF_OP_AFFINE && n->op != CF_OP_AFFINE_RELU && n->op != CF_OP_CONV2D))
-            continue;
-        cf_qparam *qp = quantized(m, n);
+        if (!n || !a->live[i] || !cf_qproduct(n)) continue;
+        cf_qparam *qp = cf_model_qparam(m, n->in[1]->index);
         if (!qp) continue;
         int rc = n->op == CF_OP_AFFINE || n->op == CF_OP_AFFINE_RELU ? affine(g, n, qp, changed)
                  : n->op == CF_OP_CONV2D                          ? conv(g, a, n, qp, changed)

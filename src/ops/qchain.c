@@ -17,7 +17,7 @@
 #include "rt/pool.h"
 #include "rt/qgemm.h"
 
-#define ROWS 48   /* a block: a whole number of every kernel's tile */
+#define ROWS CF_QGEMM_ROWS   /* a block, as rt/qgemm.c splits one product */
 
 static size_t up(size_t n, size_t m) { return (n + m - 1) / m * m; }
 
@@ -57,16 +57,16 @@ static int layers_of(const cf_inst *k, layer *ly)
     return 0;
 }
 
-/* One block's scratch, bytes: quantized rows, their scales and zero points, and two
-   blocks of values between layers. */
-static size_t block_bytes(const layer *ly, int L)
+/* The widest layer's Kp and N, and one block's scratch in bytes: quantized rows,
+   their scales and zero points, and two blocks of values between layers. */
+static size_t block_bytes(const layer *ly, int L, size_t *kp, size_t *n)
 {
-    size_t kp = 0, n = 0;
+    *kp = *n = 0;
     for (int l = 0; l < L; l++) {
-        kp = (size_t)ly[l].w->Kp > kp ? (size_t)ly[l].w->Kp : kp;
-        n = (size_t)ly[l].w->N > n ? (size_t)ly[l].w->N : n;
+        *kp = (size_t)ly[l].w->Kp > *kp ? (size_t)ly[l].w->Kp : *kp;
+        *n = (size_t)ly[l].w->N > *n ? (size_t)ly[l].w->N : *n;
     }
-    return up(ROWS * kp, 64) + up(ROWS * (sizeof(float) + sizeof(int)), 64) + 2 * up(ROWS * n * sizeof(float), 64);
+    return up(ROWS * *kp, 64) + up(ROWS * (sizeof(float) + sizeof(int)), 64) + 2 * up(ROWS * *n * sizeof(float), 64);
 }
 
 static size_t rows_of(const cf_inst *k) { return cf_shape_count_b(k->xs[0], 1) / (size_t)k->xs[0].d[k->xs[0].rank - 1]; }
@@ -75,8 +75,8 @@ static size_t qchain_workspace(const cf_inst *k)
 {
     layer ly[CF_QCHAIN_MAX];
     if (layers_of(k, ly)) return 0;
-    size_t blocks = (rows_of(k) + ROWS - 1) / ROWS;
-    return (blocks * block_bytes(ly, k->node->attr.i[0]) + 64 + 3) / 4;
+    size_t blocks = (rows_of(k) + ROWS - 1) / ROWS, kp, n;
+    return (blocks * block_bytes(ly, k->node->attr.i[0], &kp, &n) + 64 + 3) / 4;
 }
 
 typedef struct job {
@@ -84,7 +84,7 @@ typedef struct job {
     const layer *ly;
     int L, M;
     unsigned char *scratch;
-    size_t bytes;
+    size_t bytes, kp, n;   /* a block's scratch; the widest layer's Kp and N */
 } job;
 
 static void block_task(void *ctx, int t)
@@ -92,11 +92,7 @@ static void block_task(void *ctx, int t)
     const job *j = ctx;
     const layer *ly = j->ly;
     int r0 = t * ROWS, m = j->M - r0 < ROWS ? j->M - r0 : ROWS;
-    size_t kp = 0, n = 0;
-    for (int l = 0; l < j->L; l++) {
-        kp = (size_t)ly[l].w->Kp > kp ? (size_t)ly[l].w->Kp : kp;
-        n = (size_t)ly[l].w->N > n ? (size_t)ly[l].w->N : n;
-    }
+    size_t kp = j->kp, n = j->n;
     unsigned char *base = j->scratch + (size_t)t * j->bytes;
     uint8_t *q = base;
     float *rs = (float *)(base + up(ROWS * kp, 64));
@@ -142,11 +138,11 @@ static int qchain_forward(const cf_inst *k)
     }
     job j = {.k = k, .ly = ly, .L = k->node->attr.i[0], .M = (int)rows_of(k),
              .scratch = (unsigned char *)(((uintptr_t)k->ws + 63) & ~(uintptr_t)63)};
-    j.bytes = block_bytes(ly, j.L);
+    j.bytes = block_bytes(ly, j.L, &j.kp, &j.n);
     int blocks = (j.M + ROWS - 1) / ROWS;
     double ops = 0;
     for (int l = 0; l < j.L; l++) ops += (double)j.M * ly[l].w->N * ly[l].w->K;
-    if (blocks == 1 || cf_threads() == 1 || ops < (1 << 20)) {
+    if (blocks == 1 || cf_threads() == 1 || ops < CF_QGEMM_SERIAL_OPS) {
         for (int t = 0; t < blocks; t++) block_task(&j, t);
     } else {
         cf_parallel_for(blocks, block_task, &j);

@@ -113,7 +113,7 @@ static void quantize_sample(const job *j, const float *x, float *xt, uint8_t *xq
         im->minmax(x, C * H * W, &lo, &hi);
         cf_qact_range(lo, hi, s, z);
     }
-    memset(xq, *z, (size_t)g->Hp * Wp * C);
+    if (ph || pw) memset(xq, *z, (size_t)g->Hp * Wp * C);   /* the padding (the rows below fill the rest) */
     const float *rows = x;
     if (C > 1) {
         cf_dconv_pick()->transpose(x, C, H * W, (size_t)H * W, xt, (size_t)C, 0);

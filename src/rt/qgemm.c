@@ -20,8 +20,6 @@
 #include "rt/pool.h"
 #include "rt/qgemm.h"
 
-#define ROWS_PER_TASK 48               /* a whole number of every kernel's mr */
-#define SERIAL_OPS (1 << 20)           /* multiply-adds below which one thread does it all */
 
 static size_t round_up(size_t n, size_t m) { return (n + m - 1) / m * m; }
 
@@ -276,7 +274,7 @@ static void row_blocks(void *ctx, size_t b, size_t e)
 {
     const job *jb = ctx;
     for (size_t t = b; t < e; t++) {
-        int r0 = (int)t * ROWS_PER_TASK, r1 = r0 + ROWS_PER_TASK < jb->M ? r0 + ROWS_PER_TASK : jb->M;
+        int r0 = (int)t * CF_QGEMM_ROWS, r1 = r0 + CF_QGEMM_ROWS < jb->M ? r0 + CF_QGEMM_ROWS : jb->M;
         quantize_rows(jb, r0, r1, (int)round_up((size_t)r1, (size_t)jb->w->im->mr));
         compute(jb, r0, r1, 0, jb->w->panels);
     }
@@ -290,7 +288,7 @@ static void panel_task(void *ctx, int p)
 
 size_t cf_qgemm_ws_bytes(const cf_qweights *w, int M)
 {
-    size_t rows = round_up((size_t)M, ROWS_PER_TASK);
+    size_t rows = round_up((size_t)M, CF_QGEMM_ROWS);
     return round_up(rows * (size_t)w->Kp, 64) + rows * (sizeof(float) + sizeof(int));
 }
 
@@ -298,18 +296,18 @@ void cf_qgemm(const cf_qweights *w, int M, const float *A, ptrdiff_t lda, const 
               ptrdiff_t ldc, const cf_gemm_ep *ep, void *ws)
 {
     if (M <= 0 || w->N <= 0) return;
-    size_t rows = round_up((size_t)M, ROWS_PER_TASK);
+    size_t rows = round_up((size_t)M, CF_QGEMM_ROWS);
     uint8_t *q = ws;
     float *rs = (float *)(q + round_up(rows * (size_t)w->Kp, 64));
     job jb = {.w = w, .col_scale = w->scale, .M = M, .A = A, .lda = lda, .ldc = ldc, .qa = qa, .C = C, .ep = ep,
               .qa_rows = q, .qlda = w->Kp, .row_scale = rs, .row_zero = (int *)(rs + rows)};
     double n_ops = (double)M * w->N * w->K;
     atomic_fetch_add_explicit(&ops, (unsigned long long)n_ops, memory_order_relaxed);
-    int tasks = (M + ROWS_PER_TASK - 1) / ROWS_PER_TASK, threads = cf_threads();
-    if (n_ops < SERIAL_OPS || threads == 1) {
+    int tasks = (M + CF_QGEMM_ROWS - 1) / CF_QGEMM_ROWS, threads = cf_threads();
+    if (n_ops < CF_QGEMM_SERIAL_OPS || threads == 1) {
         row_blocks(&jb, 0, (size_t)tasks);
     } else if (tasks >= threads) {
-        cf_parallel_range((size_t)tasks, SERIAL_OPS, row_blocks, &jb);
+        cf_parallel_range((size_t)tasks, CF_QGEMM_SERIAL_OPS, row_blocks, &jb);
     } else {
         quantize_rows(&jb, 0, M, (int)round_up((size_t)M, (size_t)w->im->mr));
         cf_parallel_for(w->panels, panel_task, &jb);

@@ -39,6 +39,11 @@ typedef struct cf_qtile {
     ptrdiff_t ldc;
 } cf_qtile;
 
+/* Rows a task takes at a time: a whole number of every kernel's mr. */
+#define CF_QGEMM_ROWS 48
+/* Multiply-adds below which a product runs on the calling thread alone. */
+#define CF_QGEMM_SERIAL_OPS (1 << 20)
+
 /* One instruction set's kernels. */
 typedef struct cf_qgemm_impl {
     const char *name;    /* "avx512-vnni", "avx-vnni", "avx2", "portable" */

@@ -33,14 +33,8 @@ static int products(const cf_exec *e, product *p)
     int n = 0;
     for (int i = 0; i < e->g->nn; i++) {
         const cf_node *x = e->g->node[i];
-        if (!x || !e->an.live[i] || (x->op != CF_OP_AFFINE && x->op != CF_OP_AFFINE_RELU && x->op != CF_OP_CONV2D))
-            continue;
+        if (!x || !e->an.live[i] || !cf_qproduct(x)) continue;
         const cf_node *W = x->in[1];
-        cf_shape s = W->shape;
-        int affine = (x->op == CF_OP_AFFINE || x->op == CF_OP_AFFINE_RELU) && s.rank == 2 && s.d[0] <= CF_QGEMM_MAX_K;
-        int conv = x->op == CF_OP_CONV2D && s.rank == 4 && x->attr.i[6] <= 1 &&
-                   (size_t)s.d[1] * s.d[2] * s.d[3] <= CF_QGEMM_MAX_K;
-        if (W->op != CF_OP_PARAM || !(affine || conv)) continue;
         int seen = 0;
         for (int k = 0; k < n; k++) seen |= p[k].param == W->index;
         if (!seen) p[n++] = (product){.param = W->index, .node = i};

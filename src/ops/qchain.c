@@ -1,9 +1,10 @@
 /* qchain.c - several 8-bit products in a row, each reading only the one before (an
  * MLP's Affine layers), as one node: what the quantize pass makes of a chain of
- * qaffine nodes (ops/qaffine.c). The rows are split into blocks, one task each, and a
- * task takes its block through every layer in turn while the block's values are in
- * cache: one split over the threads instead of one a layer, and the values between
- * layers never leave the core. Each layer quantizes its rows and multiplies them as
+ * qaffine nodes (ops/qaffine.c). The rows are split into blocks, a contiguous run of
+ * them to each thread, and a thread takes each block through every layer in turn
+ * while the block's values are in cache: one split over the threads instead of one a
+ * layer, and the values between layers never leave the core. The first layer's
+ * kernels prefetch the next block's inputs meanwhile. Each layer quantizes its rows and multiplies them as
  * rt/qgemm.h does (cf_qgemm_quantize, cf_qgemm_rows): the same bits as the qaffine
  * nodes it replaces.
  *
@@ -87,7 +88,9 @@ typedef struct job {
     size_t bytes, kp, n;   /* a block's scratch; the widest layer's Kp and N */
 } job;
 
-static void block_task(void *ctx, int t)
+/* Block t through every layer; the first layer's kernels prefetch the next block's
+   inputs if the task has a next. */
+static void block_task(void *ctx, int t, int next)
 {
     const job *j = ctx;
     const layer *ly = j->ly;
@@ -105,7 +108,9 @@ static void block_task(void *ctx, int t)
         int last = l == j->L - 1;
         float *out = last ? j->k->y + (size_t)r0 * w->N : tmp[l % 2];
         cf_qgemm_quantize(w, m, in, w->K, &ly[l].qa, q, rs, rz);
-        cf_qgemm_rows(w, m, q, w->Kp, rs, rz, NULL, out, w->N, &(cf_gemm_ep){ly[l].bias, ly[l].relu});
+        size_t pf = l == 0 && next ? (size_t)(j->M - r0 - m < ROWS ? j->M - r0 - m : ROWS) * w->K * sizeof(float) : 0;
+        cf_qgemm_rows(w, m, q, w->Kp, rs, rz, NULL, out, w->N, &(cf_gemm_ep){ly[l].bias, ly[l].relu},
+                      j->k->x[0] + (size_t)(r0 + m) * w->K, pf);
         in = out;
     }
 }
@@ -129,6 +134,12 @@ static void float_chain(const cf_inst *k, unsigned char *scratch)
     }
 }
 
+/* Blocks [b, e) in turn: a contiguous run, so that each prefetches the next's inputs. */
+static void block_range(void *ctx, size_t b, size_t e)
+{
+    for (size_t t = b; t < e; t++) block_task(ctx, (int)t, t + 1 < e);
+}
+
 static int qchain_forward(const cf_inst *k)
 {
     layer ly[CF_QCHAIN_MAX];
@@ -143,9 +154,9 @@ static int qchain_forward(const cf_inst *k)
     double ops = 0;
     for (int l = 0; l < j.L; l++) ops += (double)j.M * ly[l].w->N * ly[l].w->K;
     if (blocks == 1 || cf_threads() == 1 || ops < CF_QGEMM_SERIAL_OPS) {
-        for (int t = 0; t < blocks; t++) block_task(&j, t);
+        block_range(&j, 0, (size_t)blocks);
     } else {
-        cf_parallel_for(blocks, block_task, &j);
+        cf_parallel_range((size_t)blocks, CF_QGEMM_SERIAL_OPS, block_range, &j);
     }
     return 0;
 }

@@ -196,7 +196,7 @@ static void chunk_task(void *ctx, int c)
         quantize_sample(j, k->x[0] + (size_t)b * g->C * g->H * g->W, (float *)last, xq, &s, &z);
         gather_rows(g, xq, rows, lda);
         for (size_t p = 0; p < g->Prows; p++) rs[p] = s, rz[p] = z;
-        cf_qgemm_rows(j->w, (int)g->P, rows, (ptrdiff_t)lda, rs, rz, j->col_scale, ct, g->O, &ep);
+        cf_qgemm_rows(j->w, (int)g->P, rows, (ptrdiff_t)lda, rs, rz, j->col_scale, ct, g->O, &ep, NULL, 0);
         const float *out = ct;
         if (g->pool) {
             pool_rows(g, ct, (float *)last);

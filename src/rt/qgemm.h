@@ -37,6 +37,8 @@ typedef struct cf_qtile {
     int relu, mv, nv;
     float *C;                 /* the tile's first element */
     ptrdiff_t ldc;
+    const char *pf;           /* pf_lines lines of 64 bytes to prefetch meanwhile, one a step */
+    int pf_lines;             /* (a hint: kernels may ignore it) */
 } cf_qtile;
 
 /* Rows a task takes at a time: a whole number of every kernel's mr. */
@@ -123,10 +125,12 @@ void cf_qgemm(const cf_qweights *w, int M, const float *A, ptrdiff_t lda, const 
    CF_QGEMM_ROW_PAD rows, whose contents past M do not matter) with w, row i's scale
    and zero point row_scale[i] and row_zero[i] (also CF_QGEMM_ROW_PAD-rounded), and
    col_scale (N floats) in place of w's scales when not NULL; the epilogue ep. On the
-   calling thread. */
+   calling thread. The kernels meanwhile prefetch the prefetch_bytes at prefetch
+   (NULL: none; the next rows the caller will quantize, say). */
 #define CF_QGEMM_ROW_PAD 16
 void cf_qgemm_rows(const cf_qweights *w, int M, const uint8_t *qa, ptrdiff_t lda, const float *row_scale,
-                   const int *row_zero, const float *col_scale, float *C, ptrdiff_t ldc, const cf_gemm_ep *ep);
+                   const int *row_zero, const float *col_scale, float *C, ptrdiff_t ldc, const cf_gemm_ep *ep,
+                   const void *prefetch, size_t prefetch_bytes);
 
 /* Rows of A quantized as cf_qgemm quantizes them for w: row i of A (M rows, lda floats
    apart) into q + i w->Kp (zeros past K, and whole rows of zeros up to M rounded up to

@@ -10,6 +10,10 @@
 
 #include "rt/qgemm.h"
 
+#ifndef PF_HINT
+#define PF_HINT _MM_HINT_T0
+#endif
+
 #ifdef CF_QKERN_NARROW
 enum { MR = 16, NV = 1, NR = 16 * NV };
 #define IMPL cf_qgemm_avx512vnni16
@@ -58,7 +62,10 @@ static void kernel(int kq, const uint8_t *a, ptrdiff_t lda, const int8_t *b, con
     __m512i acc[MR][NV];
     _Pragma("GCC unroll 16") for (int i = 0; i < MR; i++)
         _Pragma("GCC unroll 16") for (int h = 0; h < NV; h++) acc[i][h] = _mm512_setzero_si512();
+    const char *pf = t->pf;
+    int pfn = t->pf_lines;
     for (int q = 0; q < kq; q++, b += 4 * NR) {
+        if (q < pfn) _mm_prefetch(pf + 64 * q, PF_HINT);
         __m512i bv[NV];
         _Pragma("GCC unroll 16") for (int h = 0; h < NV; h++) bv[h] = _mm512_load_si512(b + 64 * h);
         _Pragma("GCC unroll 16") for (int i = 0; i < MR; i++) {

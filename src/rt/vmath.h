@@ -332,9 +332,15 @@ static inline float cf_vexp_sum(float *y, const float *x, float c, size_t n)
     if (i < n) {
         size_t m = n - i;
         cf_v4 v = cv;   /* pads exp(0), masked off below */
-        memcpy(&v, x + i, m * sizeof(float));
+        v[0] = x[i];   /* element by element: a loop or memcpy of m would be a call */
+        if (m > 1) v[1] = x[i + 1];
+        if (m > 2) v[2] = x[i + 2];
         v = cf_v4_exp(v - cv);
-        if (y) memcpy(y + i, &v, m * sizeof(float));
+        if (y) {
+            y[i] = v[0];
+            if (m > 1) y[i + 1] = v[1];
+            if (m > 2) y[i + 2] = v[2];
+        }
         cf_v4i lane = {0, 1, 2, 3};
         acc += cf_v4_select(lane < (cf_v4i){(int32_t)m, (int32_t)m, (int32_t)m, (int32_t)m}, v, cf_v4_set1(0.0f));
     }

@@ -178,6 +178,89 @@ TEST(quant_edges_every_kernel)
     }
 }
 
+/* One direct convolution (rt/qgemm.h's cf_qdirect) of random integers against the sums
+   taken one by one: 1 when every output position's bits match. ext: every activation
+   127 (the padding too) and every weight +127 or -127. */
+static int direct_same(const cf_qgemm_impl *im, int C, int H, int W, int KH, int KW, int pad, int O, int relu, int ext)
+{
+    int Hp = H + 2 * pad, Wp = W + 2 * pad, OH = Hp - KH + 1, OW = Wp - KW + 1, G = (KW + 3) / 4;
+    int npos = (OH * Wp + CF_QDIRECT_POS - 1) / CF_QDIRECT_POS * CF_QDIRECT_POS;
+    size_t plane = (size_t)(npos + (KH - 1) * Wp + 4 * (G - 1) + 15) / 16 * 16;
+    int z = ext ? 127 : (int)(next() % 128);
+    uint8_t *q = malloc((size_t)C * (plane + 3));
+    uint32_t *x4 = malloc((size_t)C * plane * 4);
+    int8_t *k = malloc((size_t)O * C * KH * KW);
+    int32_t *w = malloc(cf_qdirect_words(O, C, KH, KW) * 4), *colsum = calloc((size_t)O, 4);
+    float *scale = malloc((size_t)O * 4), *bias = malloc((size_t)O * 4), *out = malloc((size_t)O * npos * 4);
+    for (int c = 0; c < C; c++)
+        for (size_t i = 0; i < plane + 3; i++) {
+            int r = (int)(i / (size_t)Wp), col = (int)(i % (size_t)Wp);
+            int inside = r >= pad && r < pad + H && col >= pad && col < pad + W;
+            q[(size_t)c * (plane + 3) + i] = (uint8_t)(ext ? 127 : inside ? (int)(next() % 128) : z);
+        }
+    for (int c = 0; c < C; c++)
+        for (size_t i = 0; i < plane; i++) {
+            const uint8_t *b = q + (size_t)c * (plane + 3) + i;
+            x4[(size_t)c * plane + i] = (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24;
+        }
+    for (int i = 0; i < O * C * KH * KW; i++) {
+        k[i] = (int8_t)(ext ? (next() % 2 ? 127 : -127) : (int)(next() % 255) - 127);
+        colsum[i / (C * KH * KW)] += k[i];
+    }
+    for (int o = 0; o < O; o++) scale[o] = uniform(0.0001f, 0.01f), bias[o] = uniform(-1, 1);
+    cf_qdirect_pack(w, k, O, C, KH, KW);
+    cf_qdirect d = {.x4 = x4, .plane = plane, .C = C, .KH = KH, .G = G, .Wp = Wp, .O = O, .npos = npos, .w = w,
+                    .colsum = colsum, .scale = scale, .bias = bias, .zero = z, .relu = relu, .out = out};
+    im->direct(&d);
+    int ok = 1;
+    for (int o = 0; o < O && ok; o++)
+        for (int oh = 0; oh < OH && ok; oh++)
+            for (int ow = 0; ow < OW && ok; ow++) {
+                int64_t acc = 0;
+                for (int c = 0; c < C; c++)
+                    for (int ki = 0; ki < KH; ki++)
+                        for (int kj = 0; kj < KW; kj++)
+                            acc += q[(size_t)c * (plane + 3) + (size_t)(oh + ki) * Wp + ow + kj] *
+                                   k[((o * C + c) * KH + ki) * KW + kj];
+                float v = (float)(int32_t)(acc - (int64_t)z * colsum[o]) * scale[o] + bias[o];
+                v = relu && !(v > 0) ? 0 : v;
+                float got = out[(size_t)o * npos + oh * Wp + ow];
+                if (memcmp(&got, &v, 4)) {
+                    fprintf(stderr, "  %s direct C %d %dx%d KH %d KW %d pad %d O %d: out[%d][%d][%d] = %.9g, reference %.9g\n",
+                            im->name, C, H, W, KH, KW, pad, O, o, oh, ow, got, v);
+                    ok = 0;
+                }
+            }
+    free(q), free(x4), free(k), free(w), free(colsum), free(scale), free(bias), free(out);
+    return ok;
+}
+
+/* The direct convolution of every kernel that has one: few channels, every count of
+ * taps in a word's last group, channels past a multiple of 8, positions past a step of
+ * 48, padding, and the extremes (C KH KW = 1024 products of 127 and +-127). */
+TEST(direct_conv_bitwise)
+{
+    static const int shapes[][7] = {
+        /* C, H, W, KH, KW, pad, O */
+        {1, 28, 28, 5, 5, 0, 8},  {1, 12, 12, 5, 5, 2, 16}, {3, 9, 7, 3, 3, 1, 4},   {2, 6, 6, 1, 1, 0, 3},
+        {4, 8, 5, 2, 4, 0, 9},    {1, 5, 19, 3, 6, 1, 13},  {3, 7, 7, 7, 7, 3, 17},  {4, 4, 4, 4, 8, 2, 1},
+        {2, 3, 30, 3, 9, 0, 8},   {1, 1, 1, 1, 1, 0, 1},    {4, 16, 16, 16, 16, 0, 2}, {3, 11, 13, 5, 2, 4, 24},
+    };
+    int ran = 0;
+    for (size_t n = 0; n < sizeof names / sizeof *names; n++) {
+        const cf_qgemm_impl *im = cf_qgemm_impl_named(names[n]);
+        if (!im || !im->direct) continue;
+        ran++;
+        for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) {
+            const int *s = shapes[i];
+            CHECK(direct_same(im, s[0], s[1], s[2], s[3], s[4], s[5], s[6], (int)i % 2, 0));
+        }
+        CHECK(direct_same(im, 4, 16, 16, 16, 16, 0, 8, 0, 1));
+        CHECK(direct_same(im, 4, 20, 17, 16, 16, 0, 8, 1, 1));
+    }
+    printf("  direct convolution: %d kernels have one\n", ran);
+}
+
 int main(void)
 {
     printf("qgemm: kernel %s (%s)\n", cf_qgemm_name(), cf_qgemm_why());
@@ -186,5 +269,6 @@ int main(void)
     RUN(maddubsw_saturation_emulated);
     RUN(activation_range);
     RUN(quant_edges_every_kernel);
+    RUN(direct_conv_bitwise);
     return test_summary("qgemm");
 }

@@ -165,13 +165,18 @@ TEST(training_drops_quantization)
 }
 
 /* A convolution (bias, batch norm, relu and 2x2 max-pooling after it, folded) then an
-   Affine layer, against the plain computation from the model's integers. */
-#define CSRC "model = Chain(Input(3, 6, 5), Conv2D(4, 3, pad = 1), BatchNorm(), relu, MaxPool(2), flatten, Affine(2))\n"
-enum { CB = 5, CC = 3, CH = 6, CW = 5, CO = 4, PH = 3, PW = 2, FEAT = CO * PH * PW };
+   Affine layer, against the plain computation from the model's integers; CC input
+   channels: 3 (the direct convolution, where the kernels have one) or 6 (the rows of
+   patches gathered). */
+#define CSRC "model = Chain(Input(%d, 6, 5), Conv2D(4, 3, pad = 1), BatchNorm(), relu, MaxPool(2), flatten, Affine(2))\n"
+enum { CB = 5, CMAX = 6, CH = 6, CW = 5, CO = 4, PH = 3, PW = 2, FEAT = CO * PH * PW };
+static int CC = 3;
 
 static cf_model *fresh_conv(void)
 {
-    cf_model *m = cf_model_parse(CSRC, "qc.flux");
+    char src[256];
+    snprintf(src, sizeof src, CSRC, CC);
+    cf_model *m = cf_model_parse(src, "qc.flux");
     if (!m || cf_model_init_params(m)) return NULL;
     for (int i = 0; i < cf_model_param_count(m); i++) {
         float *p = cf_model_param_data(m, i);
@@ -200,7 +205,7 @@ static void conv_by_reference(cf_model *m, const float *x, float *out)
         int z = qp->act_zero;
         for (int i = 0; i < CC * CH * CW; i++) lo = fminf(lo, xs1[i]), hi = fmaxf(hi, xs1[i]);
         if (!qp->act_static) cf_qact_range(lo, hi, &s, &z);
-        int q[CC][CH + 2][CW + 2];
+        int q[CMAX][CH + 2][CW + 2];
         for (int c = 0; c < CC; c++)
             for (int i = 0; i < CH + 2; i++)
                 for (int j = 0; j < CW + 2; j++) {
@@ -244,32 +249,35 @@ static void conv_by_reference(cf_model *m, const float *x, float *out)
 
 TEST(conv_runs_the_integer_product)
 {
-    float x[CB * CC * CH * CW], y[64] = {0}, f32[CB * 2], ref[CB * 2], got[CB * 2];
-    for (int i = 0; i < CB * CC * CH * CW; i++) x[i] = 1.5f * sinf(0.71f * (float)i) + 0.2f;
-    cf_dataset *d = cf_dataset_from_arrays(x, CF_SHAPE(CC, CH, CW), y, 1, CB);
-    for (int mode = CF_QUANT_DYNAMIC; mode <= CF_QUANT_STATIC; mode++)
-        for (int threads = 1; threads <= 2; threads++) {
-            cf_set_threads(threads);
-            cf_model *m = fresh_conv();
-            cf_exec *e = cf_bind(m, CB, 0);
-            memcpy(cf_exec_input(e, 0, NULL), x, sizeof x);
-            CHECK(cf_forward(e, 0) == 0);
-            memcpy(f32, cf_exec_output(e, 0, NULL), sizeof f32);
-            cf_exec_free(e);
-            CHECK(cf_model_quantize(m, d, &(cf_quantize_options){mode, 1, CB}) == 2);
-            CHECK(cf_model_qparam(m, cf_model_param_index(m, "1.K"))->channels == CO);
-            e = cf_bind(m, CB, 0);
-            memcpy(cf_exec_input(e, 0, NULL), x, sizeof x);
-            CHECK(cf_forward(e, 0) == 0);
-            memcpy(got, cf_exec_output(e, 0, NULL), sizeof got);
-            cf_exec_free(e);
-            conv_by_reference(m, x, ref);
-            CHECK(same_bits(got, ref, CB * 2));
-            for (int i = 0; i < CB * 2; i++) CHECK_NEAR(got[i], f32[i], 0.05 * (1 + fabs(f32[i])));
-            cf_model_free(m);
-        }
+    float x[CB * CMAX * CH * CW], y[64] = {0}, f32[CB * 2], ref[CB * 2], got[CB * 2];
+    for (int i = 0; i < CB * CMAX * CH * CW; i++) x[i] = 1.5f * sinf(0.71f * (float)i) + 0.2f;
+    for (CC = 3; CC <= CMAX; CC += 3) {
+        size_t bytes = sizeof(float) * CB * (size_t)CC * CH * CW;
+        cf_dataset *d = cf_dataset_from_arrays(x, CF_SHAPE(CC, CH, CW), y, 1, CB);
+        for (int mode = CF_QUANT_DYNAMIC; mode <= CF_QUANT_STATIC; mode++)
+            for (int threads = 1; threads <= 2; threads++) {
+                cf_set_threads(threads);
+                cf_model *m = fresh_conv();
+                cf_exec *e = cf_bind(m, CB, 0);
+                memcpy(cf_exec_input(e, 0, NULL), x, bytes);
+                CHECK(cf_forward(e, 0) == 0);
+                memcpy(f32, cf_exec_output(e, 0, NULL), sizeof f32);
+                cf_exec_free(e);
+                CHECK(cf_model_quantize(m, d, &(cf_quantize_options){mode, 1, CB}) == 2);
+                CHECK(cf_model_qparam(m, cf_model_param_index(m, "1.K"))->channels == CO);
+                e = cf_bind(m, CB, 0);
+                memcpy(cf_exec_input(e, 0, NULL), x, bytes);
+                CHECK(cf_forward(e, 0) == 0);
+                memcpy(got, cf_exec_output(e, 0, NULL), sizeof got);
+                cf_exec_free(e);
+                conv_by_reference(m, x, ref);
+                CHECK(same_bits(got, ref, CB * 2));
+                for (int i = 0; i < CB * 2; i++) CHECK_NEAR(got[i], f32[i], 0.05 * (1 + fabs(f32[i])));
+                cf_model_free(m);
+            }
+        cf_dataset_free(d);
+    }
     cf_set_threads(0);
-    cf_dataset_free(d);
 }
 
 /* A quantized file of the model with one tensor replaced (or, data NULL, removed). */

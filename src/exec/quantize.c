@@ -18,14 +18,18 @@
 
 /* The weights' integers packed for the default kernel, once for the model: a matrix
    (K, N) as it lies, a convolution's kernels (O, C, KH, KW) as the rows K = (KH, KW,
-   C), taps outer, that ops/qconv.c gathers. 0 or -1. */
+   C), taps outer, that ops/qconv.c gathers, and those of few channels also as the direct
+   convolution takes them. 0 or -1. */
 static int pack(cf_qparam *qp, const cf_model *m)
 {
     if (qp->packed) return 0;
     cf_shape s = m->params[qp->param]->shape;
     int conv = s.rank == 4, N = qp->channels, K = (int)(cf_shape_count(s) / (size_t)N);
     const cf_qgemm_impl *im = cf_qgemm_for(cf_qgemm_default(), N);
-    size_t bytes = sizeof(cf_qweights) + cf_qweights_bytes(im, K, N);
+    int direct = conv && im->direct && s.d[1] <= CF_QDIRECT_MAX_C && s.d[2] <= CF_QDIRECT_MAX_TAPS &&
+                 s.d[3] <= CF_QDIRECT_MAX_TAPS;
+    size_t gemm_bytes = cf_qweights_bytes(im, K, N), bytes = sizeof(cf_qweights) + gemm_bytes;
+    if (direct) bytes += cf_qdirect_words(N, s.d[1], s.d[2], s.d[3]) * sizeof(int32_t) + 64;
     cf_qweights *qw = malloc(bytes);
     int8_t *bt = conv ? malloc((size_t)K * N) : NULL;
     if (!qw || (conv && !bt)) {
@@ -41,6 +45,10 @@ static int pack(cf_qparam *qp, const cf_model *m)
                         bt[((size_t)(ki * KW + kj) * C + c) * N + o] = qp->q[(((size_t)o * C + c) * KH + ki) * KW + kj];
     }
     cf_qweights_pack(qw, im, K, N, conv ? bt : qp->q, N, 1, qp->scale, qw + 1);
+    if (direct) {   /* and for the direct convolution, where the kernel has one (rt/qgemm.h) */
+        qw->direct = (int32_t *)(((uintptr_t)(qw + 1) + gemm_bytes + 63) & ~(uintptr_t)63);
+        cf_qdirect_pack(qw->direct, qp->q, N, s.d[1], s.d[2], s.d[3]);
+    }
     free(bt);
     qp->packed = qw;
     return 0;

@@ -37,12 +37,23 @@ typedef struct {
     int B, C, H, W, O, KH, KW, OH, OW, sh, sw, ph, pw, dh, dw, Hp, Wp;
     int pool, YH, YW;      /* 2x2 max-pooling after; the output's planes */
     size_t K, Kp, P, Prows;
+    int direct;            /* computed by the kernels' direct convolution (rt/qgemm.h's cf_qdirect) */
+    size_t npos, plane4, planeq;   /* its positions, and its planes of words and of bytes */
 } geom;
 
 static int or1(int v) { return v ? v : 1; }
 static size_t up(size_t n, size_t m) { return (n + m - 1) / m * m; }
 
-static void geom_of(geom *g, const cf_inst *k)
+/* Whether w's kernels run the direct convolution for g: few channels, stride and
+   dilation 1, and the kernels packed for it (the quantize pass does that where the
+   implementation has one). */
+static int direct_fits(const geom *g, const cf_qweights *w)
+{
+    return w && w->direct && w->im->direct && g->C <= CF_QDIRECT_MAX_C && g->KH <= CF_QDIRECT_MAX_TAPS &&
+           g->KW <= CF_QDIRECT_MAX_TAPS && g->sh == 1 && g->sw == 1 && g->dh == 1 && g->dw == 1;
+}
+
+static void geom_of(geom *g, const cf_inst *k, const cf_qweights *qw)
 {
     const int *a = k->node->attr.i;
     cf_shape x = k->xs[0], w = k->xs[1];
@@ -54,6 +65,12 @@ static void geom_of(geom *g, const cf_inst *k)
     g->OW = (g->Wp - g->dw * (g->KW - 1) - 1) / g->sw + 1;
     g->K = (size_t)g->C * g->KH * g->KW, g->Kp = up(g->K, 4);
     g->P = (size_t)g->OH * g->OW, g->Prows = up(g->P, CF_QGEMM_ROW_PAD);
+    g->direct = direct_fits(g, qw);
+    if (g->direct) {   /* full rows of Wp positions; words read up to the last one's last tap */
+        g->npos = up((size_t)g->OH * g->Wp, CF_QDIRECT_POS);
+        g->plane4 = up(g->npos + (size_t)(g->KH - 1) * g->Wp + 4 * (size_t)((g->KW + 3) / 4 - 1), 16);
+        g->planeq = up(g->plane4 + 3, 64);
+    }
 }
 
 /* conv2d's shape, halved (rounded down) by the pooling when there is one. */
@@ -70,21 +87,33 @@ static int chunks(int B) { return B < NCHUNK ? B : NCHUNK; }
 static size_t rows_lda(const geom *g) { return up(g->K + 16, 16); }
 
 /* One chunk's scratch, in bytes: the padded input, the rows, the product, each row's
-   scale and zero point, and the sample transposed (or the pooled product). */
+   scale and zero point, and the sample transposed (or the pooled product); for the
+   direct convolution, the byte planes, the word planes, the channels' planes and
+   their scales. */
 static size_t chunk_bytes(const geom *g)
 {
+    size_t direct = !g->direct ? 0
+                               : up((size_t)g->C * g->planeq, 64) + up((size_t)g->C * g->plane4 * 4, 64) +
+                                     up((size_t)g->O * g->npos * sizeof(float), 64) + up((size_t)g->O * sizeof(float), 64);
     size_t plane = (size_t)g->C * g->H * g->W * sizeof(float), pooled = (size_t)g->YH * g->YW * g->O * sizeof(float);
-    return up((size_t)g->Hp * g->Wp * g->C + 16, 64) + up(g->Prows * rows_lda(g), 64) +
-           up(g->P * g->O * sizeof(float), 64) +
-           up(g->Prows * (sizeof(float) + sizeof(int)), 64) + up(plane > pooled ? plane : pooled, 64);
+    size_t rows = up((size_t)g->Hp * g->Wp * g->C + 16, 64) + up(g->Prows * rows_lda(g), 64) +
+                  up(g->P * g->O * sizeof(float), 64) + up(g->Prows * (sizeof(float) + sizeof(int)), 64) +
+                  up(plane > pooled ? plane : pooled, 64);
+    return direct > rows ? direct : rows;
 }
 
 static cf_qparam *qparam(const cf_inst *k) { return cf_model_qparam(k->node->model, k->node->in[1]->index); }
 
+static const cf_qweights *packed(const cf_inst *k)
+{
+    const cf_qparam *qp = qparam(k);
+    return qp ? qp->packed : NULL;
+}
+
 static size_t qconv_workspace(const cf_inst *k)
 {
     geom g;
-    geom_of(&g, k);
+    geom_of(&g, k, packed(k));
     size_t bytes = 2 * up((size_t)g.O * sizeof(float), 64) + (size_t)chunks(g.B) * chunk_bytes(&g) + 64;
     return (bytes + 3) / 4;
 }
@@ -175,6 +204,74 @@ static void pool_rows(const geom *g, const float *restrict ct, float *restrict p
         }
 }
 
+/* Sample x quantized into planes of planeq bytes (Hp x Wp, the padding and what lies
+   past it the zero point), then into planes of words for cf_qdirect; its scale and
+   zero point. */
+static void quantize_planes(const job *j, const float *x, uint8_t *xq, uint32_t *x4, float *s, int *z)
+{
+    const geom *g = j->g;
+    const cf_qgemm_impl *im = j->w->im;
+    const int C = g->C, H = g->H, W = g->W, Wp = g->Wp;
+    *s = j->qp->act_scale, *z = j->qp->act_zero;
+    if (!j->qp->act_static) {
+        float lo, hi;
+        im->minmax(x, C * H * W, &lo, &hi);
+        cf_qact_range(lo, hi, s, z);
+    }
+    memset(xq, *z, (size_t)C * g->planeq);
+    float inv = 1 / *s;
+    for (int c = 0; c < C; c++) {
+        uint8_t *q = xq + (size_t)c * g->planeq;
+        for (int i = 0; i < H; i++)
+            im->quant(x + ((size_t)c * H + i) * W, W, inv, *z, q + (size_t)(i + g->ph) * Wp + g->pw);
+        uint32_t *w4 = x4 + (size_t)c * g->plane4;
+        for (size_t i = 0; i < g->plane4; i++)
+            w4[i] = (uint32_t)q[i] | (uint32_t)q[i + 1] << 8 | (uint32_t)q[i + 2] << 16 | (uint32_t)q[i + 3] << 24;
+    }
+}
+
+/* The channels' planes (npos floats each, rows Wp apart) into y (O planes of YH x YW):
+   each 2x2 window's greatest value as pool_rows takes it, or the first OW of each row. */
+static void planes_out(const geom *g, const float *restrict out, float *restrict y)
+{
+    const int Wp = g->Wp, YH = g->YH, YW = g->YW;
+    for (int o = 0; o < g->O; o++, out += g->npos)
+        for (int i = 0; i < YH; i++, y += YW) {
+            if (!g->pool) {
+                memcpy(y, out + (size_t)i * Wp, (size_t)YW * sizeof(float));
+                continue;
+            }
+            const float *restrict a = out + (size_t)(2 * i) * Wp, *restrict c = a + Wp;
+            for (int jj = 0; jj < YW; jj++) {
+                float m = a[2 * jj];
+                m = a[2 * jj + 1] > m ? a[2 * jj + 1] : m;
+                m = c[2 * jj] > m ? c[2 * jj] : m;
+                y[jj] = c[2 * jj + 1] > m ? c[2 * jj + 1] : m;
+            }
+        }
+}
+
+/* Samples [b0, b1) by the direct convolution. */
+static void direct_samples(const job *j, unsigned char *base, int b0, int b1)
+{
+    const geom *g = j->g;
+    uint8_t *xq = base;
+    uint32_t *x4 = (uint32_t *)(base + up((size_t)g->C * g->planeq, 64));
+    float *out = (float *)((unsigned char *)x4 + up((size_t)g->C * g->plane4 * 4, 64));
+    float *scale = (float *)((unsigned char *)out + up((size_t)g->O * g->npos * sizeof(float), 64));
+    cf_qdirect d = {.x4 = x4, .plane = g->plane4, .C = g->C, .KH = g->KH, .G = (g->KW + 3) / 4, .Wp = g->Wp,
+                    .O = g->O, .npos = (int)g->npos, .w = j->w->direct, .colsum = j->w->colsum, .scale = scale,
+                    .bias = j->bias, .relu = j->relu, .out = out};
+    size_t ysize = (size_t)g->O * g->YH * g->YW;
+    for (int b = b0; b < b1; b++) {
+        float s;
+        quantize_planes(j, j->k->x[0] + (size_t)b * g->C * g->H * g->W, xq, x4, &s, &d.zero);
+        for (int o = 0; o < g->O; o++) scale[o] = s * j->col_scale[o];   /* as the product's epilogue rounds it */
+        j->w->im->direct(&d);
+        planes_out(g, out, j->k->y + (size_t)b * ysize);
+    }
+}
+
 static void chunk_task(void *ctx, int c)
 {
     const job *j = ctx;
@@ -190,6 +287,10 @@ static void chunk_task(void *ctx, int c)
     cf_gemm_ep ep = {j->bias, j->relu};
     size_t ysize = (size_t)g->O * g->YH * g->YW;
     int b0 = (int)((long)g->B * c / j->nchunk), b1 = (int)((long)g->B * (c + 1) / j->nchunk);
+    if (g->direct) {
+        direct_samples(j, base, b0, b1);
+        return;
+    }
     for (int b = b0; b < b1; b++) {
         float s;
         int z;
@@ -213,7 +314,7 @@ static int qconv_forward(const cf_inst *k)
         return cf_seterr("error: the model's parameters were trained after this executor was bound, which dropped "
                          "its quantization: bind it again");
     geom g;
-    geom_of(&g, k);
+    geom_of(&g, k, qp->packed);
     unsigned flags = (unsigned)k->node->attr.i[7];
     const cf_qweights *w = qp->packed;
     unsigned char *ws = (unsigned char *)(((uintptr_t)k->ws + 63) & ~(uintptr_t)63);

@@ -77,7 +77,7 @@ static void minmax_portable(const float *x, int n, float *lo, float *hi)
     *hi = h;
 }
 
-const cf_qgemm_impl cf_qgemm_portable = {"portable", 4, 16, kernel_portable, quant_portable, minmax_portable};
+const cf_qgemm_impl cf_qgemm_portable = {"portable", 4, 16, kernel_portable, quant_portable, minmax_portable, NULL};
 
 /* ---- Choosing the kernels ---- */
 
@@ -194,6 +194,28 @@ void cf_qweights_pack(cf_qweights *qw, const cf_qgemm_impl *im, int K, int N, co
         qw->colsum[j] = s;
         qw->scale[j] = j < N ? scale[j] : 0;
     }
+}
+
+size_t cf_qdirect_words(int O, int C, int KH, int KW)
+{
+    return round_up((size_t)O, CF_QDIRECT_OC) * (size_t)C * (size_t)KH * (size_t)((KW + 3) / 4);
+}
+
+void cf_qdirect_pack(int32_t *w, const int8_t *k, int O, int C, int KH, int KW)
+{
+    int G = (KW + 3) / 4, S = C * KH * G, blocks = (O + CF_QDIRECT_OC - 1) / CF_QDIRECT_OC;
+    for (int ob = 0; ob < blocks; ob++)
+        for (int st = 0; st < S; st++)
+            for (int oc = 0; oc < CF_QDIRECT_OC; oc++) {
+                int o = ob * CF_QDIRECT_OC + oc, c = st / (KH * G), ki = st / G % KH, g = st % G;
+                uint32_t word = 0;
+                for (int t = 0; t < 4; t++) {
+                    int kj = 4 * g + t;
+                    int8_t v = o < O && kj < KW ? k[(((size_t)o * C + c) * KH + ki) * KW + kj] : 0;
+                    word |= (uint32_t)(uint8_t)v << (8 * t);
+                }
+                memcpy(w++, &word, 4);
+            }
 }
 
 /* ---- Activations ---- */

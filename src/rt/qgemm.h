@@ -46,6 +46,42 @@ typedef struct cf_qtile {
 /* Multiply-adds below which a product runs on the calling thread alone. */
 #define CF_QGEMM_SERIAL_OPS (1 << 20)
 
+/* A convolution of few input channels (an image's first layer: 1 to CF_QDIRECT_MAX_C)
+   at stride 1, computed directly with the output positions as a vector's lanes: no
+   rows of patches to gather, and each output channel's plane written as it lies. The
+   input is quantized into planes of Hp x Wp bytes (the padding the zero point); word i
+   of x4's plane holds bytes i..i+3 of the byte plane, so that the taps 4g..4g+3 of a
+   kernel row, for positions i..i+15, are one load. Positions are full rows of Wp (the
+   output's OW and the Wp - OW past it, whose values do not matter):
+
+       out[o][p] = epilogue(sum over c < C, ki < KH, g < G of the four products of
+                   x4[c][p + ki Wp + 4 g]'s bytes and w's word (o, c, ki, g))
+
+   the epilogue qgemm.h's, with the input's zero point and the column sums and scales
+   of the channels (scale[o]: the input's scale times the kernel's, as the product
+   rounds it). Bit for bit what the product of the gathered rows gives. */
+#define CF_QDIRECT_MAX_C 4
+#define CF_QDIRECT_MAX_TAPS 16   /* KH and KW at most */
+#define CF_QDIRECT_POS 48        /* positions a step: npos is a multiple */
+#define CF_QDIRECT_OC 8          /* channels a step: w, colsum, scale, bias and out hold O rounded up */
+typedef struct cf_qdirect {
+    const uint32_t *x4;       /* C planes, plane words apart, each readable (with anything past Hp Wp) up
+                                 to npos + (KH - 1) Wp + 4 (G - 1) */
+    size_t plane;
+    int C, KH, G, Wp, O, npos;
+    const int32_t *w;         /* per block of 8 channels, C KH G words x 8 channels, each word taps 4g..4g+3
+                                 of row ki of channel c (zeros past KW and past O) */
+    const int32_t *colsum;    /* per channel: the sum of its kernel's integers */
+    const float *scale, *bias;
+    int zero, relu;
+    float *out;               /* channels' planes, npos floats each */
+} cf_qdirect;
+
+/* Words the kernels of a convolution of O channels, C inputs, KH x KW taps take in
+   cf_qdirect's layout; the packing of k (O, C, KH, KW) into w. */
+size_t cf_qdirect_words(int O, int C, int KH, int KW);
+void cf_qdirect_pack(int32_t *w, const int8_t *k, int O, int C, int KH, int KW);
+
 /* One instruction set's kernels. */
 typedef struct cf_qgemm_impl {
     const char *name;    /* "avx512-vnni", "avx-vnni", "avx2", "portable" */
@@ -59,6 +95,8 @@ typedef struct cf_qgemm_impl {
     void (*quant)(const float *x, int n, float inv, int z, uint8_t *q);
     /* *lo and *hi: the least and greatest of n floats (NaNs skipped), with 0 */
     void (*minmax)(const float *x, int n, float *lo, float *hi);
+    /* The direct convolution (cf_qdirect), or NULL: none for this instruction set */
+    void (*direct)(const cf_qdirect *d);
 } cf_qgemm_impl;
 
 /* The epilogue in plain C over a tile of sums c (nr apart): what every kernel's
@@ -92,6 +130,7 @@ typedef struct cf_qweights {
     int8_t *packed;      /* 64-byte aligned */
     int32_t *colsum;     /* panels x nr, zeros past N */
     float *scale;        /* panels x nr, zeros past N */
+    int32_t *direct;     /* a convolution's kernels for im->direct (cf_qdirect), or NULL */
 } cf_qweights;
 
 /* Bytes that cf_qweights_pack needs in buf (the packed panels, column sums and scales). */

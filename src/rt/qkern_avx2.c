@@ -130,4 +130,4 @@ void cf_qkern_avx2_quant(const float *x, int n, float inv, int z, uint8_t *q);
 void cf_qkern_avx2_minmax(const float *x, int n, float *lo, float *hi);
 #endif
 
-const cf_qgemm_impl IMPL = {NAME, MR, NR, kernel, cf_qkern_avx2_quant, cf_qkern_avx2_minmax};
+const cf_qgemm_impl IMPL = {NAME, MR, NR, kernel, cf_qkern_avx2_quant, cf_qkern_avx2_minmax, NULL};

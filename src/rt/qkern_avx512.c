@@ -81,6 +81,53 @@ static void kernel(int kq, const uint8_t *a, ptrdiff_t lda, const int8_t *b, con
 #ifndef CF_QKERN_NARROW   /* one copy of the helpers, which the narrow kernels share */
 void cf_qkern_avx512_quant(const float *x, int n, float inv, int z, uint8_t *q);
 void cf_qkern_avx512_minmax(const float *x, int n, float *lo, float *hi);
+void cf_qkern_avx512_direct(const cf_qdirect *d);
+
+/* acc += the four products of unsigned a and the signed word at p, broadcast. */
+#define DPBUSD_B(acc, a, p) __asm__("vpdpbusd %2%{1to16%}, %1, %0" : "+v"(acc) : "v"(a), "m"(*(const int32_t *)(p)))
+
+/* cf_qdirect: a step is 48 positions (three vectors) by 8 channels, 24 accumulators;
+   each word of the kernels broadcast from memory. The epilogue is store_tile's. */
+void cf_qkern_avx512_direct(const cf_qdirect *d)
+{
+    enum { PV = CF_QDIRECT_POS / 16, OC = CF_QDIRECT_OC };
+    int S = d->C * d->KH * d->G, blocks = (d->O + OC - 1) / OC;
+    ptrdiff_t off[CF_QDIRECT_MAX_C * CF_QDIRECT_MAX_TAPS * (CF_QDIRECT_MAX_TAPS / 4)];
+    for (int st = 0; st < S; st++) {
+        int c = st / (d->KH * d->G), ki = st / d->G % d->KH, g = st % d->G;
+        off[st] = (ptrdiff_t)c * (ptrdiff_t)d->plane + (ptrdiff_t)ki * d->Wp + 4 * g;
+    }
+    const __m512 zero = _mm512_setzero_ps();
+    for (int ob = 0; ob < blocks; ob++) {
+        const int32_t *wb = d->w + (size_t)ob * S * OC;
+        for (int p0 = 0; p0 < d->npos; p0 += CF_QDIRECT_POS) {
+            __m512i acc[PV][OC];
+            _Pragma("GCC unroll 16") for (int p = 0; p < PV; p++)
+                _Pragma("GCC unroll 16") for (int oc = 0; oc < OC; oc++) acc[p][oc] = _mm512_setzero_si512();
+            const uint32_t *x = d->x4 + p0;
+            const int32_t *w = wb;
+            for (int st = 0; st < S; st++, w += OC) {
+                __m512i a[PV];
+                _Pragma("GCC unroll 16") for (int p = 0; p < PV; p++) a[p] = _mm512_loadu_si512(x + off[st] + 16 * p);
+                _Pragma("GCC unroll 16") for (int oc = 0; oc < OC; oc++)
+                    _Pragma("GCC unroll 16") for (int p = 0; p < PV; p++) DPBUSD_B(acc[p][oc], a[p], w + oc);
+            }
+            _Pragma("GCC unroll 16") for (int oc = 0; oc < OC; oc++) {
+                int o = ob * OC + oc;
+                if (o >= d->O) break;
+                __m512i zc = _mm512_set1_epi32(d->zero * d->colsum[o]);
+                __m512 sc = _mm512_set1_ps(d->scale[o]), bias = _mm512_set1_ps(d->bias[o]);
+                float *y = d->out + (size_t)o * d->npos + p0;
+                _Pragma("GCC unroll 16") for (int p = 0; p < PV; p++) {
+                    __m512 v = _mm512_cvtepi32_ps(_mm512_sub_epi32(acc[p][oc], zc));
+                    v = _mm512_add_ps(_mm512_mul_ps(v, sc), bias);
+                    if (d->relu) v = _mm512_max_ps(v, zero);
+                    _mm512_storeu_ps(y + 16 * p, v);
+                }
+            }
+        }
+    }
+}
 
 void cf_qkern_avx512_quant(const float *x, int n, float inv, int z, uint8_t *q)
 {
@@ -123,6 +170,7 @@ void cf_qkern_avx512_minmax(const float *x, int n, float *lo, float *hi)
 #else
 void cf_qkern_avx512_quant(const float *x, int n, float inv, int z, uint8_t *q);
 void cf_qkern_avx512_minmax(const float *x, int n, float *lo, float *hi);
+void cf_qkern_avx512_direct(const cf_qdirect *d);
 #endif
 
-const cf_qgemm_impl IMPL = {NAME, MR, NR, kernel, cf_qkern_avx512_quant, cf_qkern_avx512_minmax};
+const cf_qgemm_impl IMPL = {NAME, MR, NR, kernel, cf_qkern_avx512_quant, cf_qkern_avx512_minmax, cf_qkern_avx512_direct};

@@ -12,7 +12,8 @@
 # medians of each contender at each thread count and a table of each at its best.
 # The int8 cases, mlp-int8 and cnn-int8, time inference alone (batch 1000 and batch 1)
 # of the MLP and the CNN: cflux in float32 ("cflux") and quantized ("cflux-int8": cflux
-# bench --int8, dynamic inputs, as cflux quantize does by default) against PyTorch's
+# bench --int8, static inputs calibrated on random samples, as cflux quantize does by
+# default) against PyTorch's
 # quantize_dynamic ("torch-int8") and onnxruntime's ("ort-int8"); their ratios are to
 # cflux-int8. (cflux's lines still carry its float32 training figures; the report
 # leaves them out.)

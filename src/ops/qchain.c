@@ -1,10 +1,11 @@
 /* qchain.c - several 8-bit products in a row, each reading only the one before (an
  * MLP's Affine layers), as one node: what the quantize pass makes of a chain of
- * qaffine nodes (ops/qaffine.c). The rows are split into blocks, a contiguous run of
- * them to each thread, and a thread takes each block through every layer in turn
- * while the block's values are in cache: one split over the threads instead of one a
- * layer, and the values between layers never leave the core. The first layer's
- * kernels prefetch the next block's inputs meanwhile. Each layer quantizes its rows and multiplies them as
+ * qaffine nodes (ops/qaffine.c). The rows are split into a contiguous part for each
+ * thread, as evenly as whole tiles of 8 rows allow, and a thread takes each block of
+ * its part through every layer in turn while the block's values are in cache: one
+ * split over the threads instead of one a layer, and the values between layers never
+ * leave the core. The first layer's kernels prefetch the next block's inputs
+ * meanwhile. Each layer quantizes its rows and multiplies them as
  * rt/qgemm.h does (cf_qgemm_quantize, cf_qgemm_rows): the same bits as the qaffine
  * nodes it replaces.
  *
@@ -19,6 +20,7 @@
 #include "rt/qgemm.h"
 
 #define ROWS CF_QGEMM_ROWS   /* a block, as rt/qgemm.c splits one product */
+#define UNIT 8               /* the rows are split between threads in multiples of this */
 
 static size_t up(size_t n, size_t m) { return (n + m - 1) / m * m; }
 
@@ -83,20 +85,17 @@ static size_t qchain_workspace(const cf_inst *k)
 typedef struct job {
     const cf_inst *k;
     const layer *ly;
-    int L, M;
+    int L, M, parts;
     unsigned char *scratch;
     size_t bytes, kp, n;   /* a block's scratch; the widest layer's Kp and N */
 } job;
 
-/* Block t through every layer; the first layer's kernels prefetch the next block's
-   inputs if the task has a next. */
-static void block_task(void *ctx, int t, int next)
+/* Rows [r0, r0 + m) (at most a block) through every layer, in the scratch at base;
+   the first layer's kernels prefetch the `next` rows after them meanwhile. */
+static void block_task(const job *j, unsigned char *base, int r0, int m, int next)
 {
-    const job *j = ctx;
     const layer *ly = j->ly;
-    int r0 = t * ROWS, m = j->M - r0 < ROWS ? j->M - r0 : ROWS;
     size_t kp = j->kp, n = j->n;
-    unsigned char *base = j->scratch + (size_t)t * j->bytes;
     uint8_t *q = base;
     float *rs = (float *)(base + up(ROWS * kp, 64));
     int *rz = (int *)(rs + ROWS);
@@ -108,9 +107,8 @@ static void block_task(void *ctx, int t, int next)
         int last = l == j->L - 1;
         float *out = last ? j->k->y + (size_t)r0 * w->N : tmp[l % 2];
         cf_qgemm_quantize(w, m, in, w->K, &ly[l].qa, q, rs, rz);
-        size_t pf = l == 0 && next ? (size_t)(j->M - r0 - m < ROWS ? j->M - r0 - m : ROWS) * w->K * sizeof(float) : 0;
         cf_qgemm_rows(w, m, q, w->Kp, rs, rz, NULL, out, w->N, &(cf_gemm_ep){ly[l].bias, ly[l].relu},
-                      j->k->x[0] + (size_t)(r0 + m) * w->K, pf);
+                      j->k->x[0] + (size_t)(r0 + m) * w->K, l == 0 ? (size_t)next * w->K * sizeof(float) : 0);
         in = out;
     }
 }
@@ -134,10 +132,20 @@ static void float_chain(const cf_inst *k, unsigned char *scratch)
     }
 }
 
-/* Blocks [b, e) in turn: a contiguous run, so that each prefetches the next's inputs. */
-static void block_range(void *ctx, size_t b, size_t e)
+/* Part t of the rows (of j->parts, in whole tiles of UNIT rows, as even as that
+   allows), a block at a time in its own scratch: contiguous, so that each block
+   prefetches the next one's inputs. */
+static void part_task(void *ctx, int t)
 {
-    for (size_t t = b; t < e; t++) block_task(ctx, (int)t, t + 1 < e);
+    const job *j = ctx;
+    int units = (j->M + UNIT - 1) / UNIT;
+    int r = (int)((long)units * t / j->parts) * UNIT, end = (int)((long)units * (t + 1) / j->parts) * UNIT;
+    end = end < j->M ? end : j->M;
+    unsigned char *base = j->scratch + (size_t)t * j->bytes;
+    for (; r < end; r += ROWS) {
+        int m = end - r < ROWS ? end - r : ROWS, after = end - r - m;
+        block_task(j, base, r, m, after < ROWS ? after : ROWS);
+    }
 }
 
 static int qchain_forward(const cf_inst *k)
@@ -150,14 +158,12 @@ static int qchain_forward(const cf_inst *k)
     job j = {.k = k, .ly = ly, .L = k->node->attr.i[0], .M = (int)rows_of(k),
              .scratch = (unsigned char *)(((uintptr_t)k->ws + 63) & ~(uintptr_t)63)};
     j.bytes = block_bytes(ly, j.L, &j.kp, &j.n);
-    int blocks = (j.M + ROWS - 1) / ROWS;
+    int blocks = (j.M + ROWS - 1) / ROWS;   /* the scratch holds as many */
     double ops = 0;
     for (int l = 0; l < j.L; l++) ops += (double)j.M * ly[l].w->N * ly[l].w->K;
-    if (blocks == 1 || cf_threads() == 1 || ops < CF_QGEMM_SERIAL_OPS) {
-        block_range(&j, 0, (size_t)blocks);
-    } else {
-        cf_parallel_range((size_t)blocks, CF_QGEMM_SERIAL_OPS, block_range, &j);
-    }
+    j.parts = ops < CF_QGEMM_SERIAL_OPS ? 1 : cf_threads() < blocks ? cf_threads() : blocks;
+    if (j.parts == 1) part_task(&j, 0);
+    else cf_parallel_for(j.parts, part_task, &j);
     return 0;
 }
 

@@ -44,13 +44,12 @@ typedef struct {
 static int or1(int v) { return v ? v : 1; }
 static size_t up(size_t n, size_t m) { return (n + m - 1) / m * m; }
 
-/* Whether w's kernels run the direct convolution for g: few channels, stride and
-   dilation 1, and the kernels packed for it (the quantize pass does that where the
-   implementation has one). */
+/* Whether w's kernels run the direct convolution for g: packed for it (which the
+   quantize pass does for few channels and taps, where the implementation has one),
+   at stride and dilation 1. */
 static int direct_fits(const geom *g, const cf_qweights *w)
 {
-    return w && w->direct && w->im->direct && g->C <= CF_QDIRECT_MAX_C && g->KH <= CF_QDIRECT_MAX_TAPS &&
-           g->KW <= CF_QDIRECT_MAX_TAPS && g->sh == 1 && g->sw == 1 && g->dh == 1 && g->dw == 1;
+    return w && w->direct && g->sh == 1 && g->sw == 1 && g->dh == 1 && g->dw == 1;
 }
 
 static void geom_of(geom *g, const cf_inst *k, const cf_qweights *qw)

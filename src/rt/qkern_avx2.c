@@ -61,7 +61,10 @@ static void kernel(int kq, const uint8_t *a, ptrdiff_t lda, const int8_t *b, con
 {
     __m256i acc[MR][2];
     _Pragma("GCC unroll 16") for (int i = 0; i < MR; i++) acc[i][0] = acc[i][1] = _mm256_setzero_si256();
+    const char *pf = t->pf;
+    int pfn = t->pf_lines;
     for (int q = 0; q < kq; q++, b += 4 * NR) {
+        if (q < pfn) _mm_prefetch(pf + 64 * q, _MM_HINT_T0);   /* the caller's hint (cf_qtile) */
         __m256i b0 = _mm256_load_si256((const __m256i *)b), b1 = _mm256_load_si256((const __m256i *)(b + 32));
         _Pragma("GCC unroll 16") for (int i = 0; i < MR; i++) {
             int32_t v;

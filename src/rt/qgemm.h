@@ -63,7 +63,7 @@ typedef struct cf_qtile {
 #define CF_QDIRECT_MAX_C 4
 #define CF_QDIRECT_MAX_TAPS 16   /* KH and KW at most */
 #define CF_QDIRECT_POS 48        /* positions a step: npos is a multiple */
-#define CF_QDIRECT_OC 8          /* channels a step: w, colsum, scale, bias and out hold O rounded up */
+#define CF_QDIRECT_OC 8          /* channels a step: w holds O rounded up to a multiple (zeros past O) */
 typedef struct cf_qdirect {
     const uint32_t *x4;       /* C planes, plane words apart, each readable (with anything past Hp Wp) up
                                  to npos + (KH - 1) Wp + 4 (G - 1) */

@@ -112,6 +112,7 @@ fuzz: deps
 
 # A benchmark, not a test: figures on a shared machine are noisy (bench/run.sh).
 bench: build
+	@sh tools/bootstrap.sh bench
 	@sh bench/pyenv.sh >/dev/null
 	@sh bench/run.sh $(BENCH_ROUNDS) $(BENCH_SECONDS)
 

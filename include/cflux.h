@@ -711,10 +711,15 @@ CF_API cf_dataset *cf_dataset_load_inputs(const char *path);
  * A corpus of several files is read as one text, each file's bytes followed by
  * CF_TEXT_FILE_END: path a folder (its regular files under it, at any depth, through
  * symbolic links, sorted by path byte by byte; names that start with '.' passed
- * over; a loop of links, an empty folder or one with no file are errors), or, when
- * no file or folder of the whole name exists, files and folders separated by commas
- * (in the order given; a folder's files sorted). Any file that cannot be read is an
- * error naming it. A path that names a file reads it alone, with no end marked. */
+ * over, and so are a file that links reached already, by an earlier path, and a file
+ * that holds a NUL byte, which is not text; a loop of links, an empty folder or one
+ * with no file of text are errors), or, when no file or folder of the whole name
+ * exists, files and folders separated by commas (in the order given; a folder's
+ * files sorted). Any file that cannot be read is an error naming it. A corpus's test
+ * set is the last held_out share of each file (its end marker with it; floor, in
+ * bytes), the files' tails one after another, and its training text their heads one
+ * after another; unless the tails come to fewer than T + 1 characters (then all of
+ * it trains). A path that names a file reads it alone, with no end marked. */
 CF_API int cf_dataset_load_text(const char *path, int seq_len, double held_out, cf_dataset **train,
                                 cf_dataset **test);
 /* A data spec, as the tool takes it:
@@ -725,7 +730,8 @@ CF_API int cf_dataset_load_text(const char *path, int seq_len, double held_out, 
  *                        detected); word labels of TEST are TRAIN's classes
  *   text:PATH            (all after "text:": a file, a folder, or files and folders
  *                        separated by commas, as cf_dataset_load_text reads them) with
- *                        sequences of seq_len, the last 10% of the text the test set
+ *                        sequences of seq_len, the last 10% of the text (of each
+ *                        file of a corpus) the test set
  *   images:DIR[,TESTDIR] a folder of class folders (cf_data_open_opts with o.image, the
  *                        model's input shape): class i is the i-th subfolder's name in
  *                        strcmp order (or, given o.class_names, the folder of that name;
@@ -824,9 +830,9 @@ CF_API int          cf_dataset_label_column(const cf_dataset *d);
 CF_API const char  *cf_dataset_column_name(const cf_dataset *d, int col);
 
 /* What part of what a dataset is, in a phrase for people, or NULL: text's held-out
- * end says how much of the text it is ("the last 10% of the corpus, 5012 characters:
- * DIR/b.txt from its character 120 and the 2 files after it"), a corpus's training
- * part how many files it read. Valid as long as d. */
+ * end says how much of the text it is ("the last 10% of each file, 5012 characters
+ * in all"), a corpus's training part how many files it read and passed over. Valid
+ * as long as d. */
 CF_API const char  *cf_dataset_about(const cf_dataset *d);
 /* Sequential data (text): sample j + 1 continues where sample j ends, so cf_fit keeps
  * the order, as streams (see cf_fit). 1 or 0. Splits keep it. */

@@ -141,7 +141,7 @@ mv "$t/corpus/00-7.txt" "$t/corpus/sub/"
 echo 'not text' > "$t/corpus/.git/HEAD"
 "$tool" train "$t/rnn.flux" --data "text:$t/corpus" --epochs 3 --batch 8 --lr 0.01 --save "$t/corpus.ckpt" > "$t/out" 2> "$t/err"
 grep -q "^text: 40 files, 1800 characters, each file's end marked by the byte 0x1e$" "$t/out" &&
-  grep -q "^test: the last 10% of the corpus, 180 characters: [^ ]*/corpus/06-27.txt and then [^ ]*/corpus/06-34.txt, [^ ]*/corpus/06-6.txt and [^ ]*/corpus/sub/00-7.txt$" "$t/out" &&
+  grep -q "^test: the last 10% of each file, 160 characters in all$" "$t/out" &&
   grep -q '^task: the next character, of 29 distinct in the text' "$t/out" && ok || bad "corpus: the header: $(cat "$t/out" "$t/err")"
 "$tool" sample "$t/rnn.flux" --params "$t/corpus.ckpt" --length 200 > "$t/s1" 2> "$t/err" &&
   ! LC_ALL=C grep -q "$(printf '\036')" "$t/s1" && ok || bad "corpus: sample: $(cat "$t/s1" "$t/err")"

@@ -436,37 +436,41 @@ TEST(corpus_of_a_folder)
     write_text("corpus/sub/c", "cccc");
     write_text("corpus/.hidden", "HHHH");
     write_text("corpus/.git/x", "XXXX");
-    CHECK(symlink("a.txt", tmp("corpus/z-link")) == 0);   /* a link to a file: read through it */
+    write_text("outside.txt", "oo");
+    CHECK(symlink("../outside.txt", tmp("corpus/y-link")) == 0);   /* a link to a file: read through it */
+    CHECK(symlink("a.txt", tmp("corpus/z-link")) == 0);            /* a.txt again: read once */
+    write_bytes("corpus/b.dat", "\0\0\2%", 4);                   /* an index, not text */
     cf_dataset *tr, *te;
-    /* sorted by path: a.txt, b.txt, sub/c, z-link; each end marked */
+    /* sorted by path: a.txt, b.txt, sub/c, y-link; each end marked */
     CHECK(cf_dataset_load_text(tmp("corpus"), 1, 0, &tr, &te) == 0);
     if (!tr) return;
     char got[64];
     text_of(tr, got, sizeof got);
-    CHECK(strcmp(got, "aa\x1e" "bbb\x1e" "cccc\x1e" "aa\x1e") == 0);
+    CHECK(strcmp(got, "aa\x1e" "bbb\x1e" "cccc\x1e" "oo\x1e") == 0);
     int n;
     const unsigned char *v = cf_dataset_vocab(tr, &n);
-    CHECK(n == 4 && v[0] == CF_TEXT_FILE_END && memcmp(v + 1, "abc", 3) == 0);
-    CHECK_HAS(cf_dataset_about(tr), "4 files, 15 characters, each file's end marked by the byte 0x1e");
+    CHECK(n == 5 && v[0] == CF_TEXT_FILE_END && memcmp(v + 1, "abco", 4) == 0);
+    CHECK_HAS(cf_dataset_about(tr), "4 files, 15 characters, each file's end marked by the byte 0x1e; passed over: 1 "
+                                    "read already (links to a file before them), 1 not text (a NUL byte)");
     CHECK(te == NULL);
     cf_dataset_free(tr);
 
-    /* the held-out end: the last 30% of 15 characters, 4, are "\x1e" "aa\x1e": the
-       link's text whole and the end of sub/c */
-    CHECK(cf_dataset_load_text(tmp("corpus"), 1, 0.3, &tr, &te) == 0);
-    CHECK(te && cf_dataset_count(te) == 3 && cf_dataset_count(tr) == 10);
+    /* the held-out end: the last half of each file, rounded down (1, 2, 2 and 1
+       characters), one after another; the files' first parts train */
+    CHECK(cf_dataset_load_text(tmp("corpus"), 1, 0.5, &tr, &te) == 0);
+    CHECK(te && cf_dataset_count(te) == 5 && cf_dataset_count(tr) == 8);
     if (te) {
-        CHECK_HAS(cf_dataset_about(te), "the last 30% of the corpus, 4 characters: ");
-        CHECK_HAS(cf_dataset_about(te), "corpus/sub/c from its character 5 and then ");
-        CHECK_HAS(cf_dataset_about(te), "corpus/z-link");
+        CHECK_HAS(cf_dataset_about(te), "the last 50% of each file, 6 characters in all");
+        text_of(te, got, sizeof got);
+        CHECK(strcmp(got, "\x1e" "b\x1e" "c\x1e" "\x1e") == 0);
+        text_of(tr, got, sizeof got);
+        CHECK(strcmp(got, "aa" "bb" "ccc" "oo") == 0);
     }
     cf_dataset_free(tr);
     cf_dataset_free(te);
-    CHECK(cf_dataset_load_text(tmp("corpus"), 1, 0.22, &tr, &te) == 0);   /* 3: the link's text, whole */
-    if (te) CHECK_HAS(cf_dataset_about(te), "the last 22% of the corpus, 3 characters: ");
-    if (te) CHECK(strstr(cf_dataset_about(te), "sub/c") == NULL);
+    CHECK(cf_dataset_load_text(tmp("corpus"), 4, 0.3, &tr, &te) == 0);   /* tails of 2 in all: fewer than T + 1 */
+    CHECK(tr && te == NULL && cf_dataset_count(tr) == 3);
     cf_dataset_free(tr);
-    cf_dataset_free(te);
 
     /* the spec, with a slash at the end too */
     char spec[300];
@@ -477,16 +481,16 @@ TEST(corpus_of_a_folder)
 
     /* the vocabulary, end marker and all, goes into a checkpoint */
     CHECK(cf_dataset_load_text(tmp("corpus"), 1, 0, &tr, &te) == 0);
-    cf_model *m = cf_model_parse("model = Chain(Input(1), x -> reshape(x, 1, 1), Affine(4), softmax)\n", "c.flux");
+    cf_model *m = cf_model_parse("model = Chain(Input(1), x -> reshape(x, 1, 1), Affine(5), softmax)\n", "c.flux");
     cf_fit_opts o = cf_fit_defaults();
     o.batch = 2;
     o.epochs = 1;
     cf_trainer *t = m ? cf_trainer_new(m, tr, &o) : NULL;
     CHECK(t && cf_fit(t, tr, NULL) == 0 && cf_trainer_save(t, tmp("corpus.ckpt")) == 0);
     unsigned char cv[256];
-    CHECK(cf_checkpoint_vocab(tmp("corpus.ckpt"), cv) == 4 && cv[0] == CF_TEXT_FILE_END);
+    CHECK(cf_checkpoint_vocab(tmp("corpus.ckpt"), cv) == 5 && cv[0] == CF_TEXT_FILE_END);
     cf_st_file *f = cf_st_read(tmp("corpus.ckpt"));
-    CHECK(f && cf_st_meta(f, "text_vocab") && strcmp(cf_st_meta(f, "text_vocab"), "\\x1eabc") == 0);
+    CHECK(f && cf_st_meta(f, "text_vocab") && strcmp(cf_st_meta(f, "text_vocab"), "\\x1eabco") == 0);
     cf_st_free(f);
     cf_trainer_free(t);
     cf_model_free(m);
@@ -540,6 +544,11 @@ TEST(corpus_errors)
     CHECK(mkfifo(tmp("nofile/sub/fifo"), 0644) == 0);
     CHECK(cf_dataset_load_text(tmp("nofile"), 4, 0.1, &tr, &te) == -1);
     CHECK_HAS(cf_last_error(), "nofile: the folder holds no file to read (passed over: 1 hidden, 1 not regular files)");
+    CHECK(mkdir(tmp("binary"), 0755) == 0);
+    write_bytes("binary/a.dat", "\0\1", 2);
+    write_bytes("binary/b.dat", "ab\0", 3);
+    CHECK(cf_dataset_load_text(tmp("binary"), 4, 0.1, &tr, &te) == -1 && !tr && !te);
+    CHECK_HAS(cf_last_error(), "binary: no file of text: the 2 files read all hold NUL bytes");
     /* a link to nothing, named */
     CHECK(mkdir(tmp("broken"), 0755) == 0);
     write_text("broken/a.txt", "abcdefgh");

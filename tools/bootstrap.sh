@@ -3,10 +3,12 @@
 #
 #   tools/bootstrap.sh build   what building needs
 #   tools/bootstrap.sh demo    the same, plus the Fashion-MNIST data set
-#   tools/bootstrap.sh test    what every test needs: the data set, clang with its
-#                              libFuzzer runtime, Python's venv, Chromium (which
-#                              opens the training report in a test) and Open MPI (the
-#                              data-parallel tests)
+#   tools/bootstrap.sh test    what every test needs: the data set, the fortunes
+#                              corpus, clang with its libFuzzer runtime, Python's
+#                              venv, Chromium (which opens the training report in a
+#                              test) and Open MPI (the data-parallel tests)
+#   tools/bootstrap.sh bench   the build's, plus the data set, the fortunes corpus
+#                              (the character GPT's text) and Python's venv
 #
 # As root, a missing package is installed with apt-get; otherwise this prints the
 # exact command to run and fails, changing nothing.
@@ -15,9 +17,10 @@ set -eu
 need="cmake gcc make pkg-config libopenblas-dev libcjson-dev zlib1g-dev libpng-dev libjpeg62-turbo-dev"
 case "${1:-build}" in
   demo) need="$need dataset-fashion-mnist" ;;
-  test) need="$need dataset-fashion-mnist clang libclang-rt-dev python3-venv chromium libopenmpi-dev openmpi-bin" ;;
+  bench) need="$need dataset-fashion-mnist fortunes python3-venv" ;;
+  test) need="$need dataset-fashion-mnist fortunes clang libclang-rt-dev python3-venv chromium libopenmpi-dev openmpi-bin" ;;
   build) ;;
-  *) echo "usage: $0 [build|demo|test]" >&2; exit 2 ;;
+  *) echo "usage: $0 [build|demo|test|bench]" >&2; exit 2 ;;
 esac
 
 missing=""

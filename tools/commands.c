@@ -35,7 +35,7 @@ static const opt graph_opts[] = {
 };
 
 static const opt train_opts[] = {
-    DATA("fashion-mnist (default), idx:TRAIN_IMAGES,TRAIN_LABELS[,TEST_IMAGES,\nTEST_LABELS], csv:TRAIN[,TEST], images:DIR[,TESTDIR] (a folder of class\nfolders of PNG and JPEG images, read as the model's input, streamed) or\ntext:PATH (a file, a folder of files or files separated by commas; its\nlast 10% the test set; sequences of the model's input length)"),
+    DATA("fashion-mnist (default), idx:TRAIN_IMAGES,TRAIN_LABELS[,TEST_IMAGES,\nTEST_LABELS], csv:TRAIN[,TEST], images:DIR[,TESTDIR] (a folder of class\nfolders of PNG and JPEG images, read as the model's input, streamed) or\ntext:PATH (a file, a folder of files or files separated by commas; the\nlast 10% of each file the test set; sequences of the model's input length)"),
     LABELCOL,
     IMAGES,
     LOSS,

@@ -10,8 +10,11 @@
  *
  * A corpus of several files (a folder, walked for its regular files, or a list of
  * files and folders) is their bytes one after another, each file's followed by
- * CF_TEXT_FILE_END, read as one text; where each file starts is kept to say which
- * files the held-out end covers. */
+ * CF_TEXT_FILE_END, read as one text. A folder's walk reads a file once, however many
+ * links reach it, and passes over files that are not text (a NUL byte). The test set
+ * of a corpus is the end of each file, so that it holds every file's kind of text:
+ * the training text is the files' heads one after another, the held-out text their
+ * tails one after another. */
 #include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
@@ -93,20 +96,28 @@ static int check_args(const char *name, int seq_len, double held_out)
     return 0;
 }
 
-/* The corpus's files, for saying what the held-out end covers: file i's path and the
- * byte where its text starts. */
+/* One file of a corpus: its path, the file it is (to read it once), whether a
+ * folder's walk found it, and the byte where its text starts once read (its end
+ * marker included, the text runs to the next one's start). */
+typedef struct corpus_file {
+    char *path;
+    dev_t dev;
+    ino_t ino;
+    int walked;
+    size_t start;
+} corpus_file;
+
 typedef struct corpus {
-    char **path;
-    size_t *start;
+    corpus_file *f;
     size_t n, cap;
     size_t hidden, other;   /* entries of folders passed over: hidden names, not regular files */
+    size_t again, binary;   /* files of folders passed over: read already (links), not text */
 } corpus;
 
 static void corpus_free(corpus *c)
 {
-    for (size_t i = 0; i < c->n; i++) free(c->path[i]);
-    free(c->path);
-    free(c->start);
+    for (size_t i = 0; i < c->n; i++) free(c->f[i].path);
+    free(c->f);
     memset(c, 0, sizeof *c);
 }
 
@@ -128,28 +139,32 @@ int cf_data_text_read(gzFile f, const char *name, int seq_len, double held_out, 
     return make_sets(t.b, t.n, name, NULL, seq_len, held_out, train, test);
 }
 
-/* "the last 10% of the corpus" and which files: the one it starts in (from which
- * character) and how many after it; into buf. */
-static void describe_tail(const corpus *c, size_t from, size_t tail, double held_out, char *buf, size_t size)
+/* The text of a corpus b[0 .. len) rearranged in place: each file's first part, then
+ * each file's last held_out share (its end marker with it), the files in order.
+ * Returns the length of the first parts (len when nothing is held out: tails of
+ * fewer than T + 1 characters in all). 0 when out of memory, with the message. */
+static size_t split_files(unsigned char *b, size_t len, const corpus *c, size_t T, double held_out)
 {
-    size_t i = 0;
-    while (i + 1 < c->n && c->start[i + 1] <= from) i++;
-    size_t after = c->n - 1 - i;
-    char more[700] = "";
-    if (after > 3) {
-        snprintf(more, sizeof more, " and the %zu files after it", after);
-    } else {   /* few: by name */
-        for (size_t k = i + 1; k < c->n; k++) {
-            size_t len = strlen(more);
-            snprintf(more + len, sizeof more - len, "%s%s", k == i + 1 ? " and then " : k + 1 == c->n ? " and " : ", ",
-                     c->path[k]);
-        }
+    size_t tails = 0;
+    for (size_t i = 0; i < c->n; i++) {
+        size_t end = i + 1 < c->n ? c->f[i + 1].start : len;
+        tails += (size_t)((double)(end - c->f[i].start) * held_out);
     }
-    if (from == c->start[i])
-        snprintf(buf, size, "the last %g%% of the corpus, %zu characters: %s%s", 100 * held_out, tail, c->path[i], more);
-    else
-        snprintf(buf, size, "the last %g%% of the corpus, %zu characters: %s from its character %zu%s", 100 * held_out,
-                 tail, c->path[i], from - c->start[i] + 1, more);
+    if (tails < T + 1) return len;
+    unsigned char *tmp = cf_mem_alloc(tails, "the held-out ends of the files");
+    if (!tmp) return 0;
+    size_t head = 0, tail = 0;
+    for (size_t i = 0; i < c->n; i++) {
+        size_t start = c->f[i].start, end = i + 1 < c->n ? c->f[i + 1].start : len;
+        size_t t = (size_t)((double)(end - start) * held_out);
+        memmove(b + head, b + start, end - start - t);   /* heads only move down */
+        head += end - start - t;
+        memcpy(tmp + tail, b + end - t, t);
+        tail += t;
+    }
+    memcpy(b + head, tmp, tails);
+    cf_mem_free(tmp);
+    return head;
 }
 
 static int make_sets(unsigned char *b, size_t len, const char *name, const corpus *c, int seq_len, double held_out,
@@ -176,10 +191,15 @@ static int make_sets(unsigned char *b, size_t len, const char *name, const corpu
             vocab[nvocab++] = (unsigned char)k;
         }
     for (size_t i = 0; i < len; i++) b[i] = index[b[i]];
-    /* the held-out end, when it holds a sequence */
+    int rc = -1;
+    /* the held-out end (of each file, for a corpus), when it holds a sequence */
     size_t tail = (size_t)((double)len * held_out);
     if (tail < T + 1) tail = 0;
-    int rc = -1;
+    if (c) {
+        size_t head = split_files(b, len, c, T, held_out);
+        if (head == 0) goto out;
+        tail = len - head;
+    }
     if (len - tail < T + 1) {
         cf_seterr("error: %s: holding out %g of the %zu characters leaves fewer than the %zu that one sequence of "
                   "%d takes", name, held_out, len, T + 1, seq_len);
@@ -193,20 +213,19 @@ static int make_sets(unsigned char *b, size_t len, const char *name, const corpu
         *train = NULL;
         goto out;
     }
+    char about[300];
     if (c) {   /* what each part is, for people */
-        char about[1200];
-        snprintf(about, sizeof about, "%zu file%s, %zu characters, each file's end marked by the byte 0x%02x", c->n,
-                 c->n == 1 ? "" : "s", len, CF_TEXT_FILE_END);
+        int n = snprintf(about, sizeof about, "%zu file%s, %zu characters, each file's end marked by the byte 0x%02x",
+                         c->n, c->n == 1 ? "" : "s", len, CF_TEXT_FILE_END);
+        if (c->again || c->binary)
+            snprintf(about + n, sizeof about - (size_t)n, "; passed over: %zu read already (links to a file before "
+                     "them), %zu not text (a NUL byte)", c->again, c->binary);
         if (cf_dataset_set_about(*train, about)) goto fail;
-        if (*test) {
-            describe_tail(c, len - tail, tail, held_out, about, sizeof about);
-            if (cf_dataset_set_about(*test, about)) goto fail;
-        }
-    } else if (*test) {
-        char about[128];
+        snprintf(about, sizeof about, "the last %g%% of each file, %zu characters in all", 100 * held_out, tail);
+    } else {
         snprintf(about, sizeof about, "the last %g%% of the text, %zu characters", 100 * held_out, tail);
-        if (cf_dataset_set_about(*test, about)) goto fail;
     }
+    if (*test && cf_dataset_set_about(*test, about)) goto fail;
     rc = 0;
     goto out;
 fail:
@@ -220,24 +239,26 @@ out:
 
 /* ---- corpora: folders and lists of files ---- */
 
-static int corpus_add(corpus *c, const char *path)
+/* path, the file st, appended to c; walked: found by a folder's walk. 0 or -1. */
+static int corpus_add(corpus *c, const char *path, const struct stat *st, int walked)
 {
     if (c->n == c->cap) {
         size_t cap = c->cap ? 2 * c->cap : 64;
-        char **p = realloc(c->path, cap * sizeof *p);
-        if (!p) return cf_oom(cap * sizeof *p);
-        c->path = p;
-        size_t *st = realloc(c->start, cap * sizeof *st);
-        if (!st) return cf_oom(cap * sizeof *st);
-        c->start = st;
+        corpus_file *f = realloc(c->f, cap * sizeof *f);
+        if (!f) return cf_oom(cap * sizeof *f);
+        c->f = f;
         c->cap = cap;
     }
-    if (!(c->path[c->n] = strdup(path))) return cf_oom(strlen(path) + 1);
-    c->start[c->n++] = 0;
+    char *p = strdup(path);
+    if (!p) return cf_oom(strlen(path) + 1);
+    c->f[c->n++] = (corpus_file){p, st->st_dev, st->st_ino, walked, 0};
     return 0;
 }
 
-static int by_path(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+static int by_path(const void *a, const void *b)
+{
+    return strcmp(((const corpus_file *)a)->path, ((const corpus_file *)b)->path);
+}
 
 /* The folders being walked, outermost first: a folder met again inside itself is a
  * loop of symbolic links. */
@@ -285,7 +306,7 @@ static int walk(corpus *c, const char *dir, const struct stat *dst, walk_stack *
         } else if (S_ISDIR(st.st_mode)) {
             rc = walk(c, p, &st, ws);
         } else if (S_ISREG(st.st_mode)) {
-            rc = corpus_add(c, p);
+            rc = corpus_add(c, p, &st, 1);
         } else {
             c->other++;
         }
@@ -297,7 +318,8 @@ static int walk(corpus *c, const char *dir, const struct stat *dst, walk_stack *
     return rc;
 }
 
-/* A folder's files, sorted by path, appended to c. 0 or -1. */
+/* A folder's files, sorted by path, appended to c; of those that are one file
+ * reached by several paths (links), the first alone. 0 or -1. */
 static int add_folder(corpus *c, const char *dir, const struct stat *st)
 {
     size_t first = c->n, hidden = c->hidden, other = c->other;
@@ -309,7 +331,19 @@ static int add_folder(corpus *c, const char *dir, const struct stat *st)
         return cf_seterr("error: %s: the folder holds no file to read (passed over: %zu hidden, %zu not regular "
                          "files)", dir, c->hidden - hidden, c->other - other);
     }
-    qsort(c->path + first, c->n - first, sizeof *c->path, by_path);
+    qsort(c->f + first, c->n - first, sizeof *c->f, by_path);
+    size_t kept = first;
+    for (size_t i = first; i < c->n; i++) {
+        size_t j = 0;
+        while (j < kept && (c->f[j].dev != c->f[i].dev || c->f[j].ino != c->f[i].ino)) j++;
+        if (j < kept) {
+            c->again++;
+            free(c->f[i].path);
+        } else {
+            c->f[kept++] = c->f[i];
+        }
+    }
+    c->n = kept;
     return 0;
 }
 
@@ -319,7 +353,7 @@ static int add_path(corpus *c, const char *path)
     struct stat st;
     if (stat(path, &st)) return cf_seterr("error: %s: cannot open: %s", path, strerror(errno));
     if (S_ISDIR(st.st_mode)) return add_folder(c, path, &st);
-    return corpus_add(c, path);
+    return corpus_add(c, path, &st, 0);
 }
 
 /* The files of spec into c: when spec names something that exists, a folder's files
@@ -343,18 +377,34 @@ static int find_files(const char *spec, corpus *c)
     return rc;
 }
 
-/* Each file of c read, and its end marked, into t. 0 or -1. */
+/* Each file of c read, and its end marked, into t; a file that a folder's walk found
+ * and that holds a NUL byte is not text: passed over (taken out of c). 0 or -1. */
 static int read_corpus(corpus *c, const char *whole, text_buf *t)
 {
+    size_t kept = 0;
     for (size_t i = 0; i < c->n; i++) {
-        c->start[i] = t->n;
-        gzFile f = cf_data_gzopen(c->path[i]);
-        if (!f) return -1;
-        int rc = read_all(f, c->path[i], whole, t);
-        gzclose(f);
-        if (rc || grow(t, whole)) return -1;
+        corpus_file f = c->f[i];   /* moved down to slot kept, or freed */
+        c->f[i].path = NULL;
+        f.start = t->n;
+        gzFile g = cf_data_gzopen(f.path);
+        int rc = g ? read_all(g, f.path, whole, t) : -1;
+        if (g) gzclose(g);
+        if (rc == 0 && f.walked && memchr(t->b + f.start, 0, t->n - f.start)) {
+            t->n = f.start;
+            c->binary++;
+            free(f.path);
+            continue;
+        }
+        if (rc || grow(t, whole)) {
+            free(f.path);
+            return -1;
+        }
         t->b[t->n++] = CF_TEXT_FILE_END;
+        c->f[kept++] = f;
     }
+    c->n = kept;
+    if (kept == 0)
+        return cf_seterr("error: %s: no file of text: the %zu files read all hold NUL bytes", whole, c->binary);
     return 0;
 }
 

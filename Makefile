@@ -86,7 +86,7 @@ test-asan: test-deps
 TSAN_TESTS = test_pool test_threads test_images test_exec test_train test_optim test_vmath \
   test_conv_direct test_conv_im2col test_pooling test_dropout test_embedding test_lstm_fused test_golden_mlp \
   test_golden_conv test_golden_rnn test_golden_transformer test_golden_layernorm test_golden_batchnorm \
-  test_golden_pool test_golden_softmax
+  test_golden_pool test_golden_softmax test_golden_attention
 empty :=
 TSAN_REGEX = ^($(subst $(empty) $(empty),|,$(strip $(TSAN_TESTS))))$$
 test-tsan: test-deps

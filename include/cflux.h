@@ -553,6 +553,7 @@ typedef enum cf_opcode {
     CF_OP_QAFFINE,     /* x W + b (relu) as an 8-bit product: what inference binds of a quantized model run */
     CF_OP_QCONV2D,     /* conv2d (+ b, batch norm, relu) as an 8-bit product, likewise */
     CF_OP_QCHAIN,      /* 8-bit products in a row, each reading the one before, likewise */
+    CF_OP_ATTENTION,   /* softmax(q k^T) v, tiled, the scores never held: what a fusion pass makes of attention */
     CF_OP_COUNT_
 } cf_opcode;
 

@@ -155,6 +155,23 @@ TEST(affine)
         }
 }
 
+/* Attention in one node (ops/attention.c), made directly: causal with as many keys
+ * as queries, causal with more keys (a step against a cache: bottom-right aligned),
+ * and plain; 20 queries span two blocks of them. */
+TEST(attention)
+{
+    static const int shapes[3][4] = {{20, 20, 4, 3}, {3, 7, 4, 4}, {5, 6, 2, 3}};   /* T, S, D, Dv */
+    for (int c = 0; c < 3; c++) {
+        const int *d = shapes[c];
+        cf_model *m = cf_model_new();
+        cf_node *in[3] = {cf_input(m, "q", CF_SHAPE(2, d[0], d[2])), cf_input(m, "k", CF_SHAPE(2, d[1], d[2])),
+                          cf_input(m, "v", CF_SHAPE(2, d[1], d[3]))};
+        float fa[2] = {c < 2 ? 1.0f : 0.0f, 0};
+        cf_output(m, cf_op_at(m, CF_OP_ATTENTION, 3, in, (const int[]){0}, 1, fa, 2, __FILE__, __LINE__, 0));
+        CHECK(check_model(m, -1, 1, 0) == 0);
+    }
+}
+
 TEST(layout_ops)
 {
     cf_model *m = cf_model_new();
@@ -867,6 +884,7 @@ int main(void)
     RUN(arithmetic_broadcasting);
     RUN(matmul_shapes);
     RUN(affine);
+    RUN(attention);
     RUN(layout_ops);
     RUN(losses);
     RUN(reduce_over_batch);

@@ -4,6 +4,7 @@
  * fuse_affine runs the kernels of the ops it replaces in their order, and fuse_bn_relu
  * and fuse_bn_add_relu the same operations, so training with each and without it must agree to the bit: the
  * losses of every step, and the weights and running statistics after them. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -132,6 +133,47 @@ TEST(fuse_bn_add_relu_keeps_the_bits)
               "-fuse_bn_add_relu", CF_OP_BATCHNORM_ADD_RELU, 2);
 }
 
+/* Trained with the passes and with `off`: the losses and weights within tol of each
+ * other (relative to their size); `want` nodes of op with the passes, none without. */
+static void near(const char *src, const char *off, cf_opcode op, int want, float tol)
+{
+    float l1[5], l2[5], *w1 = NULL, *w2 = NULL;
+    size_t n1 = 0, n2 = 0;
+    int f1 = -1, f2 = -1;
+    CHECK(train(src, NULL, op, l1, &w1, &n1, &f1) == 0);
+    CHECK(train(src, off, op, l2, &w2, &n2, &f2) == 0);
+    CHECK(f1 == want);
+    CHECK(f2 == 0);
+    for (int i = 0; i < 5; i++) CHECK(fabsf(l1[i] - l2[i]) <= tol * (1 + fabsf(l2[i])));
+    float worst = 0;
+    for (size_t i = 0; n1 == n2 && w1 && w2 && i < n1; i++) {
+        float d = fabsf(w1[i] - w2[i]) / (1 + fabsf(w2[i]));
+        worst = d > worst ? d : worst;
+    }
+    CHECK(n1 == n2 && n1 > 0 && worst <= tol);
+    if (worst > tol) fprintf(stderr, "weights differ by %g\n", (double)worst);
+    free(w1);
+    free(w2);
+}
+
+/* Attention in one node (a causal GPT block, with and without dropout on the
+ * probabilities, and plain attention written out by hand): what the ops it replaces
+ * compute, to rounding, the dropout's mask the same. */
+TEST(fuse_attention_agrees)
+{
+    near("model = Chain(Input(7, 8), TransformerBlock(8, 2), TransformerBlock(8, 2), flatten, Affine(3), softmax)\n",
+         "-fuse_attention", CF_OP_ATTENTION, 2, 1e-5f);
+    near("model = Chain(Input(20, 8), TransformerBlock(8, 2, drop = 0.3), flatten, Affine(3), softmax)\n",
+         "-fuse_attention", CF_OP_ATTENTION, 1, 1e-5f);
+    /* more keys than a tile holds (128): the online softmax's rescaling */
+    near("model = Chain(Input(300, 4), TransformerBlock(4, 1, drop = 0.1), flatten, Affine(3), softmax)\n",
+         "-fuse_attention", CF_OP_ATTENTION, 1, 1e-5f);
+    near("net Att(d) {\n  Wq = param(d, d)\n  Wk = param(d, d)\n  Wv = param(d, 5)\n"
+         "  x -> softmax((x * Wq) * transpose(x * Wk, 2, 3)) * (x * Wv)\n}\n"
+         "model = Chain(Input(3, 19, 4), Att(4), flatten, Affine(3), softmax)\n", "-fuse_attention", CF_OP_ATTENTION, 1,
+         1e-5f);
+}
+
 TEST(fuse_bn_add_relu_leaves_a_value_that_is_read)
 {
     /* the sum is read by the relu and by the product after; a sum that broadcasts */
@@ -211,7 +253,7 @@ TEST(cflux_passes_switches_them)
     e = bind_with(&m, src, "-fuse_afine", 0);
     CHECK(e == NULL);
     CHECK_HAS(cf_last_error(), "error: CFLUX_PASSES: no pass is called 'fuse_afine' "
-                               "(the passes: fuse_lstm, fuse_affine, fuse_bn_add_relu, fuse_bn_relu, quantize; write -NAME");
+                               "(the passes: fuse_lstm, fuse_attention, fuse_affine, fuse_bn_add_relu, fuse_bn_relu, quantize; write -NAME");
     cf_model_free(m);
     /* CFLUX_NANTRAP names the op that made a NaN: nothing is fused under it */
     setenv("CFLUX_NANTRAP", "1", 1);
@@ -230,6 +272,7 @@ int main(void)
     RUN(fuse_bn_relu_leaves_a_value_that_is_read);
     RUN(fuse_bn_add_relu_keeps_the_bits);
     RUN(fuse_bn_add_relu_leaves_a_value_that_is_read);
+    RUN(fuse_attention_agrees);
     RUN(fusion_keeps_no_more_memory);
     RUN(cflux_passes_switches_them);
     return test_summary("passes");

@@ -7,6 +7,7 @@
 
 static const cf_pass *const passes[] = {
     &cf_pass_fuse_lstm,
+    &cf_pass_fuse_attention,
     &cf_pass_fuse_affine,
     &cf_pass_fuse_bn_add_relu,
     &cf_pass_fuse_bn_relu,

@@ -23,7 +23,7 @@ typedef struct cf_pass {
 } cf_pass;
 
 /* Each pass's file defines its row. */
-extern const cf_pass cf_pass_fuse_lstm, cf_pass_fuse_affine, cf_pass_quantize, cf_pass_fuse_bn_add_relu,
+extern const cf_pass cf_pass_fuse_lstm, cf_pass_fuse_attention, cf_pass_fuse_affine, cf_pass_quantize, cf_pass_fuse_bn_add_relu,
     cf_pass_fuse_bn_relu;
 
 /* g rewritten by the passes that are on (the structural ones alone unless `all`), and

@@ -8,7 +8,8 @@
 #                              venv, Chromium (which opens the training report in a
 #                              test) and Open MPI (the data-parallel tests)
 #   tools/bootstrap.sh bench   the build's, plus the data set, the fortunes corpus
-#                              (the character GPT's text) and Python's venv
+#                              (the character GPT's text), 7-Zip (its PPMd, a
+#                              baseline for that text) and Python's venv
 #
 # As root, a missing package is installed with apt-get; otherwise this prints the
 # exact command to run and fails, changing nothing.
@@ -17,7 +18,7 @@ set -eu
 need="cmake gcc make pkg-config libopenblas-dev libcjson-dev zlib1g-dev libpng-dev libjpeg62-turbo-dev"
 case "${1:-build}" in
   demo) need="$need dataset-fashion-mnist" ;;
-  bench) need="$need dataset-fashion-mnist fortunes python3-venv" ;;
+  bench) need="$need dataset-fashion-mnist fortunes 7zip python3-venv" ;;
   test) need="$need dataset-fashion-mnist fortunes clang libclang-rt-dev python3-venv chromium libopenmpi-dev openmpi-bin" ;;
   build) ;;
   *) echo "usage: $0 [build|demo|test|bench]" >&2; exit 2 ;;

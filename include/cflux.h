@@ -347,6 +347,26 @@ CF_API cf_model *cf_model_load(const char *path);                        /* a fi
  * generates a sequence one element at a time, carrying its state between calls. */
 CF_API cf_model *cf_model_load_steps(const char *path, int steps);
 
+/* A model that reads a window of T positions through causal attention (a GPT:
+ * softmax(q * transpose(k, 2, 3), causal = true) * v in its blocks, positions(P, x) for
+ * where each position is), loaded to read one position per forward instead: its input
+ * is (B, 1), its output the window model's at that position (B, 1, ...), to rounding.
+ * The keys and values of the positions read so far are kept in a cache of T per
+ * attention (carried state of the executor, as a recurrent model's is), so a forward
+ * costs one position's work, not T's: a program generates text by binding it at batch
+ * 1, writing a character's index into input 0, calling cf_forward(e, 0) and drawing
+ * the next from output 0, again and again. Position p of a sample (0 after
+ * cf_bind and cf_exec_reset_state, one more after each forward) sees positions 0..p;
+ * after T forwards the cache is full and the next forward fails with a message, until
+ * cf_exec_reset_state empties it (to go on past T, empty it and read the last
+ * characters again). The parameters have the window model's names: its checkpoint
+ * loads (cf_model_load_params). NULL with the error: no causal attention, or a
+ * model that does not run one position at a time (a shape fixed at T). The model
+ * must mix positions only in its attention; cflux sample checks that on its prime text. */
+CF_API cf_model *cf_model_load_cached(const char *path);
+/* The positions a cached model's caches hold (T), or 0 for any other model. */
+CF_API int cf_model_cache_size(const cf_model *m);
+
 /* Print a model file's forward function as a listing with the shape of every value
  * (batch > 0 writes the batch size for B), marking the step where shapes stop
  * fitting. 0, or -1 with the error (the listing up to that point printed first). */
@@ -554,6 +574,8 @@ typedef enum cf_opcode {
     CF_OP_QCONV2D,     /* conv2d (+ b, batch norm, relu) as an 8-bit product, likewise */
     CF_OP_QCHAIN,      /* 8-bit products in a row, each reading the one before, likewise */
     CF_OP_ATTENTION,   /* softmax(q k^T) v, tiled, the scores never held: what a fusion pass makes of attention */
+    CF_OP_CACHE_WRITE, /* a cache of keys or values with new rows written in: what cf_model_load_cached adds */
+    CF_OP_ROWS_AT,     /* the rows of a table of positions at the positions reached: likewise */
     CF_OP_COUNT_
 } cf_opcode;
 

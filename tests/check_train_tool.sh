@@ -153,6 +153,21 @@ one_line "nothing: the folder is empty" "$tool" train "$t/rnn.flux" --data "text
 # sample: a GPT, which carries no state, by recomputing its window
 echo 'model = Chain(Input(8), GPT(30, 16, layers = 1, heads = 2, context = 8))' > "$t/gpt.flux"
 sample_checks "sample gpt" gpt
+# with its keys and values cached (the default) and recomputing the window: the same text,
+# past the window (8) many times over, each time it fills going on from its last half
+"$tool" sample "$t/gpt.flux" --params "$t/gpt.ckpt" --length 300 --seed 7 > "$t/c1" 2> "$t/err" &&
+  "$tool" sample "$t/gpt.flux" --params "$t/gpt.ckpt" --length 300 --seed 7 --no-cache > "$t/c2" 2>> "$t/err" &&
+  [ "$(wc -c < "$t/c1")" -eq 302 ] && cmp -s "$t/c1" "$t/c2" && ok || bad "sample gpt cached: $(cat "$t/c1" "$t/c2" "$t/err")"
+# a GPT with a layer that mixes the positions after its attention: refused with the cache,
+# naming --no-cache
+echo 'model = Chain(Input(8), Embedding(30, 16), TransformerBlock(16, 2), x -> reshape(x, 128), Affine(128, 240),
+  x -> reshape(x, 8, 30), softmax)' > "$t/gmix.flux"
+"$tool" train "$t/gmix.flux" --data "text:$t/words.txt" --epochs 1 --batch 16 --save "$t/gmix.ckpt" > /dev/null 2>&1
+"$tool" sample "$t/gmix.flux" --params "$t/gmix.ckpt" > /dev/null 2> "$t/err"; rc=$?
+[ $rc -eq 1 ] && head -n 1 "$t/err" | grep -q "gmix.flux: the model does not run one position at a time (T = 1 instead of 8): reshape" &&
+  tail -n 1 "$t/err" | grep -q -- "--no-cache runs the whole window again" && ok || bad "sample gmix: exit $rc: $(cat "$t/err")"
+one_line "the model's output at a position depends on the positions after it" \
+  "$tool" sample "$t/gmix.flux" --params "$t/gmix.ckpt" --no-cache   # a look ahead: refused either way
 # a per-position model is causal too; one that mixes positions is refused, not read wrong
 "$tool" sample "$t/char.flux" --params "$t/char.ckpt" --length 10 > /dev/null 2> "$t/err" && ok || bad "sample per position: $(cat "$t/err")"
 echo 'model = Chain(Input(8), x -> reshape(x, 8, 1), Affine(30), x -> transpose(x, 1, 2), Affine(8), x -> transpose(x, 1, 2), softmax)' > "$t/mix.flux"

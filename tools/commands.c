@@ -120,6 +120,7 @@ static const opt sample_opts[] = {
     {"--temperature", OPT_NUM, 0.01, 100, OFF(temperature), "T", "below 1 surer, above 1 wilder (1: the model's own\nprobabilities)"},
     {"--prime", OPT_STR, 0, 0, OFF(prime), "TEXT", "text to read first, and to go on from (default: a newline)"},
     {"--seed", OPT_U64, 0, 0, OFF(seed), "N", "the draws: the same seed, the same text (0)"},
+    {"--no-cache", OPT_FLAG, 0, 0, OFF(no_cache), NULL, "a GPT: compute its whole window again for every character\ninstead of keeping its keys and values (the same text, slower)"},
     THREADS,
     MAXMEM,
     END,
@@ -214,9 +215,11 @@ const command cf_commands[] = {
     {"sample", "MODEL", 1, "Generate text from a character model trained on text:PATH.",
      "A recurrent MODEL runs one step at a time on batch 1 (its unroll over one step),\n"
      "sharing the trained weights and carrying its state from each character to the\n"
-     "next. A MODEL that carries no state and reads T characters (a GPT) runs on the\n"
-     "last T again for every new character: the window is recomputed, not cached.\n"
-     "Each character is drawn from the model's probabilities.\n",
+     "next. A GPT (causal attention over a window of T characters) runs one position\n"
+     "at a time against a cache of its keys and values; when the window is full it\n"
+     "goes on from its last T / 2 characters. --no-cache recomputes the window for\n"
+     "every character instead (the same text). Each character is drawn from the\n"
+     "model's probabilities.\n",
      sample_opts, cmd_sample},
     {"summary", "MODEL", 1, "Each layer: its output shape, parameters, FLOPs and memory per sample.",
      "A table as Keras's summary() prints, each row tied to the source (the layer's\n"

@@ -31,7 +31,7 @@ typedef struct args {
     double epochs, batch, stop_after, lr, wd, clip, val, momentum, threads, seconds, length, temperature, limit_batches;
     double label_smoothing;
     uint64_t seed;
-    int has_seed, json, quiet, normalize, skip_bad, exact_size, int8;
+    int has_seed, json, quiet, normalize, skip_bad, exact_size, int8, no_cache;
     double calib_batches;
     const char *only_classes;   /* --only-classes LIST */
     int partial;                /* --partial: --init loads what matches */

@@ -1,18 +1,25 @@
 /* sample.c - `cflux sample`: text from a character model, one character at a time.
  *
- * Two kinds of model sample:
+ * Three ways to run the model, by its kind:
  *  - A recurrent one (unroll(...)) is loaded unrolled over one step
  *    (cf_model_load_steps) and bound at batch 1: the one-step model shares the trained
  *    weights by name and carries its state from each call to the next, so feeding it
  *    a character at a time runs the same recurrence that training unrolled.
- *  - One that carries no state and reads a window of T characters (a GPT) is run on
- *    the last T characters again for every new one: the window is recomputed, not
- *    cached. Its outputs at position t see positions 1..t only, so a window not yet
- *    full is padded after its end and read at its last character; that is checked
- *    once, by running two different paddings. Recomputing costs a forward of T
- *    positions per character (milliseconds at T = 64); a key/value cache would make
- *    it one position's, but needs attention to keep per-sequence state in the engine,
- *    and would give the same characters.
+ *  - One that reads a window of T characters through causal attention (a GPT) is also
+ *    loaded to read one position per call (cf_model_load_cached): its keys and values
+ *    are kept, so a character costs one position's work. Before the prime text, both
+ *    forms read the same T characters and must give the same probabilities at every
+ *    position (to 1e-4): a model that mixes positions other than through its attention
+ *    is refused, naming --no-cache.
+ *  - With --no-cache, or for a windowed model with no attention to cache (one that
+ *    treats each position alone), the window is run again for every new character. Its
+ *    outputs at position t must see positions 1..t only, so a window not yet full is
+ *    padded after its end and read at its last character; that is checked once, by
+ *    running two different paddings.
+ * Both windowed ways see the same characters: the window holds the last characters
+ * read, at most T; when it is full, it keeps its last T / 2 and goes on from them (the
+ * cache emptied and those read again), so the text is the same with the cache and
+ * without it, for the same seed.
  * The prime text is read first; then each character is drawn from the last output's
  * probabilities, sharpened or flattened by the temperature, and fed back.
  *
@@ -65,20 +72,15 @@ static int draw(const float *p, int n, double temperature, uint64_t *rng)
     return 0;
 }
 
-/* The next character c: a recurrent model (T 1) reads it now, one step; a window
- * model's window w of n (at most T, the newest last) takes it, dropping its oldest
- * when full. 0, or 1 with the message printed. */
-static int feed(cf_exec *e, float *w, int *n, int T, float c)
-{
-    if (T == 1) {
-        cf_exec_input(e, 0, NULL)[0] = c;
-        return cf_forward(e, 0) ? fail() : 0;
-    }
-    if (*n == T) memmove(w, w + 1, (size_t)(T - 1) * sizeof *w);
-    else ++*n;
-    w[*n - 1] = c;
-    return 0;
-}
+/* How the model reads: the executor e (the recurrent step model, T 1, or the window
+ * model of T) and, cached, c (the cached model's); the window w of the last n
+ * characters read (n <= T), and the probabilities of the next character after them. */
+typedef struct reader {
+    cf_exec *e, *c;
+    float *w;
+    int n, T, V;
+    const float *p;   /* the next character's V probabilities, once computed */
+} reader;
 
 /* The window w of n characters (n <= T) into the model's input, padded with `pad`
  * after its end, and a forward pass: 0, or 1 with the message printed. */
@@ -88,6 +90,78 @@ static int window_forward(cf_exec *e, const float *w, int n, int pad)
     float *x = cf_exec_input(e, 0, &T);
     for (size_t i = 0; i < T; i++) x[i] = i < (size_t)n ? w[i] : (float)pad;
     return cf_forward(e, 0) ? fail() : 0;
+}
+
+/* One forward of the cached model on character ch: 0, or 1 with the message. */
+static int cached_forward(reader *r, float ch)
+{
+    cf_exec_input(r->c, 0, NULL)[0] = ch;
+    if (cf_forward(r->c, 0)) return fail();
+    r->p = cf_exec_output(r->c, 0, NULL);
+    return 0;
+}
+
+/* The next character ch read: a recurrent model reads it now, one step; a windowed
+ * one appends it to the window, which keeps its last T / 2 first when full (the cache
+ * emptied and those read again). 0, or 1 with the message printed. */
+static int feed(reader *r, float ch)
+{
+    if (r->T == 1) {
+        cf_exec_input(r->e, 0, NULL)[0] = ch;
+        if (cf_forward(r->e, 0)) return fail();
+        r->p = cf_exec_output(r->e, 0, NULL);
+        return 0;
+    }
+    if (r->n == r->T) {
+        int keep = r->T / 2;
+        memmove(r->w, r->w + r->n - keep, (size_t)keep * sizeof *r->w);
+        r->n = keep;
+        if (r->c) {
+            cf_exec_reset_state(r->c);
+            for (int i = 0; i < keep; i++)
+                if (cached_forward(r, r->w[i])) return 1;
+        }
+    }
+    r->w[r->n++] = ch;
+    r->p = NULL;
+    return r->c ? cached_forward(r, ch) : 0;
+}
+
+/* The probabilities of the next character (the window run now when it is not
+ * cached), or NULL with the message printed. */
+static const float *next_probs(reader *r)
+{
+    if (!r->p) {
+        if (window_forward(r->e, r->w, r->n, 0)) return NULL;
+        r->p = cf_exec_output(r->e, 0, NULL) + (size_t)(r->n - 1) * (size_t)r->V;
+    }
+    return r->p;
+}
+
+/* The cached model must give the window model's probabilities: both read the T
+ * characters of the window, compared at every position; the cache emptied after.
+ * 0, or 1 with the message printed. */
+static int cached_check(const char *model, reader *r)
+{
+    const float *w = r->w;
+    if (window_forward(r->e, w, r->T, 0)) return 1;
+    const float *all = cf_exec_output(r->e, 0, NULL);
+    double worst = 0;
+    int at = 0;
+    for (int t = 0; t < r->T; t++) {
+        if (cached_forward(r, w[t])) return 1;
+        for (int v = 0; v < r->V; v++) {
+            double d = fabs((double)r->p[v] - (double)all[(size_t)t * (size_t)r->V + (size_t)v]);
+            if (d > worst) worst = d, at = t;
+        }
+    }
+    cf_exec_reset_state(r->c);
+    r->p = NULL;
+    if (worst <= 1e-4) return 0;
+    fprintf(stderr, "error: %s: read one position at a time against its cache, the model gives other probabilities "
+                    "than over its window (by %.3g at position %d of %d): it mixes positions other than through its "
+                    "causal attention; sample it with --no-cache\n", model, worst, at + 1, r->T);
+    return 1;
 }
 
 /* A window not yet full is read at its last character, past which the input is
@@ -152,6 +226,8 @@ int cmd_sample(const args *a)
     if (!m) return fail();
     int rc = 1;
     cf_exec *e = NULL;
+    cf_model *cm = NULL;   /* the cached form of a GPT */
+    reader r = {0};
     float *w = NULL;
     cf_shape in = cf_model_input_shape(m, 0), out = cf_model_output_shape(m, 0);
     char s1[96], s2[96];
@@ -181,28 +257,46 @@ int cmd_sample(const args *a)
     uint64_t rng = a->seed;
     double temperature = isnan(a->temperature) ? 1.0 : a->temperature;
     long length = isnan(a->length) ? 500 : (long)a->length;
-    const float *p = cf_exec_output(e, 0, NULL);
+    r = (reader){.e = e, .T = T, .V = V};
     if (!(w = malloc((size_t)T * sizeof *w))) {
         fprintf(stderr, "error: out of memory\n");
         goto done;
     }
-    int n = 0;   /* characters in the window w, the newest last */
+    r.w = w;
+    if (T > 1 && !a->no_cache) {   /* the cached form, unless the model has no attention to cache */
+        if (!(cm = cf_model_load_cached(a->pos[0]))) {
+            if (!strstr(cf_last_error(), "no causal attention to cache")) {
+                fail();
+                fprintf(stderr, "(sample --no-cache runs the whole window again for each character instead)\n");
+                goto done;
+            }
+        } else if (cf_model_load_params(cm, a->params) || !(r.c = cf_bind(cm, 1, 0))) {
+            fail();
+            goto done;
+        } else if (isnan(a->threads)) {
+            cf_set_threads(1);   /* a position's work is too small to share between threads */
+        }
+    }
+    for (int i = 0; i < T; i++) w[i] = (float)((i * 7 + 3) % nv);   /* the checks' text */
+    if (T > 1 && (r.c ? cached_check(a->pos[0], &r) : causal_check(a->pos[0], e, w, T / 2, V, nv))) goto done;
     unsigned char last = '\n';
     if (prime != file_start)   /* the marker that starts a file is not shown */
         for (const unsigned char *c = (const unsigned char *)prime; *c; c++) put_char(*c, marked, &last);
     for (const unsigned char *c = (const unsigned char *)prime; *c; c++)
-        if (feed(e, w, &n, T, (float)index[*c])) goto done;
-    if (T > 1 && (n < T ? causal_check(a->pos[0], e, w, n, V, nv) : 0)) goto done;
+        if (feed(&r, (float)index[*c])) goto done;
     for (long k = 0; k < length; k++) {
-        if (T > 1 && window_forward(e, w, n, 0)) goto done;
-        int next = draw(T > 1 ? p + (size_t)(n - 1) * (size_t)V : p, nv, temperature, &rng);   /* classes past the text's never come */
+        const float *p = next_probs(&r);
+        if (!p) goto done;
+        int next = draw(p, nv, temperature, &rng);   /* classes past the text's never come */
         put_char(vocab[next], marked, &last);
-        if (k + 1 < length && feed(e, w, &n, T, (float)next)) goto done;
+        if (k + 1 < length && feed(&r, (float)next)) goto done;
     }
     putchar('\n');
     rc = fflush(stdout) == 0 ? 0 : 1;
 done:
     free(w);
+    cf_exec_free(r.c);
+    cf_model_free(cm);
     cf_exec_free(e);
     cf_model_free(m);
     return rc;

@@ -76,6 +76,7 @@ void cf_model_free(cf_model *m)
     free(m->states);
     free(m->carries);
     free(m->regions);
+    free(m->posuses);
     free(m->layers);
     free(m->class_names);
     free(m->class_text);
@@ -415,6 +416,19 @@ int cf_model_add_region(cf_model *m, const cf_region *r)
         m->cap_regions = cap;
     }
     m->regions[m->nregions++] = *r;
+    return 0;
+}
+
+int cf_model_add_positions(cf_model *m, cf_node *value, cf_node *table)
+{
+    if (m->nposuses == m->cap_posuses) {
+        int cap = m->cap_posuses ? 2 * m->cap_posuses : 4;
+        struct cf_posuse *p = realloc(m->posuses, (size_t)cap * sizeof *p);
+        if (!p) return cf_oom((size_t)cap * sizeof *p);
+        m->posuses = p;
+        m->cap_posuses = cap;
+    }
+    m->posuses[m->nposuses++] = (struct cf_posuse){value, table};
     return 0;
 }
 

@@ -163,6 +163,12 @@ typedef struct cf_region {
 /* Add a region (copied into the model). 0 or -1. */
 int cf_model_add_region(cf_model *m, const cf_region *r);
 
+/* What the notation's positions(P, x) made: `value`, a node of the first T rows of the
+ * table P (T x's length; P itself when T is all its rows), which a model run one
+ * position at a time against a cache (cf_model_load_cached) replaces with the rows at
+ * the positions reached. 0 or -1. */
+int cf_model_add_positions(cf_model *m, cf_node *value, cf_node *table);
+
 #define CF_MAX_SCOPES 256
 #define CF_INTERN_SLOTS 64
 
@@ -199,6 +205,9 @@ struct cf_model {
 
     cf_region *regions;      /* sequences a pass may fuse (cf_region) */
     int nregions, cap_regions;
+
+    struct cf_posuse { cf_node *value, *table; } *posuses;   /* cf_model_add_positions */
+    int nposuses, cap_posuses;
 
     cf_node *loss;           /* the training loss (cf_model_add_loss), or NULL */
     cf_node *target;         /* its label or target input */

@@ -120,14 +120,33 @@ static void timeline(cf_exec *e)
     }
 }
 
+/* Whether node i, of an op that writes in place (CF_IN_PLACE), is the next value of the
+ * carried state that is its input 0 and that nothing else reads. */
+static int in_place(const cf_exec *e, int i)
+{
+    const cf_node *n = e->g->node[i];
+    if (!(cf_ops[n->op]->flags & CF_IN_PLACE) || CF_NSRC(&e->an, i) < 1) return 0;
+    int s = CF_SRC(&e->an, i, 0);
+    const cf_node *src = e->g->node[s];
+    if (src->op != CF_OP_STATE || !src->batched || e->an.uses[s] != 1) return 0;
+    for (int c = 0; c < e->m->ncarries; c++)
+        if (e->m->carries[c].state == src) return e->m->carries[c].next == n;
+    return 0;
+}
+
 /* Views: a computed node whose op can give its input's memory as its value (a reshape,
  * a contiguous slice: cf_opdef.view) takes it, with no copy and no buffer of its own,
- * unless the input is a model input (cf_exec_set_input may point that elsewhere). */
+ * unless the input is a model input (cf_exec_set_input may point that elsewhere); and
+ * one that writes in place over a carried state (in_place) takes the state's. */
 static void views(cf_exec *e)
 {
     for (int i = 0; i < e->nn; i++) {
         const cf_node *n = e->g->node[i];
         e->vsrc[i] = -1;
+        if (n && e->tf[i] >= 0 && in_place(e, i)) {
+            e->vsrc[i] = CF_SRC(&e->an, i, 0), e->voff[i] = 0;
+            continue;
+        }
         if (!n || e->tf[i] < 0 || !cf_ops[n->op]->view || CF_NSRC(&e->an, i) != 1) continue;
         int s = CF_SRC(&e->an, i, 0);
         if (e->g->node[s]->op == CF_OP_INPUT) continue;

@@ -126,7 +126,8 @@ int cf_forward(cf_exec *e, int train)
     for (int s = 0; s < e->nfwd; s++) {
         int i = e->fwd[s];
         const cf_inst *k = &e->inst[i];
-        if (e->vsrc[i] >= 0) continue;   /* a view: its value is its source's memory */
+        if (e->vsrc[i] >= 0 && !(cf_ops[k->node->op]->flags & CF_IN_PLACE))
+            continue;   /* a view: its value is its source's memory */
         e->inst[i].ws = e->fws[i];
         int rc = cf_ops[k->node->op]->forward(k);
         if (rc) {

@@ -298,7 +298,8 @@ static int transpose_call(cc *c, env *en, const ast *e, const struct builtin *b,
 }
 
 /* positions(P, x): the rows of the table P (context, d) for the T positions of x
- * (B, T, ...): P's first T rows, (T, d), which broadcast over the batch when added.
+ * (B, T, ...): P's first T rows, (T, d), which broadcast over the batch when added;
+ * recorded as the model's positions (cf_model_add_positions).
  * A sequence longer than the table is an error here, at the model's line. */
 static int positions_call(cc *c, env *en, const ast *e, const struct builtin *b, value *args, int nargs,
                           const value *kw, value *out)
@@ -316,11 +317,13 @@ static int positions_call(cc *c, env *en, const ast *e, const struct builtin *b,
         return ERR(c, en, e, "the sequence is longer than the context: %s has %d positions, and the table %s holds "
                    "%d", cf_shape_str(x->shape, sx, sizeof sx), T, cf_shape_str(P->shape, sp, sizeof sp), context);
     if (T == context) {   /* the whole table: P itself */
+        if (cf_model_add_positions(c->m, args[0].node, args[0].node)) return -1;
         *out = args[0];
         return 0;
     }
     cf_node *n = cf_slice_at(c->m, args[0].node, 0, 0, T, en->file, e->line, e->col);
     if (cc_made(c, en, e, n)) return -1;
+    if (cf_model_add_positions(c->m, n, args[0].node)) return -1;
     *out = tensor_value(n);
     return 0;
 }

@@ -10,6 +10,11 @@
  * (l T + i) S + j of that dropout, with its key): the same numbers as the unfused ops.
  * The scale (1 / sqrt(D)) is q's, before.
  *
+ * A fourth input, pos (B, 1), makes it a step against cached keys (cf_model_load_cached):
+ * causal, the queries of sample b at positions pos[b] .. pos[b] + T - 1, query i seeing
+ * keys 0 .. pos[b] + i of the S the cache holds (the keys past those are not yet
+ * written). pos takes no gradient.
+ *
  * Forward, for each l and block of BQ queries: the keys in tiles of BK, up to the
  * last one a query of the block sees (the masked tiles are skipped), with an online
  * softmax (FlashAttention): per row the running maximum m and sum s of exp(x - m);
@@ -36,6 +41,7 @@
 
 static int attention_infer(cf_node *n)
 {
+    if (n->nin != 3 && n->nin != 4) return cf_seterr("error: attention takes q, k, v and, cached, the positions");
     const cf_node *q = n->in[0], *k = n->in[1], *v = n->in[2];
     cf_shape qs = q->shape, ks = k->shape, vs = v->shape;
     char a[96], b[96], c[96];
@@ -49,6 +55,12 @@ static int attention_infer(cf_node *n)
     if (n->attr.f[0] != 0 && ks.d[r - 2] < qs.d[r - 2])
         return cf_seterr("error: causal attention needs at least as many keys as queries: %s, %s",
                          cf_shape_str(qs, a, sizeof a), cf_shape_str(ks, b, sizeof b));
+    if (n->nin == 4) {
+        cf_shape ps = n->in[3]->shape;
+        if (!n->in[3]->batched || !q->batched || ps.rank != 2 || ps.d[1] != 1 || n->attr.f[0] == 0)
+            return cf_seterr("error: cached attention needs causal attention of a batch and its positions (B, 1), "
+                             "not %s", cf_shape_str(ps, a, sizeof a));
+    }
     if (!(n->attr.f[1] >= 0 && n->attr.f[1] < 1))
         return cf_seterr("error: dropout rate %g: it must be at least 0 and below 1", (double)n->attr.f[1]);
     n->shape = qs;
@@ -66,6 +78,8 @@ typedef struct geom {
     uint32_t thr;
     float scale;
     size_t nqb;                   /* blocks of queries per l */
+    const float *pos;             /* cached: each sample's first position, NULL otherwise */
+    size_t per_b;                 /* matrices l per sample */
 } geom;
 
 static geom geom_of(const cf_inst *k)
@@ -77,6 +91,10 @@ static geom geom_of(const cf_inst *k)
     g.L = cf_shape_count_b(qs, 1) / (g.T * g.D);
     g.off = g.causal ? g.S - g.T : 0;
     g.nqb = (g.T + BQ - 1) / BQ;
+    if (k->nin == 4) {
+        g.pos = k->x[3];
+        g.per_b = g.L / (size_t)qs.d[0];
+    }
     float p = k->node->attr.f[1];
     g.drop = k->ctx && k->ctx->train && p > 0;
     if (g.drop) {
@@ -89,8 +107,13 @@ static geom geom_of(const cf_inst *k)
     return g;
 }
 
-/* Keys that query i sees: all S, or 0 .. off + i when causal. */
-static inline size_t seen(const geom *g, size_t i) { return g->causal ? g->off + i + 1 : g->S; }
+/* Keys that query i of matrix l sees: all S, or 0 .. off + i when causal (off the
+ * sample's position, cached). */
+static inline size_t seen(const geom *g, size_t l, size_t i)
+{
+    if (!g->causal) return g->S;
+    return (g->pos ? (size_t)g->pos[l / g->per_b] : g->off) + i + 1;
+}
 
 /* The dropout of keys j0 .. j0 + n of query i of matrix l, as ops/dropout.c draws it:
  * f[j] its factor (0 or 1 / (1 - p)), y[j] = x[j] f[j] (y may be x). */
@@ -121,14 +144,14 @@ static void forward_blocks(void *p, size_t b, size_t e)
         size_t l = t / g->nqb, i0 = t % g->nqb * BQ, bq = T - i0 < BQ ? T - i0 : BQ;
         const float *q = k->x[0] + (l * T + i0) * D, *kk = k->x[1] + l * S * D, *v = k->x[2] + l * S * Dv;
         float *y = k->y + (l * T + i0) * Dv, *lse = k->aux ? k->aux + l * T + i0 : NULL;
-        size_t last = seen(g, i0 + bq - 1);   /* keys the block's last query sees */
+        size_t last = seen(g, l, i0 + bq - 1);   /* keys the block's last query sees */
         for (size_t r = 0; r < bq; r++) mx[r] = -INFINITY, sum[r] = 0;
         for (size_t j0 = 0; j0 < last; j0 += BK) {
             size_t bk = last - j0 < BK ? last - j0 : BK;
             cf_gemm(0, 1, (int)bq, (int)bk, (int)D, 1.0f, q, (int)D, kk + j0 * D, (int)D, 0.0f, s, (int)bk);
             for (size_t r = 0; r < bq; r++) {
                 float *x = s + r * bk, *yr = y + r * Dv;
-                size_t n = seen(g, i0 + r) - j0;
+                size_t n = seen(g, l, i0 + r) - j0;
                 if ((ptrdiff_t)n <= 0) {   /* a causal row that sees none of this tile */
                     memset(x, 0, bk * sizeof *x);
                     continue;
@@ -155,9 +178,21 @@ static void forward_blocks(void *p, size_t b, size_t e)
     }
 }
 
+/* Each sample's position a whole number with room for its T queries in the S keys:
+ * 0, or -1 with the message. */
+int cf_check_positions(const float *pos, size_t B, size_t T, size_t S)
+{
+    for (size_t b = 0; b < B; b++)
+        if (!(pos[b] >= 0 && pos[b] + (float)T <= (float)S && pos[b] == (float)(size_t)pos[b]))
+            return cf_seterr("error: sample %zu is at position %g, and the cache holds %zu positions: it is full "
+                             "(cf_exec_reset_state empties it)", b, (double)pos[b], S);
+    return 0;
+}
+
 static int attention_forward(const cf_inst *k)
 {
     geom g = geom_of(k);
+    if (g.pos && cf_check_positions(g.pos, (size_t)k->xs[0].d[0], g.T, g.S)) return -1;
     size_t work = g.S * (g.D + g.Dv) * BQ;
     cf_parallel_range(g.L * g.nqb, work, forward_blocks, &g);
     return 0;
@@ -190,14 +225,14 @@ static void backward_mats(void *p, size_t b, size_t e)
         if (dk && !k->acc[1]) memset(dk + l * S * D, 0, S * D * sizeof *dk);
         if (dv && !k->acc[2]) memset(dv + l * S * Dv, 0, S * Dv * sizeof *dv);
         for (size_t i0 = 0; i0 < T; i0 += BQ) {
-            size_t bq = T - i0 < BQ ? T - i0 : BQ, last = seen(g, i0 + bq - 1);
+            size_t bq = T - i0 < BQ ? T - i0 : BQ, last = seen(g, l, i0 + bq - 1);
             const float *qb = q + i0 * D, *dyb = dy + i0 * Dv;
             for (size_t j0 = 0; j0 < last; j0 += BK) {
                 size_t bk = last - j0 < BK ? last - j0 : BK;
                 cf_gemm(0, 1, (int)bq, (int)bk, (int)D, 1.0f, qb, (int)D, kk + j0 * D, (int)D, 0.0f, s, (int)bk);
                 for (size_t r = 0; r < bq; r++) {   /* P, and P f */
                     float *x = s + r * bk, *xd = pd + r * bk;
-                    size_t n = seen(g, i0 + r) - j0;
+                    size_t n = seen(g, l, i0 + r) - j0;
                     n = (ptrdiff_t)n <= 0 ? 0 : n < bk ? n : bk;
                     cf_vexp_sum(x, x, lse[i0 + r], n);
                     for (size_t j = n; j < bk; j++) x[j] = 0;
@@ -256,5 +291,5 @@ static void attention_flops(const cf_node *n, const unsigned char *want, double 
 const cf_opdef cf_op_attention = {
     .name = "attention", .what = "attention", .infer = attention_infer, .aux = attention_aux,
     .workspace = attention_workspace, .forward = attention_forward, .backward = attention_backward,
-    .flags = CF_BWD_X | CF_BWD_Y | CF_WS_BACKWARD, .nin = 3, .flops = attention_flops,
+    .flags = CF_BWD_X | CF_BWD_Y | CF_WS_BACKWARD, .nograd = 8, .nin = CF_NIN_ANY, .flops = attention_flops,
 };

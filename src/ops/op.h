@@ -87,6 +87,12 @@ typedef struct cf_attrdef {
 /* Its workspace() is scratch for its backward only; its forward needs none. */
 #define CF_WS_BACKWARD 256u
 
+/* Its forward may write its output over input 0, in place: where input 0 is a carried
+ * state that only it reads and whose next value it is (a cache it adds rows to), the
+ * executor gives it that state's memory as its output, and the state needs no copy
+ * after the forward. The forward runs as ever (it copies nothing when y is x[0]). */
+#define CF_IN_PLACE 512u
+
 /* cf_opdef.nin for an op of any number of inputs (concat). */
 #define CF_NIN_ANY (-1)
 
@@ -184,6 +190,10 @@ void cf_matmul_fused(const cf_inst *k, const float *bias, int relu);
  * 0, or -1 with "error: embedding: x[3, 12] is 7.5, not an index in 0..75 ..." (the
  * first that is not). For the ops that pick rows of a table (ops/embedding.c). */
 int cf_check_indices(const float *x, cf_shape xs, int V);
+
+/* Positions pos[0 .. B) of a cache of S (ops/attention.c, ops/cache.c): each a whole
+ * number with room for T more. 0, or -1 with the message. */
+int cf_check_positions(const float *pos, size_t B, size_t T, size_t S);
 
 /* A forward's failure that is the folded layer's (cf_node.folded_frame: an index
  * an LSTM's folded Embedding cannot pick): the trace of that layer's place added

@@ -22,7 +22,7 @@ extern const cf_opdef cf_op_matmul, cf_op_add, cf_op_sub, cf_op_mul, cf_op_div, 
     cf_op_xent, cf_op_mse, cf_op_softplus, cf_op_conv2d, cf_op_maxpool, cf_op_avgpool, cf_op_globalavgpool,
     cf_op_dropout, cf_op_batchnorm, cf_op_embedding, cf_op_lstm, cf_op_layernorm, cf_op_gelu, cf_op_transpose,
     cf_op_affine, cf_op_affine_relu, cf_op_clamp, cf_op_batchnorm_relu, cf_op_batchnorm_add_relu,
-    cf_op_qaffine, cf_op_qconv2d, cf_op_qchain, cf_op_attention;
+    cf_op_qaffine, cf_op_qconv2d, cf_op_qchain, cf_op_attention, cf_op_cache_write, cf_op_rows_at;
 
 const cf_opdef *cf_ops[CF_OP_COUNT_] = {
     [CF_OP_INPUT] = &cf_op_input,         [CF_OP_PARAM] = &cf_op_param,
@@ -54,4 +54,6 @@ const cf_opdef *cf_ops[CF_OP_COUNT_] = {
     [CF_OP_QCONV2D] = &cf_op_qconv2d,
     [CF_OP_QCHAIN] = &cf_op_qchain,
     [CF_OP_ATTENTION] = &cf_op_attention,
+    [CF_OP_CACHE_WRITE] = &cf_op_cache_write,
+    [CF_OP_ROWS_AT] = &cf_op_rows_at,
 };

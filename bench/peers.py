@@ -65,6 +65,8 @@ test; bench/run.sh runs it with bench/pyenv.sh's python.
            gpt: 1000, each a whole sequence) and >= S s after a tenth as many
            warm-up calls
   infer    samples/s of forward passes of batches of 1000 (gpt: 100), over S seconds
+  generate the GPT only: characters/s drawn one at a time at batch 1 with a cache of
+           keys and values (torch_gpt_generate), over S seconds
 
 Threads: OMP_NUM_THREADS, MKL_NUM_THREADS, OPENBLAS_NUM_THREADS and
 MXNET_CPU_WORKER_NTHREADS are set to T before the framework is imported, and
@@ -272,9 +274,70 @@ def torch_train(model, data, labels, seconds, chunk, classes=None):
     return per_s, n, last["loss"].item()
 
 
+def torch_gpt_generate(threads, seconds):
+    """Characters/s of the GPT generating one at a time at batch 1 with its own cache of
+    keys and values (past_key_values-style incremental decoding: each step runs one
+    position, writes its keys and values into preallocated buffers and attends over
+    the positions so far with scaled_dot_product_attention), drawing each character
+    with torch.multinomial and feeding it back; when the window of CONTEXT fills, it
+    goes on from its last half, read again, as cflux sample and cflux bench do. The
+    steps are checked against the whole window's forward first."""
+    import torch
+    F = torch.nn.functional
+    torch.set_num_threads(threads)
+    torch.manual_seed(1)
+    model = torch_char_gpt().eval()
+    T, dh = CONTEXT, D // HEADS
+    kc = [torch.zeros(1, HEADS, T, dh) for _ in model.blocks]
+    vc = [torch.zeros(1, HEADS, T, dh) for _ in model.blocks]
+
+    def step(tok, t):
+        x = model.tok(tok.view(1, 1)) + model.pos[t]
+        for i, blk in enumerate(model.blocks):
+            q, k, v = (z.view(1, 1, HEADS, dh).transpose(1, 2) for z in blk.qkv(blk.ln1(x)).split(D, dim=2))
+            kc[i][:, :, t] = k[:, :, 0]
+            vc[i][:, :, t] = v[:, :, 0]
+            y = F.scaled_dot_product_attention(q, kc[i][:, :, :t + 1], vc[i][:, :, :t + 1])
+            x = x + blk.proj(y.transpose(1, 2).reshape(1, 1, D))
+            x = x + blk.fc2(F.gelu(blk.fc(blk.ln2(x)), approximate="tanh"))
+        return torch.softmax(model.head(model.ln_f(x))[0, 0], dim=-1)
+
+    with torch.inference_mode():
+        seq = torch.randint(0, V, (T,))
+        whole = torch.softmax(model(seq.view(1, T))[0], dim=-1)
+        worst = max(float((step(seq[t], t) - whole[t]).abs().max()) for t in range(T))
+        assert worst < 1e-4, "the cached steps differ from the window's forward by %g" % worst
+        gen = torch.Generator().manual_seed(1)
+        window, chars, nxt = [], 0, torch.tensor(0)
+
+        def one():
+            nonlocal window, nxt
+            if len(window) == T:
+                window = window[T - T // 2:]
+                for t, c in enumerate(window):
+                    step(c, t)
+            window.append(nxt)
+            p = step(nxt, len(window) - 1)
+            nxt = torch.multinomial(p, 1, generator=gen)[0]
+
+        t0 = time.perf_counter()
+        while time.perf_counter() - t0 < WARMUP_S:
+            one()
+        t0, chars = time.perf_counter(), 0
+        while True:
+            one()
+            chars += 1
+            t = time.perf_counter() - t0
+            if t >= seconds and chars >= 2 * T:
+                break
+    return {"version": torch.__version__, "batch": 1, "chars_per_sec": chars / t, "chars": chars, "check": worst}
+
+
 def run_torch_seq(name, case, threads, seconds):
     """A sequence model (SEQ): the LSTM or the GPT, on sequences of random indices."""
     import torch
+    if case == "generate":
+        return torch_gpt_generate(threads, seconds)
     torch.set_num_threads(threads)
     torch.manual_seed(1)
     steps, batch, infer_batch, per_step = SEQ[name]
@@ -518,11 +581,13 @@ def run_mxnet(name, case, threads, seconds):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("peer", choices=("torch", "mxnet", "torch-int8", "ort-int8"))
-    ap.add_argument("case", choices=("train", "latency", "infer"))
+    ap.add_argument("case", choices=("train", "latency", "infer", "generate"))
     ap.add_argument("--model", choices=("mlp", "cnn", "lstm", "gpt", "resnet"), default="mlp")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--seconds", type=float, default=3.0)
     a = ap.parse_args()
+    if a.case == "generate" and (a.peer != "torch" or a.model != "gpt"):
+        ap.error("generate is the GPT's, against PyTorch")
     if a.peer == "mxnet" and a.model in ("gpt", "resnet"):
         ap.error("the %s case is PyTorch's only (run.sh skips MXNet there)" % a.model)
     int8 = a.peer.endswith("-int8")

@@ -35,9 +35,10 @@ import sys
 
 # name, label, better (+1 higher, -1 lower, 0 neither: shown, never ranked)
 FIGURES = (("train", "train samples/s", 1), ("infer", "infer samples/s", 1),
-           ("latency", "latency µs", -1), ("memory", "peak RSS MB", 0))
+           ("latency", "latency µs", -1), ("generate", "generate chars/s", 1), ("memory", "peak RSS MB", 0))
 LEGEND = ("train: training, batch 64; infer: forward passes, batch 1000; latency: one forward"
-          " pass of batch 1, median call; peak RSS: the training process's")
+          " pass of batch 1, median call; generate (the GPT): characters drawn one at a time at batch 1"
+          " with a cache of keys and values; peak RSS: the training process's")
 # Models whose samples are sequences: steps a sample, unit, legend. Their train and
 # infer figures are reported per step (characters/s, tokens/s).
 SEQUENCES = {"lstm": (50, "chars/s", "lstm: train and infer in characters/s (sequences/s x 50), training batch 32"
@@ -81,11 +82,12 @@ def figures(line):
         return [(f, v) for f, v in figures(dict(line, model=model_name(line)[:-5])) if f in ("infer", "latency")]
     if line["contender"].startswith("cflux"):   # cflux, and cflux-prescott
         pairs = (("train", "train_samples_per_sec"), ("infer", "infer_samples_per_sec"),
-                 ("latency", "latency_us"), ("memory", "peak_rss_mb"))
+                 ("latency", "latency_us"), ("generate", "generate_chars_per_sec"), ("memory", "peak_rss_mb"))
     else:
         pairs = {"train": (("train", "samples_per_sec"), ("memory", "peak_rss_mb")),
                  "infer": (("infer", "samples_per_sec"),),
-                 "latency": (("latency", "latency_us"),)}[line["case"]]
+                 "latency": (("latency", "latency_us"),),
+                 "generate": (("generate", "chars_per_sec"),)}[line["case"]]
     return [(f, float(line[k]) * (steps if f in ("train", "infer") else 1)) for f, k in pairs
             if line.get(k) is not None]
 

@@ -4,7 +4,9 @@
 # of models/resnet.flux and the character GPT of models/char-gpt.flux (and, when asked,
 # the LSTM of models/char-rnn.flux): training samples/s (batch 64, SGD at lr 0.01; the LSTM and the
 # GPT: batch 32, in characters/s and tokens/s), batch-1 latency, batch-1000 inference
-# samples/s (the GPT: batch 100) and the training's peak memory. The GPT and the ResNet
+# samples/s (the GPT: batch 100) and the training's peak memory; for the GPT also
+# characters/s generated one at a time with a cache of keys and values (cflux bench's
+# generate, PyTorch's incremental decoding in bench/peers.py). The GPT and the ResNet
 # run against PyTorch only: MXNet 1.x has no causal attention to match, and its ResNet
 # case is not written, so they are skipped there. For each model, each round runs every contender once at
 # every thread count from 1 to the CPU count (the order of the contenders turns each
@@ -121,7 +123,7 @@ for m in $models; do
             --seconds "$secs" --json
         else
           cases="train latency infer"
-          case $c in *-int8) cases="latency infer" ;; esac
+          case $c.$m in *-int8.*) cases="latency infer" ;; torch.gpt) cases="train latency infer generate" ;; esac
           for case in $cases; do
             record "$c" "$r" "$py" "$here/bench/peers.py" "$c" "$case" --model "${m%-int8}" --threads "$t" \
               --seconds "$secs"

@@ -58,6 +58,9 @@ for k in ("train_samples_per_sec", "infer_samples_per_sec", "latency_us", "peak_
 assert d["batch"] == 32 and d["infer_batch"] == 1000 and d["latency_calls"] == 10000
 assert d["kernels"]["gemm"] and d["kernels"]["why"] and d["cpu"] and d["isa"]
 ' "$tmp/bench.json"; then pass=$((pass + 1)); else fail=$((fail + 1)); echo "bench --json: bad output: $(cat "$tmp/bench.json")"; fi
+# a GPT: bench also generates, a character at a time against the cache (any speed passes)
+printf 'model = Chain(Input(16), GPT(20, 16, layers = 1, heads = 2, context = 16))\n' > "$tmp/gpt.flux"
+expect 0 'generate .* chars/s .*batch 1, a character at a time against the cache' bench "$tmp/gpt.flux" --seconds 0.1 --threads 1 --batch 4
 # import and export: PyTorch's layout and back, through the tool (test_torch_io and the
 # interop test check the values); a file that does not fit is one line, exit 1
 printf 'model = Chain(Input(4), Affine(3), relu, Affine(2), softmax)\n' > "$tmp/small.flux"

@@ -10,7 +10,11 @@
  *             engine: cf_gemm_flops) against one core's measured FMA peak times the
  *             threads;
  *   infer     forward at batch 1000, for --seconds; samples/s;
- *   latency   forward at batch 1: the median of 10,000 calls, each timed alone.
+ *   latency   forward at batch 1: the median of 10,000 calls, each timed alone;
+ *   generate  a GPT (a model cf_model_load_cached takes) only: characters/s drawn one
+ *             at a time at batch 1, each fed back, against the cache of keys and
+ *             values, as cflux sample runs it (when the window fills, its last half
+ *             read again), for --seconds.
  * A model whose batch of 1000 costs more than INFER_FLOPS (25 GFLOP) forward, as
  * cf_model_flops counts, is timed on ten times fewer, batch and calls alike, until a
  * batch costs less: the GPT of models/char-gpt.flux (112 MFLOP a sequence of 64)
@@ -105,7 +109,7 @@ static int cmp_double(const void *a, const void *b)
 }
 
 typedef struct {
-    double train, gflops, infer, latency, rss_mb, peak;
+    double train, gflops, infer, latency, rss_mb, peak, generate;   /* generate 0: not a GPT */
     int infer_batch, latency_calls;   /* what infer and latency ran */
 } figures;
 
@@ -206,6 +210,56 @@ out:
     return rc;
 }
 
+/* A class drawn from the probabilities p[0 .. n). */
+static int draw(const float *p, int n)
+{
+    float u = uniform(), sum = 0;
+    for (int i = 0; i < n; i++)
+        if ((sum += p[i]) > u) return i;
+    return n - 1;
+}
+
+/* Characters/s of the cached form of the model in path, generating at batch 1 for
+   `seconds` (its own random weights: the speed is the same); 0 when it has no causal
+   attention to cache. 0 or -1. */
+static int time_generate(const char *path, double seconds, figures *f)
+{
+    cf_model *c = cf_model_load_cached(path);
+    if (!c) return strstr(cf_last_error(), "no causal attention to cache") ? 0 : -1;
+    int rc = -1, T = cf_model_cache_size(c), V = cf_model_output_shape(c, 0).d[2];
+    float *w = malloc((size_t)T * sizeof *w);
+    cf_exec *e = w ? cf_bind(c, 1, 0) : NULL;
+    if (!e) goto out;
+    float *x = cf_exec_input(e, 0, NULL);
+    const float *p = cf_exec_output(e, 0, NULL);
+    long chars = 0;
+    int n = 0, next = 0;
+    double t0 = now(), t;
+    do {
+        if (n == T) {   /* full: go on from the last half, read again */
+            memmove(w, w + T - T / 2, (size_t)(T / 2) * sizeof *w);
+            n = T / 2;
+            cf_exec_reset_state(e);
+            for (int i = 0; i < n; i++) {
+                x[0] = w[i];
+                if (cf_forward(e, 0)) goto out;
+            }
+        }
+        x[0] = w[n++] = (float)next;
+        if (cf_forward(e, 0)) goto out;
+        next = draw(p, V);
+        chars++;
+        t = now() - t0;
+    } while (t < seconds || chars < 2 * T);
+    f->generate = (double)chars / t;
+    rc = 0;
+out:
+    free(w);
+    cf_exec_free(e);
+    cf_model_free(c);
+    return rc;
+}
+
 /* --int8: m quantized as cflux quantize does by default (static inputs), calibrated on
    1000 samples drawn as the timed inputs are. 0 or -1. */
 static int quantize_on_random(cf_model *m)
@@ -269,6 +323,7 @@ int cmd_bench(const args *a)
     if (int8 ? time_infer(m, seconds, &f) || time_train(m, batch, seconds, &f)
              : time_train(m, batch, seconds, &f) || time_infer(m, seconds, &f))
         goto out;
+    if (!int8 && time_generate(a->pos[0], seconds, &f)) goto out;
     int threads = cf_threads();
     double peak = f.peak * threads;
     if (a->json) {
@@ -280,6 +335,7 @@ int cmd_bench(const args *a)
                "\"peak_gflops_per_core\": %.2f,\n", f.train, f.gflops, peak, f.peak);
         printf(" \"infer_batch\": %d, \"infer_samples_per_sec\": %.1f, \"latency_us\": %.3f, \"latency_calls\": %d,\n",
                f.infer_batch, f.infer, f.latency, f.latency_calls);
+        if (f.generate > 0) printf(" \"generate_chars_per_sec\": %.1f,", f.generate);
         printf(" \"peak_rss_mb\": %.1f, \"cpu\": ", f.rss_mb);
         json_string(stdout, cf_cpu_name());
         printf(", \"isa\": ");
@@ -301,6 +357,9 @@ int cmd_bench(const args *a)
                f.train, f.gflops, 100 * f.gflops / peak, f.peak, threads);
         printf("  infer     %10.0f samples/s   at batch %d\n", f.infer, f.infer_batch);
         printf("  latency   %10.2f us          batch 1, median of %d calls\n", f.latency, f.latency_calls);
+        if (f.generate > 0)
+            printf("  generate  %10.0f chars/s     batch 1, a character at a time against the cache of keys and values\n",
+                   f.generate);
         printf("  memory    %10.1f MB          peak resident while training\n", f.rss_mb);
         printf("  kernels   %s: %s\n", cf_gemm_name(), cf_gemm_why());
         if (int8)

@@ -210,7 +210,8 @@ const command cf_commands[] = {
      "inference at batch 1000, and the median latency of 10,000 single-sample calls\n"
      "(ten times fewer of both, until a batch costs under 25 GFLOP, for a larger model).\n"
      "Also the matrix products' GFLOP/s against one core's measured FMA peak, the peak\n"
-     "memory while training, and which kernels ran and why.\n",
+     "memory while training, and which kernels ran and why; and for a GPT, characters/s\n"
+     "generated one at a time against its cache of keys and values, as sample runs it.\n",
      bench_opts, cmd_bench},
     {"sample", "MODEL", 1, "Generate text from a character model trained on text:PATH.",
      "A recurrent MODEL runs one step at a time on batch 1 (its unroll over one step),\n"

@@ -158,6 +158,10 @@ sample_checks "sample gpt" gpt
 "$tool" sample "$t/gpt.flux" --params "$t/gpt.ckpt" --length 300 --seed 7 > "$t/c1" 2> "$t/err" &&
   "$tool" sample "$t/gpt.flux" --params "$t/gpt.ckpt" --length 300 --seed 7 --no-cache > "$t/c2" 2>> "$t/err" &&
   [ "$(wc -c < "$t/c1")" -eq 302 ] && cmp -s "$t/c1" "$t/c2" && ok || bad "sample gpt cached: $(cat "$t/c1" "$t/c2" "$t/err")"
+# examples/generate.c: the same model through the C API alone, greedy; past the window
+gen="$(dirname "$tool")/example_generate"
+"$gen" "$t/gpt.flux" "$t/gpt.ckpt" "the " 40 > "$t/g1" 2> "$t/err" && [ "$(head -c 4 "$t/g1")" = "the " ] &&
+  [ "$(wc -c < "$t/g1")" -eq 45 ] && ! LC_ALL=C grep -q '[^a-z .\n]' "$t/g1" && ok || bad "example_generate: $(cat "$t/g1" "$t/err")"
 # a GPT with a layer that mixes the positions after its attention: refused with the cache,
 # naming --no-cache
 echo 'model = Chain(Input(8), Embedding(30, 16), TransformerBlock(16, 2), x -> reshape(x, 128), Affine(128, 240),

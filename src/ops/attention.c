@@ -36,7 +36,7 @@
 #include "rt/cpu.h"
 #include "rt/vmath.h"
 
-#define BQ 16    /* queries in a block */
+#define BQ 32    /* queries in a block */
 #define BK 128   /* keys in a tile */
 
 static int attention_infer(cf_node *n)

@@ -496,6 +496,62 @@ TEST(dropout_masks)
     free(yb);
 }
 
+/* The sixteen-lane maps (rt/vmath_avx512.c) give the four-lane maps' bits: exp over
+ * every 2039th bit pattern, GELU forward and backward and dropout's masks over arrays
+ * of every length up to 40 (every tail) and a long one. */
+TEST(avx512_same_bits)
+{
+#if defined(__x86_64__)
+    if (!cf_cpu_avx512(cf_cpu())) {
+        printf("  (this CPU has no AVX-512)\n");
+        return;
+    }
+    enum { STRIDE = 2039, N = (int)(UINT32_MAX / STRIDE) + 1, M = 100003 };
+    float *x = malloc(N * sizeof *x), *a = malloc(N * sizeof *a), *b = malloc(N * sizeof *b);
+    float *g = malloc(M * sizeof *g), *fa = malloc(M * sizeof *fa), *fb = malloc(M * sizeof *fb);
+    for (int i = 0; i < N; i++) {
+        uint32_t u = (uint32_t)((uint64_t)i * STRIDE);
+        memcpy(&x[i], &u, sizeof u);
+    }
+    run_exp(a, x, N);
+    cf_vexp_avx512(b, x, N);
+    CHECK(memcmp(a, b, N * sizeof *a) == 0);
+    uint64_t s = 7;
+    for (int i = 0; i < M; i++) {   /* from here, x holds mixed values in [-12, 12) */
+        s = s * 6364136223846793005u + 1442695040888963407u;
+        x[i] = (float)((double)(s >> 40) / (double)(1u << 24) * 24 - 12);
+        g[i] = (float)(s >> 52 & 15) - 7.5f;
+    }
+    for (size_t n = 1; n <= M; n = n < 40 ? n + 1 : (size_t)M) {
+        const float *xs = x + (n < 40 ? 1000 + 97 * n : 0);
+        run_exp(a, xs, n);
+        cf_vexp_avx512(b, xs, n);
+        CHECK(memcmp(a, b, n * sizeof *a) == 0);
+        for (int exact = 0; exact < 2; exact++) {
+            cf_vgelu(a, xs, n, exact);
+            cf_vgelu_avx512(b, xs, n, exact);
+            CHECK(memcmp(a, b, n * sizeof *a) == 0);
+            for (int acc = 0; acc < 2; acc++) {
+                for (size_t i = 0; i < n; i++) a[i] = b[i] = g[i] * 0.25f;
+                cf_vgelu_grad(a, xs, g, n, exact, acc);
+                cf_vgelu_grad_avx512(b, xs, g, n, exact, acc);
+                CHECK(memcmp(a, b, n * sizeof *a) == 0);
+            }
+        }
+        cf_vdropout(a, fa, xs, n, (uint32_t)(7 * n), 3u, 4u, 1288490189u, 1 / 0.7f);
+        cf_vdropout_avx512(b, fb, xs, n, (uint32_t)(7 * n), 3u, 4u, 1288490189u, 1 / 0.7f);
+        CHECK(memcmp(fa, fb, n * sizeof *fa) == 0 && memcmp(a, b, n * sizeof *a) == 0);
+        if (n == M) break;
+    }
+    free(x);
+    free(a);
+    free(b);
+    free(g);
+    free(fa);
+    free(fb);
+#endif
+}
+
 int main(void)
 {
     RUN(dense_sweeps);
@@ -509,5 +565,6 @@ int main(void)
     RUN(dropout_masks);
     RUN(gelu_special_values);
     RUN(gelu_avx2_same_bits);
+    RUN(avx512_same_bits);
     return test_summary("vmath");
 }

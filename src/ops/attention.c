@@ -73,7 +73,7 @@ static int attention_infer(cf_node *n)
 typedef struct geom {
     const cf_inst *k;
     size_t L, T, S, D, Dv, off;   /* off: S - T, causal; the queries' first key past what they see */
-    int causal, drop, avx2;
+    int causal, drop, isa;        /* isa 2: AVX-512, 1: AVX2 (exp, dropout), 0: neither */
     uint64_t key;                 /* the dropout's, as ops/dropout.c keys it */
     uint32_t thr;
     float scale;
@@ -102,8 +102,10 @@ static geom geom_of(const cf_inst *k)
         g.key = cf_rng_mix(k->ctx->key ^ ((uint64_t)k->node->attr.i[0] * 0x9e3779b97f4a7c15ull));
         g.thr = t < 4294967295.0 ? (uint32_t)t : 0xffffffffu;
         g.scale = 1.0f / (1.0f - p);
-        g.avx2 = cf_cpu_avx2(cf_cpu());
     }
+#if defined(__x86_64__)
+    g.isa = cf_cpu_avx512(cf_cpu()) ? 2 : cf_cpu_avx2(cf_cpu());
+#endif
     return g;
 }
 
@@ -125,13 +127,32 @@ static void drop_row(const geom *g, size_t l, size_t i, size_t j0, size_t n, flo
         uint64_t key = g->key ^ (uint64_t)hi * 0xd1b54a32d192ed03ull;
         uint32_t k1 = (uint32_t)key, k2 = (uint32_t)(key >> 32);
 #if defined(__x86_64__)
-        if (g->avx2)
+        if (g->isa == 2)
+            cf_vdropout_avx512(y + at, f + at, x + at, end - b, (uint32_t)b, k1, k2, g->thr, g->scale);
+        else if (g->isa == 1)
             cf_vdropout_avx2(y + at, f + at, x + at, end - b, (uint32_t)b, k1, k2, g->thr, g->scale);
         else
 #endif
             cf_vdropout(y + at, f + at, x + at, end - b, (uint32_t)b, k1, k2, g->thr, g->scale);
         b = end;
     }
+}
+
+/* x[j] = exp(x[j] - c) for j < n, the widest way the CPU has (the same bits each
+ * way); their sum. */
+static float exp_sum(const geom *g, float *x, float c, size_t n)
+{
+#if defined(__x86_64__)
+    if (g->isa == 2) {
+        float s = 0;
+        for (size_t j = 0; j < n; j++) x[j] -= c;
+        cf_vexp_avx512(x, x, n);
+        for (size_t j = 0; j < n; j++) s += x[j];
+        return s;
+    }
+#endif
+    (void)g;
+    return cf_vexp_sum(x, x, c, n);
 }
 
 static void forward_blocks(void *p, size_t b, size_t e)
@@ -160,7 +181,7 @@ static void forward_blocks(void *p, size_t b, size_t e)
                 float m = mx[r];
                 for (size_t j = 0; j < n; j++) m = x[j] > m ? x[j] : m;
                 float c = mx[r] == -INFINITY ? 0.0f : expf(mx[r] - m);
-                sum[r] = sum[r] * c + cf_vexp_sum(x, x, m, n);
+                sum[r] = sum[r] * c + exp_sum(g, x, m, n);
                 mx[r] = m;
                 for (size_t j = n; j < bk; j++) x[j] = 0;
                 if (j0 > 0)
@@ -234,7 +255,7 @@ static void backward_mats(void *p, size_t b, size_t e)
                     float *x = s + r * bk, *xd = pd + r * bk;
                     size_t n = seen(g, l, i0 + r) - j0;
                     n = (ptrdiff_t)n <= 0 ? 0 : n < bk ? n : bk;
-                    cf_vexp_sum(x, x, lse[i0 + r], n);
+                    exp_sum(g, x, lse[i0 + r], n);
                     for (size_t j = n; j < bk; j++) x[j] = 0;
                     if (g->drop) {
                         drop_row(g, l, i0 + r, j0, n, xd, fs + r * bk, x);

@@ -4,8 +4,8 @@
  * 1 / (1 - p), zeroed otherwise. Its mask is a 32-bit hash of i and the key
  * (cf_vdropout, rt/vmath.h), the key the run's (it changes with every forward, the
  * step, and follows the model's seed) mixed with the node's id, and with i's bits past
- * 32 for a tensor that large: the same mask at any thread count, eight elements at a
- * time. Forward saves each element's factor (0 or 1 / (1 - p)) in aux; backward
+ * 32 for a tensor that large: the same mask at any thread count, up to sixteen
+ * elements at a time. Forward saves each element's factor (0 or 1 / (1 - p)) in aux; backward
  * multiplies dy by it. In evaluation y = x, and backward passes dy through. */
 #include <math.h>
 
@@ -30,7 +30,7 @@ typedef struct {
     uint64_t key;
     float scale;
     uint32_t thr;   /* kept when the hash is at least this: p 2^32 */
-    int avx2;
+    int isa;          /* 2: AVX-512, 1: AVX2, 0: neither */
 } job;
 
 static void train_range(void *v, size_t b, size_t e)
@@ -42,7 +42,9 @@ static void train_range(void *v, size_t b, size_t e)
         uint64_t key = j->key ^ (uint64_t)hi * 0xd1b54a32d192ed03ull;
         uint32_t k1 = (uint32_t)key, k2 = (uint32_t)(key >> 32);
 #if defined(__x86_64__)
-        if (j->avx2)
+        if (j->isa == 2)
+            cf_vdropout_avx512(k->y + b, k->aux + b, k->x[0] + b, end - b, (uint32_t)b, k1, k2, j->thr, j->scale);
+        else if (j->isa == 1)
             cf_vdropout_avx2(k->y + b, k->aux + b, k->x[0] + b, end - b, (uint32_t)b, k1, k2, j->thr, j->scale);
         else
 #endif
@@ -73,7 +75,7 @@ static int dropout_forward(const cf_inst *k)
     float p = k->node->attr.f[0];
     double t = ldexp((double)p, 32);
     job j = {k, cf_rng_mix(k->ctx->key ^ ((uint64_t)k->node->id * 0x9e3779b97f4a7c15ull)), 1.0f / (1.0f - p),
-             t < 4294967295.0 ? (uint32_t)t : 0xffffffffu, cf_cpu_avx2(cf_cpu())};
+             t < 4294967295.0 ? (uint32_t)t : 0xffffffffu, cf_cpu_avx512(cf_cpu()) ? 2 : cf_cpu_avx2(cf_cpu())};
     size_t n = cf_shape_count_b(k->ys, 1);
     if (k->ctx->train)
         cf_parallel_range(n, 8, train_range, &j);

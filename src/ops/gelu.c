@@ -5,8 +5,8 @@
  *   else (approximate='tanh'):
  *       y = 0.5 x (1 + tanh(sqrt(2/π) (x + 0.044715 x³)))
  *
- * y has x's shape. Both ways run through rt/vmath.h, four or (AVX2) eight elements at
- * a time, each element's result the same wherever it sits; backward recomputes the
+ * y has x's shape. Both ways run through rt/vmath.h, four, (AVX2) eight or (AVX-512)
+ * sixteen elements at a time, each element's result the same wherever it sits; backward recomputes the
  * derivative from x (rt/vmath.h has both derivatives and how they keep accurate). */
 #include "ops/op.h"
 #include "rt/cpu.h"
@@ -15,13 +15,13 @@
 typedef struct {
     const cf_inst *k;
     int exact;
-    int avx2;
+    int isa;   /* 2: AVX-512, 1: AVX2, 0: neither */
 } job;
 
 static job job_of(const cf_inst *k)
 {
 #if defined(__x86_64__)
-    job j = {k, k->node->attr.f[0] != 0, cf_cpu_avx2(cf_cpu())};
+    job j = {k, k->node->attr.f[0] != 0, cf_cpu_avx512(cf_cpu()) ? 2 : cf_cpu_avx2(cf_cpu())};
 #else
     job j = {k, k->node->attr.f[0] != 0, 0};
 #endif
@@ -32,7 +32,11 @@ static void forward_range(void *p, size_t b, size_t e)
 {
     const job *j = p;
 #if defined(__x86_64__)
-    if (j->avx2) {
+    if (j->isa == 2) {
+        cf_vgelu_avx512(j->k->y + b, j->k->x[0] + b, e - b, j->exact);
+        return;
+    }
+    if (j->isa == 1) {
         cf_vgelu_avx2(j->k->y + b, j->k->x[0] + b, e - b, j->exact);
         return;
     }
@@ -45,7 +49,11 @@ static void backward_range(void *p, size_t b, size_t e)
     const job *j = p;
     const cf_inst *k = j->k;
 #if defined(__x86_64__)
-    if (j->avx2) {
+    if (j->isa == 2) {
+        cf_vgelu_grad_avx512(k->dx[0] + b, k->x[0] + b, k->dy + b, e - b, j->exact, k->acc[0]);
+        return;
+    }
+    if (j->isa == 1) {
         cf_vgelu_grad_avx2(k->dx[0] + b, k->x[0] + b, k->dy + b, e - b, j->exact, k->acc[0]);
         return;
     }

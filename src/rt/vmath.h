@@ -406,6 +406,13 @@ void cf_vgelu_grad_avx2(float *dx, const float *x, const float *dy, size_t n, in
 /* cf_vdropout, eight at a time: the same masks. */
 void cf_vdropout_avx2(float *y, float *f, const float *x, size_t n, uint32_t first, uint32_t k1, uint32_t k2,
                       uint32_t thr, float scale);
+/* cf_vexp, cf_vgelu, cf_vgelu_grad and cf_vdropout sixteen lanes at a time
+ * (rt/vmath_avx512.c), for CPUs with AVX-512: the same results. */
+void cf_vexp_avx512(float *y, const float *x, size_t n);
+void cf_vgelu_avx512(float *y, const float *x, size_t n, int exact);
+void cf_vgelu_grad_avx512(float *dx, const float *x, const float *dy, size_t n, int exact, int acc);
+void cf_vdropout_avx512(float *y, float *f, const float *x, size_t n, uint32_t first, uint32_t k1, uint32_t k2,
+                        uint32_t thr, float scale);
 #endif
 
 #endif

@@ -2,7 +2,7 @@
 # compare.sh OLD NEW [ROUNDS] [SECONDS] - two cflux binaries on the cases of make bench
 # (bench/run.sh): the MLP of models/mlp.flux, the CNN of models/cnn.flux and the ResNet
 # of models/resnet.flux at batch 64, the character GPT of models/char-gpt.flux and the LSTM of models/char-rnn.flux at
-# batch 32 (sequences of 64 and 50: their figures in tokens/s and characters/s), each at
+# batch 32 (sequences of its context and of 50: their figures in tokens/s and characters/s), each at
 # every thread count from 1 to the CPU count. Each round runs OLD and NEW once on every
 # case, one right after the other, and turns which goes first each round, so that both
 # see the same load; then bench/results.py prints, for each case, the median of each

@@ -98,9 +98,24 @@ INFER_POOL = 16
 # the LSTM: a character model, vocabulary V, embedding E, hidden H, T steps, batch 32
 V, EMBED, HIDDEN, STEPS, LSTM_BATCH = 76, 64, 128, 50, 32
 SEQ_LATENCY_CALLS = 1000
-# the GPT: width D, LAYERS blocks of HEADS heads, context CONTEXT; a sequence model as
+# the GPT: models/char-gpt.flux's, read from its model line (gpt_config): vocabulary
+# GPT_V, width D, LAYERS blocks of HEADS heads, context CONTEXT; a sequence model as
 # the LSTM: (T, training batch, inference batch, output's key per step)
-D, LAYERS, HEADS, CONTEXT, DROPOUT = 128, 4, 4, 64, 0.25
+
+
+def gpt_config(path=os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "models", "char-gpt.flux")):
+    """(vocabulary, width, layers, heads, context, dropout) of the GPT(...) in a model
+    file: the peer's GPT is the one cflux runs."""
+    import re
+    text = open(path).read()
+    m = re.search(r"GPT\(\s*(\d+)\s*,\s*(\d+)\s*,\s*layers\s*=\s*(\d+)\s*,\s*heads\s*=\s*(\d+)\s*,"
+                  r"\s*context\s*=\s*(\d+)\s*(?:,\s*drop\s*=\s*([0-9.]+)\s*)?\)", text)
+    if not m:
+        sys.exit("peers.py: %s: no GPT(vocab, d, layers = L, heads = H, context = T[, drop = p]) in it" % path)
+    return tuple(int(g) for g in m.groups()[:5]) + (float(m.group(6) or 0),)
+
+
+GPT_V, D, LAYERS, HEADS, CONTEXT, DROPOUT = gpt_config()
 SEQ = {"lstm": (STEPS, LSTM_BATCH, INFER_BATCH, "chars_per_sec"),
        "gpt": (CONTEXT, 32, 100, "tokens_per_sec")}
 WARMUP_S, LATENCY_CALLS = 0.5, 10000
@@ -233,12 +248,12 @@ def torch_char_gpt():
     class CharGPT(nn.Module):
         def __init__(self):
             super().__init__()
-            self.tok = nn.Embedding(V, D)
+            self.tok = nn.Embedding(GPT_V, D)
             self.pos = nn.Parameter(torch.zeros(CONTEXT, D))
             self.drop = nn.Dropout(DROPOUT)
             self.blocks = nn.Sequential(*(Block() for _ in range(LAYERS)))
             self.ln_f = nn.LayerNorm(D)
-            self.head = nn.Linear(D, V)
+            self.head = nn.Linear(D, GPT_V)
 
         def forward(self, idx):
             x = self.drop(self.tok(idx) + self.pos[:idx.shape[1]])
@@ -303,7 +318,7 @@ def torch_gpt_generate(threads, seconds):
         return torch.softmax(model.head(model.ln_f(x))[0, 0], dim=-1)
 
     with torch.inference_mode():
-        seq = torch.randint(0, V, (T,))
+        seq = torch.randint(0, GPT_V, (T,))
         whole = torch.softmax(model(seq.view(1, T))[0], dim=-1)
         worst = max(float((step(seq[t], t) - whole[t]).abs().max()) for t in range(T))
         assert worst < 1e-4, "the cached steps differ from the window's forward by %g" % worst
@@ -345,20 +360,21 @@ def run_torch_seq(name, case, threads, seconds):
     out = {"version": torch.__version__, "seq_len": steps,
            "params": sum(p.numel() for p in model.parameters())}
     if case == "train":
-        data = torch.randint(0, V, (POOL, batch, steps))
-        labels = torch.randint(0, V, (POOL, batch, steps))
-        per_s, n, loss = torch_train(model, data, labels, seconds, 5 if name == "lstm" else 1, classes=V)
+        vocab = V if name == "lstm" else GPT_V
+        data = torch.randint(0, vocab, (POOL, batch, steps))
+        labels = torch.randint(0, vocab, (POOL, batch, steps))
+        per_s, n, loss = torch_train(model, data, labels, seconds, 5 if name == "lstm" else 1, classes=vocab)
         out.update(batch=batch, samples_per_sec=per_s * batch, steps=n, peak_rss_mb=peak_rss_mb(), loss=loss)
         out[per_step] = per_s * batch * steps
     elif case == "latency":
         model.eval()
-        xs = torch.randint(0, V, (POOL, 1, steps))
+        xs = torch.randint(0, V if name == "lstm" else GPT_V, (POOL, 1, steps))
         with torch.inference_mode():
             us, n = latency(lambda i: torch.softmax(model(xs[i % POOL]), dim=-1), seconds, SEQ_LATENCY_CALLS)
         out.update(batch=1, latency_us=us, calls=n)
     else:
         model.eval()
-        xs = torch.randint(0, V, (INFER_POOL, infer_batch, steps))
+        xs = torch.randint(0, V if name == "lstm" else GPT_V, (INFER_POOL, infer_batch, steps))
         with torch.inference_mode():
             per_s, n = rate(lambda i: torch.softmax(model(xs[i % INFER_POOL]), dim=-1), lambda: None, seconds, 1)
         out.update(batch=infer_batch, samples_per_sec=per_s * infer_batch, batches=n)

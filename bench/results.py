@@ -39,12 +39,15 @@ FIGURES = (("train", "train samples/s", 1), ("infer", "infer samples/s", 1),
 LEGEND = ("train: training, batch 64; infer: forward passes, batch 1000; latency: one forward"
           " pass of batch 1, median call; generate (the GPT): characters drawn one at a time at batch 1"
           " with a cache of keys and values; peak RSS: the training process's")
+# the GPT's context, from models/char-gpt.flux as the peer reads it
+GPT_T = __import__("peers").gpt_config()[4]
 # Models whose samples are sequences: steps a sample, unit, legend. Their train and
 # infer figures are reported per step (characters/s, tokens/s).
 SEQUENCES = {"lstm": (50, "chars/s", "lstm: train and infer in characters/s (sequences/s x 50), training batch 32"
                                      " sequences; latency: one sequence of 50 at batch 1"),
-             "gpt": (64, "tokens/s", "gpt: train and infer in tokens/s (sequences/s x 64), training batch 32"
-                                     " sequences, inference batch 100; latency: one sequence of 64 at batch 1")}
+             "gpt": (GPT_T, "tokens/s", "gpt: train and infer in tokens/s (sequences/s x %d), training batch 32"
+                                        " sequences, inference batch 100; latency: one sequence of %d at batch 1"
+                     % (GPT_T, GPT_T))}
 # The contender the ratios are to (report_model sets it for each model).
 REF = "cflux"
 # A model's name by the file cflux ran, where it differs.

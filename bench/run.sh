@@ -28,7 +28,7 @@
 #   CFLUX_BENCH_MODELS     the models to run, of mlp, cnn, resnet, lstm, gpt, mlp-int8
 #                          and cnn-int8 (default "mlp cnn resnet gpt mlp-int8 cnn-int8");
 #                          lstm is models/char-rnn.flux, sequences of 50 characters;
-#                          gpt models/char-gpt.flux, sequences of 64
+#                          gpt models/char-gpt.flux, sequences of its context
 #   CFLUX_BENCH_PEERS      the peers to run (default "torch mxnet")
 #   CFLUX_BENCH_VENV       the peers' Python environment (bench/pyenv.sh makes it)
 #   CFLUX_BENCH_PRESCOTT   1 (the default): also run cflux as "cflux-prescott", with

@@ -643,6 +643,16 @@ TEST(gpt_parameters)
             size_t n;
             float *x = cf_exec_input(e, 0, &n);
             for (size_t j = 0; j < n; j++) x[j] = (float)(j * 3 % 5);
+            /* the tables start at N(0, 0.02): the first layer norm would see values of
+               that size, too curved for the finite differences; give them size 1 */
+            static const char *const tables[2] = {"1.embed.E", "1.P"};
+            for (int t = 0; t < 2; t++) {
+                int k = cf_model_param_index(m, tables[t]);
+                CHECK(k >= 0);
+                float *v = k >= 0 ? cf_model_param_data(m, k) : NULL;
+                size_t count = k >= 0 ? cf_shape_count(cf_model_param_shape(m, k)) : 0;
+                for (size_t j = 0; v && j < count; j++) v[j] *= 50;
+            }
             CHECK(gradcheck_ops(e, m, 5) == 0);
             cf_exec_free(e);
         }

@@ -36,7 +36,7 @@ net TransformerBlock(in, heads, mult = 4, drop = 0) {
 # A language model: indices x (B, T) in 0..vocab-1, T at most context, to the
 # probabilities of the next index at every position, (B, T, vocab).
 net GPT(vocab, d, layers, heads, context, drop = 0) {
-  embed = Embedding(vocab, d)
+  embed = Embedding(vocab, d, std = 0.02)      # as GPT-2: N(0, 0.02), as the positions
   P = param(context, d, init = normal(0.02))   # a learned vector for each position
   blocks = repeat(TransformerBlock(d, heads, drop = drop), layers)
   norm = LayerNorm(d)

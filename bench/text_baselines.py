@@ -26,7 +26,7 @@ The alphabet is the distinct bytes of the whole corpus, marker included.
                  compressor learns from the held-out text as it reads it, which a
                  trained model's test loss does not.
 
-Usage: bench/text_baselines.py [FILE_OR_FOLDER] [--seq 64] [--json OUT.json]
+Usage: bench/text_baselines.py [FILE_OR_FOLDER] [--seq 64] [--json OUT.json] [--split-only]
 """
 import argparse
 import array
@@ -291,6 +291,8 @@ def main():
                     help="a file, or a folder read as a corpus (default: the GPL)")
     ap.add_argument("--seq", type=int, default=64, help="the model's sequence length (64)")
     ap.add_argument("--json", metavar="FILE", help="also write the results to FILE as JSON")
+    ap.add_argument("--split-only", action="store_true",
+                    help="print the split (the first line) and stop: what tests compare with cflux's")
     a = ap.parse_args()
     result = {"file": a.file, "seq": a.seq, "held_out_share": HELD_OUT}
     if os.path.isdir(a.file):
@@ -322,6 +324,8 @@ def main():
         result.update(kind="file", split=split_about, files=[a.file], passed_over=[])
     result.update(train_chars=len(train), held_out_chars=len(tails), scored_chars=len(held) - 1,
                   alphabet=alphabet, ngram=[], compressors=[])
+    if a.split_only:
+        return
     fallbacks = []
     losses = ngram_losses(train, held, ORDERS, alphabet, a.seq, fallbacks)
     result["kn_discount_fallback"] = fallbacks

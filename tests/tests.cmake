@@ -40,6 +40,8 @@ add_test(NAME train_trust COMMAND sh ${PROJECT_SOURCE_DIR}/tests/check_train_tru
 add_test(NAME remember COMMAND sh ${PROJECT_SOURCE_DIR}/tests/check_remember.sh $<TARGET_FILE:cflux>)
 add_test(NAME augment_tool COMMAND sh ${PROJECT_SOURCE_DIR}/tests/check_augment.sh $<TARGET_FILE:cflux> ${CFLUX_PYTHON})
 add_test(NAME compat COMMAND sh ${PROJECT_SOURCE_DIR}/tests/check_compat.sh $<TARGET_FILE:cflux> ${PROJECT_SOURCE_DIR})
+add_test(NAME corpus_split COMMAND sh ${PROJECT_SOURCE_DIR}/tests/check_corpus_split.sh $<TARGET_FILE:cflux>
+         ${PROJECT_SOURCE_DIR})
 if(CFLUX_SANITIZE)   # AddressSanitizer reserves terabytes of address space: no ulimit -v case there
   set_tests_properties(train_trust PROPERTIES ENVIRONMENT "CFLUX_SANITIZED=1")
 endif()

@@ -295,7 +295,7 @@ def torch_gpt_generate(threads, seconds):
     position, writes its keys and values into preallocated buffers and attends over
     the positions so far with scaled_dot_product_attention), drawing each character
     with torch.multinomial and feeding it back; when the window of CONTEXT fills, it
-    goes on from its last half, read again, as cflux sample and cflux bench do. The
+    goes on from its last quarter, read again, as cflux sample and cflux bench do. The
     steps are checked against the whole window's forward first."""
     import torch
     F = torch.nn.functional
@@ -328,7 +328,7 @@ def torch_gpt_generate(threads, seconds):
         def one():
             nonlocal window, nxt
             if len(window) == T:
-                window = window[T - T // 2:]
+                window = window[T - T // 4:]
                 for t, c in enumerate(window):
                     step(c, t)
             window.append(nxt)

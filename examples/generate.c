@@ -8,7 +8,7 @@
  * and the text's vocabulary (class i is byte vocab[i]). Each forward reads one
  * character and gives the probabilities of the next; the cache holds T positions
  * (the model's window), so when it is full the example empties it and reads the last
- * T / 2 characters again, as cflux sample does.
+ * T / 4 characters again, as cflux sample does.
  *
  * Build against an installed cflux:
  *     cc generate.c $(pkg-config --cflags --libs cflux) -o generate */
@@ -28,9 +28,9 @@ static int fail(void)
  * the one after. w holds the characters in the cache, *n of them. NULL on error. */
 static const float *feed(cf_exec *e, float *w, int *n, int T, int c)
 {
-    if (*n == T) {   /* full: empty it, and read the last half again */
-        memmove(w, w + T - T / 2, (size_t)(T / 2) * sizeof *w);
-        *n = T / 2;
+    if (*n == T) {   /* full: empty it, and read the last quarter again */
+        memmove(w, w + T - T / 4, (size_t)(T / 4) * sizeof *w);
+        *n = T / 4;
         cf_exec_reset_state(e);
         for (int i = 0; i < *n; i++) {
             cf_exec_input(e, 0, NULL)[0] = w[i];

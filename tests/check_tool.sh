@@ -82,8 +82,8 @@ expect 2 'cflux export: --map names PyTorch.s modules: it goes with --to-torch' 
 expect 0 '^Affine  *[^ ]*mlp.flux:4:3  *(B, 128)  *100480  *200.8K  *201.0K' summary "$src/models/mlp.flux"
 expect 0 '^    2.γ 32, 2.β 32; statistics (not trained): 2.mean 32, 2.var 32' summary "$src/models/cnn-bn.flux" --batch 8
 expect 0 '"totals":{"trained":109386,.*"flops_forward":218812,"flops_backward":236668' summary "$src/models/mlp.flux" --json
-expect 0 '^    TransformerBlock  .*(B, 64, 128) ×4  *793088 ' summary "$src/models/char-gpt.flux" --depth 3
-expect 0 '"name":"TransformerBlock","kind":"layer","depth":3,"parent":5,' summary "$src/models/char-gpt.flux" --depth 3 --json
+expect 0 '^    TransformerBlock  .*(B, 128, 128) ×4  *793088 ' summary "$src/models/char-gpt.flux" --depth 3
+expect 0 '"name":"TransformerBlock","kind":"layer","depth":3,"parent":4,' summary "$src/models/char-gpt.flux" --depth 3 --json
 expect 2 'cflux summary: --depth needs a whole number from 1 to 1000, not .0.' summary "$src/models/mlp.flux" --depth 0
 # predict opens the model and --params before its input: a bad checkpoint is said
 # first, and the input is not touched (a FIFO with no writer would hang its read)

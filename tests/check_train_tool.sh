@@ -154,7 +154,7 @@ one_line "nothing: the folder is empty" "$tool" train "$t/rnn.flux" --data "text
 echo 'model = Chain(Input(8), GPT(30, 16, layers = 1, heads = 2, context = 8))' > "$t/gpt.flux"
 sample_checks "sample gpt" gpt
 # with its keys and values cached (the default) and recomputing the window: the same text,
-# past the window (8) many times over, each time it fills going on from its last half
+# past the window (8) many times over, each time it fills going on from its last quarter
 "$tool" sample "$t/gpt.flux" --params "$t/gpt.ckpt" --length 300 --seed 7 > "$t/c1" 2> "$t/err" &&
   "$tool" sample "$t/gpt.flux" --params "$t/gpt.ckpt" --length 300 --seed 7 --no-cache > "$t/c2" 2>> "$t/err" &&
   [ "$(wc -c < "$t/c1")" -eq 302 ] && cmp -s "$t/c1" "$t/c2" && ok || bad "sample gpt cached: $(cat "$t/c1" "$t/c2" "$t/err")"

@@ -13,7 +13,7 @@
  *   latency   forward at batch 1: the median of 10,000 calls, each timed alone;
  *   generate  a GPT (a model cf_model_load_cached takes) only: characters/s drawn one
  *             at a time at batch 1, each fed back, against the cache of keys and
- *             values, as cflux sample runs it (when the window fills, its last half
+ *             values, as cflux sample runs it (when the window fills, its last quarter
  *             read again), for --seconds.
  * A model whose batch of 1000 costs more than INFER_FLOPS (25 GFLOP) forward, as
  * cf_model_flops counts, is timed on ten times fewer, batch and calls alike, until a
@@ -236,9 +236,9 @@ static int time_generate(const char *path, double seconds, figures *f)
     int n = 0, next = 0;
     double t0 = now(), t;
     do {
-        if (n == T) {   /* full: go on from the last half, read again */
-            memmove(w, w + T - T / 2, (size_t)(T / 2) * sizeof *w);
-            n = T / 2;
+        if (n == T) {   /* full: go on from the last quarter, read again */
+            memmove(w, w + T - T / 4, (size_t)(T / 4) * sizeof *w);
+            n = T / 4;
             cf_exec_reset_state(e);
             for (int i = 0; i < n; i++) {
                 x[0] = w[i];

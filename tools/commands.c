@@ -218,7 +218,7 @@ const command cf_commands[] = {
      "sharing the trained weights and carrying its state from each character to the\n"
      "next. A GPT (causal attention over a window of T characters) runs one position\n"
      "at a time against a cache of its keys and values; when the window is full it\n"
-     "goes on from its last T / 2 characters. --no-cache recomputes the window for\n"
+     "goes on from its last T / 4 characters. --no-cache recomputes the window for\n"
      "every character instead (the same text). Each character is drawn from the\n"
      "model's probabilities.\n",
      sample_opts, cmd_sample},

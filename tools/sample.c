@@ -17,7 +17,7 @@
  *    padded after its end and read at its last character; that is checked once, by
  *    running two different paddings.
  * Both windowed ways see the same characters: the window holds the last characters
- * read, at most T; when it is full, it keeps its last T / 2 and goes on from them (the
+ * read, at most T; when it is full, it keeps its last T / 4 and goes on from them (the
  * cache emptied and those read again), so the text is the same with the cache and
  * without it, for the same seed.
  * The prime text is read first; then each character is drawn from the last output's
@@ -102,7 +102,7 @@ static int cached_forward(reader *r, float ch)
 }
 
 /* The next character ch read: a recurrent model reads it now, one step; a windowed
- * one appends it to the window, which keeps its last T / 2 first when full (the cache
+ * one appends it to the window, which keeps its last T / 4 first when full (the cache
  * emptied and those read again). 0, or 1 with the message printed. */
 static int feed(reader *r, float ch)
 {
@@ -113,7 +113,7 @@ static int feed(reader *r, float ch)
         return 0;
     }
     if (r->n == r->T) {
-        int keep = r->T / 2;
+        int keep = r->T / 4;
         memmove(r->w, r->w + r->n - keep, (size_t)keep * sizeof *r->w);
         r->n = keep;
         if (r->c) {

@@ -155,6 +155,27 @@ static float exp_sum(const geom *g, float *x, float c, size_t n)
     return cf_vexp_sum(x, x, c, n);
 }
 
+/* s (bq x bk) = q (bq x D) k^T (k: bk x D). A few queries (a step against a cache)
+ * as dot products, where packing k for the product would cost more than the product. */
+static void scores(size_t bq, size_t bk, size_t D, const float *q, const float *k, float *s)
+{
+    if (bq > 4) {
+        cf_gemm(0, 1, (int)bq, (int)bk, (int)D, 1.0f, q, (int)D, k, (int)D, 0.0f, s, (int)bk);
+        return;
+    }
+    for (size_t r = 0; r < bq; r++)
+        for (size_t j = 0; j < bk; j++) {
+            const float *x = q + r * D, *y = k + j * D;
+            float a[8] = {0};   /* eight partial sums: a vector's lanes */
+            size_t d = 0;
+            for (; d + 8 <= D; d += 8)
+                for (int t = 0; t < 8; t++) a[t] += x[d + t] * y[d + t];
+            float sum = ((a[0] + a[4]) + (a[1] + a[5])) + ((a[2] + a[6]) + (a[3] + a[7]));
+            for (; d < D; d++) sum += x[d] * y[d];
+            s[r * bk + j] = sum;
+        }
+}
+
 static void forward_blocks(void *p, size_t b, size_t e)
 {
     const geom *g = p;
@@ -169,7 +190,7 @@ static void forward_blocks(void *p, size_t b, size_t e)
         for (size_t r = 0; r < bq; r++) mx[r] = -INFINITY, sum[r] = 0;
         for (size_t j0 = 0; j0 < last; j0 += BK) {
             size_t bk = last - j0 < BK ? last - j0 : BK;
-            cf_gemm(0, 1, (int)bq, (int)bk, (int)D, 1.0f, q, (int)D, kk + j0 * D, (int)D, 0.0f, s, (int)bk);
+            scores(bq, bk, D, q, kk + j0 * D, s);
             for (size_t r = 0; r < bq; r++) {
                 float *x = s + r * bk, *yr = y + r * Dv;
                 size_t n = seen(g, l, i0 + r) - j0;

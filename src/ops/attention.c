@@ -31,7 +31,6 @@
 #include <string.h>
 
 #include "core/error.h"
-#include "core/rng.h"
 #include "ops/op.h"
 #include "rt/cpu.h"
 #include "rt/vmath.h"
@@ -73,10 +72,8 @@ static int attention_infer(cf_node *n)
 typedef struct geom {
     const cf_inst *k;
     size_t L, T, S, D, Dv, off;   /* off: S - T, causal; the queries' first key past what they see */
-    int causal, drop, isa;        /* isa 2: AVX-512, 1: AVX2 (exp, dropout), 0: neither */
-    uint64_t key;                 /* the dropout's, as ops/dropout.c keys it */
-    uint32_t thr;
-    float scale;
+    int causal, drop, isa;        /* isa 2: AVX-512, 1: AVX2 (exp), 0: neither */
+    cf_dropout d;                 /* the dropout node's mask (ops/dropout.c) */
     size_t nqb;                   /* blocks of queries per l */
     const float *pos;             /* cached: each sample's first position, NULL otherwise */
     size_t per_b;                 /* matrices l per sample */
@@ -97,12 +94,7 @@ static geom geom_of(const cf_inst *k)
     }
     float p = k->node->attr.f[1];
     g.drop = k->ctx && k->ctx->train && p > 0;
-    if (g.drop) {
-        double t = ldexp((double)p, 32);
-        g.key = cf_rng_mix(k->ctx->key ^ ((uint64_t)k->node->attr.i[0] * 0x9e3779b97f4a7c15ull));
-        g.thr = t < 4294967295.0 ? (uint32_t)t : 0xffffffffu;
-        g.scale = 1.0f / (1.0f - p);
-    }
+    if (g.drop) g.d = cf_dropout_of(k->ctx, k->node->attr.i[0], p);
 #if defined(__x86_64__)
     g.isa = cf_cpu_avx512(cf_cpu()) ? 2 : cf_cpu_avx2(cf_cpu());
 #endif
@@ -121,21 +113,7 @@ static inline size_t seen(const geom *g, size_t l, size_t i)
  * f[j] its factor (0 or 1 / (1 - p)), y[j] = x[j] f[j] (y may be x). */
 static void drop_row(const geom *g, size_t l, size_t i, size_t j0, size_t n, float *y, float *f, const float *x)
 {
-    size_t b = (l * g->T + i) * g->S + j0, e = b + n;
-    while (b < e) {   /* in blocks of 2^32 indices, each with its own key */
-        size_t hi = b >> 32, end = (hi + 1) << 32 < e ? (hi + 1) << 32 : e, at = n - (e - b);
-        uint64_t key = g->key ^ (uint64_t)hi * 0xd1b54a32d192ed03ull;
-        uint32_t k1 = (uint32_t)key, k2 = (uint32_t)(key >> 32);
-#if defined(__x86_64__)
-        if (g->isa == 2)
-            cf_vdropout_avx512(y + at, f + at, x + at, end - b, (uint32_t)b, k1, k2, g->thr, g->scale);
-        else if (g->isa == 1)
-            cf_vdropout_avx2(y + at, f + at, x + at, end - b, (uint32_t)b, k1, k2, g->thr, g->scale);
-        else
-#endif
-            cf_vdropout(y + at, f + at, x + at, end - b, (uint32_t)b, k1, k2, g->thr, g->scale);
-        b = end;
-    }
+    cf_dropout_run(&g->d, y, f, x, (l * g->T + i) * g->S + j0, n);
 }
 
 /* x[j] = exp(x[j] - c) for j < n, the widest way the CPU has (the same bits each

@@ -25,32 +25,46 @@ static int dropout_infer(cf_node *n)
 
 static size_t dropout_aux(const cf_inst *k) { return cf_shape_count_b(k->ys, 1); }
 
+cf_dropout cf_dropout_of(const cf_runctx *ctx, int id, float p)
+{
+    double t = ldexp((double)p, 32);
+    cf_dropout d = {cf_rng_mix(ctx->key ^ ((uint64_t)id * 0x9e3779b97f4a7c15ull)),
+                    t < 4294967295.0 ? (uint32_t)t : 0xffffffffu, 1.0f / (1.0f - p), 0};
+#if defined(__x86_64__)
+    d.isa = cf_cpu_avx512(cf_cpu()) ? 2 : cf_cpu_avx2(cf_cpu());
+#endif
+    return d;
+}
+
+void cf_dropout_run(const cf_dropout *d, float *y, float *f, const float *x, size_t first, size_t n)
+{
+    size_t b = first, e = first + n;
+    while (b < e) {   /* in blocks of 2^32 indices, each with its own key */
+        size_t hi = b >> 32, end = (hi + 1) << 32 < e ? (hi + 1) << 32 : e, at = b - first;
+        uint64_t key = d->key ^ (uint64_t)hi * 0xd1b54a32d192ed03ull;
+        uint32_t k1 = (uint32_t)key, k2 = (uint32_t)(key >> 32);
+#if defined(__x86_64__)
+        if (d->isa == 2)
+            cf_vdropout_avx512(y + at, f + at, x + at, end - b, (uint32_t)b, k1, k2, d->thr, d->scale);
+        else if (d->isa == 1)
+            cf_vdropout_avx2(y + at, f + at, x + at, end - b, (uint32_t)b, k1, k2, d->thr, d->scale);
+        else
+#endif
+            cf_vdropout(y + at, f + at, x + at, end - b, (uint32_t)b, k1, k2, d->thr, d->scale);
+        b = end;
+    }
+}
+
 typedef struct {
     const cf_inst *k;
-    uint64_t key;
-    float scale;
-    uint32_t thr;   /* kept when the hash is at least this: p 2^32 */
-    int isa;          /* 2: AVX-512, 1: AVX2, 0: neither */
+    cf_dropout d;
 } job;
 
 static void train_range(void *v, size_t b, size_t e)
 {
     const job *j = v;
     const cf_inst *k = j->k;
-    while (b < e) {   /* in blocks of 2^32 indices, each with its own key */
-        size_t hi = b >> 32, end = (hi + 1) << 32 < e ? (hi + 1) << 32 : e;
-        uint64_t key = j->key ^ (uint64_t)hi * 0xd1b54a32d192ed03ull;
-        uint32_t k1 = (uint32_t)key, k2 = (uint32_t)(key >> 32);
-#if defined(__x86_64__)
-        if (j->isa == 2)
-            cf_vdropout_avx512(k->y + b, k->aux + b, k->x[0] + b, end - b, (uint32_t)b, k1, k2, j->thr, j->scale);
-        else if (j->isa == 1)
-            cf_vdropout_avx2(k->y + b, k->aux + b, k->x[0] + b, end - b, (uint32_t)b, k1, k2, j->thr, j->scale);
-        else
-#endif
-            cf_vdropout(k->y + b, k->aux + b, k->x[0] + b, end - b, (uint32_t)b, k1, k2, j->thr, j->scale);
-        b = end;
-    }
+    cf_dropout_run(&j->d, k->y + b, k->aux + b, k->x[0] + b, b, e - b);
 }
 
 static void copy_range(void *v, size_t b, size_t e)
@@ -72,10 +86,7 @@ static void backward_range(void *v, size_t b, size_t e)
 
 static int dropout_forward(const cf_inst *k)
 {
-    float p = k->node->attr.f[0];
-    double t = ldexp((double)p, 32);
-    job j = {k, cf_rng_mix(k->ctx->key ^ ((uint64_t)k->node->id * 0x9e3779b97f4a7c15ull)), 1.0f / (1.0f - p),
-             t < 4294967295.0 ? (uint32_t)t : 0xffffffffu, cf_cpu_avx512(cf_cpu()) ? 2 : cf_cpu_avx2(cf_cpu())};
+    job j = {k, cf_dropout_of(k->ctx, k->node->id, k->node->attr.f[0])};
     size_t n = cf_shape_count_b(k->ys, 1);
     if (k->ctx->train)
         cf_parallel_range(n, 8, train_range, &j);
@@ -86,7 +97,7 @@ static int dropout_forward(const cf_inst *k)
 
 static void dropout_backward(const cf_inst *k)
 {
-    job j = {k, 0, 0, 0, 0};
+    job j = {k, {0}};
     cf_parallel_range(cf_shape_count_b(k->ys, 1), 2, backward_range, &j);
 }
 

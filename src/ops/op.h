@@ -191,6 +191,18 @@ void cf_matmul_fused(const cf_inst *k, const float *bias, int relu);
  * first that is not). For the ops that pick rows of a table (ops/embedding.c). */
 int cf_check_indices(const float *x, cf_shape xs, int V);
 
+/* The mask of dropout node `id` at rate p in the run ctx (ops/dropout.c), for an op
+ * that drops out as that node would (the fused attention): elements first .. first + n
+ * of its value into f (each 0 or 1 / (1 - p)) and y = x f (y may be x). */
+typedef struct cf_dropout {
+    uint64_t key;
+    uint32_t thr;   /* kept when the hash is at least this: p 2^32 */
+    float scale;
+    int isa;        /* 2: AVX-512, 1: AVX2, 0: neither */
+} cf_dropout;
+cf_dropout cf_dropout_of(const cf_runctx *ctx, int id, float p);
+void cf_dropout_run(const cf_dropout *d, float *y, float *f, const float *x, size_t first, size_t n);
+
 /* Positions pos[0 .. B) of a cache of S (ops/attention.c, ops/cache.c): each a whole
  * number with room for T more. 0, or -1 with the message. */
 int cf_check_positions(const float *pos, size_t B, size_t T, size_t S);

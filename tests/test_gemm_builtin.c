@@ -5,6 +5,7 @@
  * (gemm_avx512_tile.c), so that machines without AVX-512 test its source too. */
 #define _GNU_SOURCE
 #include "rt/cpu.h"
+#include "rt/gemm.h"
 #include "rt/gemm_builtin.h"
 #include "rt/gemm_impl.h"
 #include "test.h"
@@ -140,6 +141,46 @@ TEST(every_implementation_matches_reference)
     CHECK(ran >= 1);
 }
 
+/* The epilogue (bias, ReLU, both), applied tile by tile as the product finishes C,
+   gives the same bits as the product followed by cf_gemm_ep_apply, for every
+   implementation: whole tiles, edge rows and columns, several K blocks (the epilogue
+   only after the last), alpha and beta. */
+TEST(epilogue_same_bits)
+{
+    const cf_gemm_impl *all[] = {&cf_gemm_portable, &cf_gemm_avx2, &cf_gemm_avx2_4, &test_gemm_avx512_tile,
+                                 &cf_gemm_avx512};
+    int runs[] = {1, cf_cpu_avx2(cf_cpu()), cf_cpu_avx2(cf_cpu()), cf_cpu_avx2(cf_cpu()), cf_cpu_avx512(cf_cpu())};
+    static const int sizes[][3] = {{64, 128, 32}, {37, 70, 300}, {8, 32, 5}, {150, 96, 128}, {12, 520, 40}};
+    rng_t r = {7};
+    int checked = 0;
+    for (int i = 0; i < 5; i++) {
+        if (!runs[i]) continue;
+        for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++)
+            for (int kind = 1; kind < 4; kind++) {
+                int M = sizes[s][0], N = sizes[s][1], K = sizes[s][2], ldc = N + 3;
+                float beta = kind == 2 ? 0.5f : 0;
+                float *A = malloc(sizeof(float) * M * K), *B = malloc(sizeof(float) * K * N);
+                float *bias = malloc(sizeof(float) * N), *C = malloc(sizeof(float) * M * ldc);
+                float *want = malloc(sizeof(float) * M * ldc);
+                for (int j = 0; j < M * K; j++) A[j] = rng_uniform(&r);
+                for (int j = 0; j < K * N; j++) B[j] = rng_uniform(&r);
+                for (int j = 0; j < N; j++) bias[j] = rng_uniform(&r);
+                for (int j = 0; j < M * ldc; j++) C[j] = want[j] = rng_uniform(&r);
+                cf_gemm_ep ep = {kind & 1 ? bias : NULL, kind >= 2};
+                cf_gemm_builtin_with(all[i], 0, 0, M, N, K, 1.5f, A, K, B, N, beta, want, ldc);
+                cf_gemm_ep_apply(&ep, M, N, want, ldc);
+                cf_gemm_builtin_ep(all[i], 0, 0, M, N, K, 1.5f, A, K, B, N, beta, C, ldc, &ep);
+                if (memcmp(C, want, sizeof(float) * M * ldc))
+                    fprintf(stderr, "  %s: %d x %d x %d, bias %d relu %d: other bits\n", all[i]->name, M, N, K,
+                            kind & 1, kind >= 2);
+                CHECK(memcmp(C, want, sizeof(float) * M * ldc) == 0);
+                checked++;
+                free(A); free(B); free(bias); free(C); free(want);
+            }
+    }
+    CHECK(checked >= 15);
+}
+
 /* K == 0 and alpha == 0 give C = beta * C; beta == 0 then clears NaN. M or N == 0
    touches nothing. */
 TEST(degenerate_sizes)
@@ -266,6 +307,7 @@ int main(void)
     unsetenv("CFLUX_GEMM");   /* the default choice is under test */
     RUN(dispatch_follows_cpuid);
     RUN(every_implementation_matches_reference);
+    RUN(epilogue_same_bits);
     RUN(degenerate_sizes);
     RUN(known_product);
     RUN(concurrent_slices);

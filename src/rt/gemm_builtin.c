@@ -126,7 +126,9 @@ static void macro_kernel(const cf_gemm_impl *im, int mc, int nc, int kc, float a
                         c[i * ldc + j] = beta == 0 ? alpha * tile[i * nr + j]
                                                    : alpha * tile[i * nr + j] + beta * c[i * ldc + j];
             }
-            if (ep) {   /* the tile is finished and in L1: its epilogue now */
+            if (ep && n == nr) {   /* the tile is finished and in L1: its epilogue now */
+                im->tile_ep(m, c, ldc, ep->bias ? ep->bias + jr : NULL, ep->relu);
+            } else if (ep) {
                 cf_gemm_ep e = {ep->bias ? ep->bias + jr : NULL, ep->relu};
                 cf_gemm_ep_apply(&e, m, n, c, ldc);
             }

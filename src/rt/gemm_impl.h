@@ -33,12 +33,18 @@ typedef void cf_gemm_small_fn(int m, int n, int k, float alpha, const float *A, 
                               ptrdiff_t ldc);
 #define CF_GEMM_SMALL_M 4
 
+/* m rows of nr columns of C (leading dimension ldc), finished: c += bias (nr floats,
+   NULL: none), then max(0, c) if relu; the same bits as cf_gemm_ep_apply, in vectors
+   while the tile is in L1. */
+typedef void cf_gemm_tile_ep_fn(int m, float *c, ptrdiff_t ldc, const float *bias, int relu);
+
 typedef struct cf_gemm_impl {
     const char *name;              /* "avx2": the engine is then called "builtin-avx2" */
     int mr, nr;                    /* tile: nr is a multiple of 16 */
     cf_gemm_kernel_fn *kernel;
     cf_gemm_panel_fn *pack_a_n, *pack_a_t, *pack_b_n, *pack_b_t; /* _t: stored transposed */
     cf_gemm_small_fn *small;
+    cf_gemm_tile_ep_fn *tile_ep;
 } cf_gemm_impl;
 
 extern const cf_gemm_impl cf_gemm_portable;

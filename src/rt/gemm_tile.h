@@ -211,12 +211,31 @@ static void TILE(small)(int m, int n, int kk, float alpha, const float *restrict
         }
 }
 
+/* The epilogue of m rows of a tile (see gemm_impl.h): a vector of a row at a time. */
+static void TILE(tile_ep)(int m, float *restrict c, ptrdiff_t ldc, const float *restrict bias, int relu)
+{
+    typedef int ivec __attribute__((vector_size(TILE_VW * sizeof(int))));
+    TILE(vec) bv[TILE_NV], zero = {0};
+#pragma GCC unroll 4
+    for (int j = 0; j < TILE_NV; j++) bv[j] = bias ? *(const TILE(uvec) *)(bias + j * TILE_VW) : zero;
+    for (int i = 0; i < m; i++) {
+        TILE(uvec) *ci = (TILE(uvec) *)(c + i * ldc);
+#pragma GCC unroll 4
+        for (int j = 0; j < TILE_NV; j++) {
+            TILE(vec) x = ci[j];
+            if (bias) x += bv[j];
+            if (relu) x = (TILE(vec))((ivec)x & (x > zero));   /* x > 0 ? x : 0, NaN to 0 as well */
+            ci[j] = x;
+        }
+    }
+}
+
 #ifndef TILE_PACK_A_N
 #define TILE_PACK_A_N TILE(pack_a_n)
 #endif
 
 /* The table entry for this ISA (TILE_NAME: its name, TILE_ENTRY: the variable). */
 const cf_gemm_impl TILE_ENTRY = {TILE_NAME, TILE_MR, TILE_NR, TILE_KERNEL, TILE_PACK_A_N, TILE(pack_a_t),
-                                 TILE(pack_b_n), TILE_PACK_B_T, TILE(small)};
+                                 TILE(pack_b_n), TILE_PACK_B_T, TILE(small), TILE(tile_ep)};
 
 #undef TILE_NV

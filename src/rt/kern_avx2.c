@@ -198,4 +198,4 @@ static void pack_a_t4(const float *restrict src, ptrdiff_t lda, int kc, float *r
 }
 
 const cf_gemm_impl cf_gemm_avx2_4 = {"avx2", 4, NR, kernel_4x16, pack_a_rows4, pack_a_t4,
-                                     pack_b_n_avx2, pack_b_cols16, small_avx2};
+                                     pack_b_n_avx2, pack_b_cols16, small_avx2, tile_ep_avx2};

@@ -8,7 +8,9 @@
  * and the text's vocabulary (class i is byte vocab[i]). Each forward reads one
  * character and gives the probabilities of the next; the cache holds T positions
  * (the model's window), so when it is full the example empties it and reads the last
- * T / 4 characters again, as cflux sample does.
+ * T / 4 characters again, one at a time. (cflux sample reads them in one forward of the
+ * model loaded to read T / 4 positions at once, cf_model_load_cached_n, and moves the
+ * caches over with cf_exec_state_get and cf_exec_state_set; the text is the same.)
  *
  * Build against an installed cflux:
  *     cc generate.c $(pkg-config --cflags --libs cflux) -o generate */

@@ -364,6 +364,13 @@ CF_API cf_model *cf_model_load_steps(const char *path, int steps);
  * model that does not run one position at a time (a shape fixed at T). The model
  * must mix positions only in its attention; cflux sample checks that on its prime text. */
 CF_API cf_model *cf_model_load_cached(const char *path);
+/* The same, reading n positions a forward (1 <= n <= T): input (B, n), output (B, n,
+ * ...), the outputs at those n positions, each seeing the cache and the positions
+ * before it among the n; the position goes on by n. To read a prompt in one forward
+ * and then generate one position at a time, bind both forms and move the caches from
+ * one executor to the other with cf_exec_state_get and cf_exec_state_set (the same
+ * states, in the same order). */
+CF_API cf_model *cf_model_load_cached_n(const char *path, int n);
 /* The positions a cached model's caches hold (T), or 0 for any other model. */
 CF_API int cf_model_cache_size(const cf_model *m);
 

@@ -2,7 +2,8 @@
  * values (cf_model_load_cached, src/lang/cached.c; ops/cache.c; ops/attention.c with
  * positions): the window model's outputs at every position, to rounding, at 1 and 2
  * threads and for samples at different places; the cache full, emptied and refilled;
- * and the models it refuses. */
+ * several positions read at once (cf_model_load_cached_n) and the caches moved to the
+ * one-position model; and the models it refuses. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -97,6 +98,96 @@ TEST(cached_steps_give_the_window_outputs)
     for (int i = 0; i < 2; i++) steps_give_the_window_outputs(gpts[i]);
 }
 
+/* The caches moved from executor `from` to `to` (the same states, in the same order). */
+static void move_states(cf_exec *from, cf_exec *to)
+{
+    CHECK(cf_exec_state_count(from) == cf_exec_state_count(to));
+    for (int i = 0; i < cf_exec_state_count(from); i++) {
+        cf_shape s = cf_exec_state_shape(from, i);
+        float *buf = malloc(cf_shape_count(s) * sizeof *buf);
+        CHECK(strcmp(cf_exec_state_name(from, i), cf_exec_state_name(to, i)) == 0);
+        CHECK(buf && cf_exec_state_get(from, i, buf) == 0 && cf_exec_state_set(to, i, buf) == 0);
+        free(buf);
+    }
+}
+
+/* Positions [t0, t0 + n) read by e, compared with the window model's outputs: the
+ * largest difference. */
+static double read_positions(cf_exec *e, int n, int t0, const float *want)
+{
+    float *x = cf_exec_input(e, 0, NULL);
+    for (int b = 0; b < 2; b++)
+        for (int t = 0; t < n; t++) x[b * n + t] = char_at(b, t0 + t);
+    if (cf_forward(e, 0)) {
+        fprintf(stderr, "%s\n", cf_last_error());
+        return INFINITY;
+    }
+    const float *got = cf_exec_output(e, 0, NULL);
+    double worst = 0;
+    for (int b = 0; b < 2; b++)
+        for (int t = 0; t < n; t++)
+            for (int v = 0; v < 9; v++) {
+                double d = fabs((double)got[(b * n + t) * 9 + v] - (double)want[(b * 12 + t0 + t) * 9 + v]);
+                worst = d > worst ? d : worst;
+            }
+    return worst;
+}
+
+/* Read five positions at once (a prompt), then one at a time, then five at once again,
+ * the caches moved between the two executors: the window model's outputs throughout;
+ * and the whole window in one forward. */
+TEST(prefill_then_steps)
+{
+    for (int g = 0; g < 2; g++) {
+        const char *path = write_model("gpt.flux", gpts[g]);
+        cf_model *w = cf_model_load(path), *c1 = cf_model_load_cached(path), *c5 = cf_model_load_cached_n(path, 5),
+                 *c12 = cf_model_load_cached_n(path, 12);
+        cf_exec *ew = w ? cf_bind(w, 2, 0) : NULL;
+        CHECK(ew && c1 && c5 && c12 && cf_model_save_params(w, tmp("gpt.st")) == 0);
+        if (!ew || !c1 || !c5 || !c12) {
+            fprintf(stderr, "%s\n", cf_last_error());
+            cf_exec_free(ew), cf_model_free(w), cf_model_free(c1), cf_model_free(c5), cf_model_free(c12);
+            continue;
+        }
+        cf_shape in = cf_model_input_shape(c5, 0), out = cf_model_output_shape(c5, 0);
+        CHECK(in.d[1] == 5 && out.d[1] == 5 && cf_model_cache_size(c5) == 12);
+        CHECK(cf_model_load_params(c1, tmp("gpt.st")) == 0 && cf_model_load_params(c5, tmp("gpt.st")) == 0 &&
+              cf_model_load_params(c12, tmp("gpt.st")) == 0);
+        float *x = cf_exec_input(ew, 0, NULL);
+        for (int b = 0; b < 2; b++)
+            for (int t = 0; t < 12; t++) x[b * 12 + t] = char_at(b, t);
+        CHECK(cf_forward(ew, 0) == 0);
+        const float *want = cf_exec_output(ew, 0, NULL);
+        for (int threads = 1; threads <= 2; threads++) {
+            cf_set_threads(threads);
+            cf_exec *e1 = cf_bind(c1, 2, 0), *e5 = cf_bind(c5, 2, 0), *e12 = cf_bind(c12, 2, 0);
+            CHECK(e1 && e5 && e12);
+            if (e1 && e5 && e12) {
+                double worst = read_positions(e5, 5, 0, want);   /* 0 .. 4 at once */
+                move_states(e5, e1);
+                worst = fmax(worst, read_positions(e1, 1, 5, want));   /* 5, 6 one at a time */
+                worst = fmax(worst, read_positions(e1, 1, 6, want));
+                move_states(e1, e5);
+                worst = fmax(worst, read_positions(e5, 5, 7, want));   /* 7 .. 11 at once */
+                worst = fmax(worst, read_positions(e12, 12, 0, want));
+                if (!(worst < 1e-5)) fprintf(stderr, "gpt %d, threads %d: differs by %g\n", g, threads, worst);
+                CHECK(worst < 1e-5);
+                CHECK(cf_forward(e5, 0) == -1);   /* full */
+                CHECK_HAS(cf_last_error(), "sample 0 is at position 12, and the cache holds 12 positions");
+            }
+            cf_exec_free(e1), cf_exec_free(e5), cf_exec_free(e12);
+        }
+        cf_set_threads(0);
+        cf_exec_free(ew);
+        cf_model_free(w), cf_model_free(c1), cf_model_free(c5), cf_model_free(c12);
+    }
+    const char *path = write_model("gpt.flux", gpts[1]);
+    CHECK(cf_model_load_cached_n(path, 0) == NULL);
+    CHECK_HAS(cf_last_error(), "gpt.flux: a cached model reads from 1 to T = 12 positions a forward, not 0");
+    CHECK(cf_model_load_cached_n(path, 13) == NULL);
+    CHECK_HAS(cf_last_error(), "not 13");
+}
+
 TEST(what_cannot_be_cached)
 {
     /* no attention */
@@ -126,6 +217,7 @@ int main(void)
 {
     if (tmpdir_make("cached")) return 1;
     RUN(cached_steps_give_the_window_outputs);
+    RUN(prefill_then_steps);
     RUN(what_cannot_be_cached);
     tmpdir_remove();
     return test_summary("cached");

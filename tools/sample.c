@@ -18,8 +18,9 @@
  *    running two different paddings.
  * Both windowed ways see the same characters: the window holds the last characters
  * read, at most T; when it is full, it keeps its last T / 4 and goes on from them (the
- * cache emptied and those read again), so the text is the same with the cache and
- * without it, for the same seed.
+ * cache emptied and those read again, all in one forward of the cached form that reads
+ * T / 4 positions, cf_model_load_cached_n, whose caches then move to the one-position
+ * form), so the text is the same with the cache and without it, for the same seed.
  * The prime text is read first; then each character is drawn from the last output's
  * probabilities, sharpened or flattened by the temperature, and fed back.
  *
@@ -77,7 +78,8 @@ static int draw(const float *p, int n, double temperature, uint64_t *rng)
  * characters read (n <= T), and the probabilities of the next character after them. */
 typedef struct reader {
     cf_exec *e, *c;
-    float *w;
+    cf_exec *pc;      /* cached, the form that reads T / 4 positions at once, or NULL */
+    float *w, *state; /* state: room for the largest of its states, to move them to c */
     int n, T, V;
     const float *p;   /* the next character's V probabilities, once computed */
 } reader;
@@ -103,7 +105,8 @@ static int cached_forward(reader *r, float ch)
 
 /* The next character ch read: a recurrent model reads it now, one step; a windowed
  * one appends it to the window, which keeps its last T / 4 first when full (the cache
- * emptied and those read again). 0, or 1 with the message printed. */
+ * emptied and those read again, at once where they can be). 0, or 1 with the message
+ * printed. */
 static int feed(reader *r, float ch)
 {
     if (r->T == 1) {
@@ -116,7 +119,13 @@ static int feed(reader *r, float ch)
         int keep = r->T / 4;
         memmove(r->w, r->w + r->n - keep, (size_t)keep * sizeof *r->w);
         r->n = keep;
-        if (r->c) {
+        if (r->pc) {   /* the kept characters read at once, and the caches moved over */
+            cf_exec_reset_state(r->pc);
+            memcpy(cf_exec_input(r->pc, 0, NULL), r->w, (size_t)keep * sizeof *r->w);
+            if (cf_forward(r->pc, 0)) return fail();
+            for (int i = 0; i < cf_exec_state_count(r->pc); i++)
+                if (cf_exec_state_get(r->pc, i, r->state) || cf_exec_state_set(r->c, i, r->state)) return fail();
+        } else if (r->c) {
             cf_exec_reset_state(r->c);
             for (int i = 0; i < keep; i++)
                 if (cached_forward(r, r->w[i])) return 1;
@@ -226,7 +235,7 @@ int cmd_sample(const args *a)
     if (!m) return fail();
     int rc = 1;
     cf_exec *e = NULL;
-    cf_model *cm = NULL;   /* the cached form of a GPT */
+    cf_model *cm = NULL, *pm = NULL;   /* the cached form of a GPT, one step and T / 4 at once */
     reader r = {0};
     float *w = NULL;
     cf_shape in = cf_model_input_shape(m, 0), out = cf_model_output_shape(m, 0);
@@ -277,6 +286,22 @@ int cmd_sample(const args *a)
             cf_set_threads(1);   /* a position's work is too small to share between threads */
         }
     }
+    if (r.c && T / 4 > 1) {   /* the kept quarter is read at once when the window fills */
+        size_t most = 0;
+        for (int i = 0; i < cf_exec_state_count(r.c); i++) {
+            size_t k = cf_shape_count(cf_exec_state_shape(r.c, i));
+            most = k > most ? k : most;
+        }
+        if (!(pm = cf_model_load_cached_n(a->pos[0], T / 4)) || cf_model_load_params(pm, a->params) ||
+            !(r.pc = cf_bind(pm, 1, 0))) {
+            fail();
+            goto done;
+        }
+        if (!(r.state = malloc(most * sizeof *r.state))) {
+            fprintf(stderr, "error: out of memory\n");
+            goto done;
+        }
+    }
     for (int i = 0; i < T; i++) w[i] = (float)((i * 7 + 3) % nv);   /* the checks' text */
     if (T > 1 && (r.c ? cached_check(a->pos[0], &r) : causal_check(a->pos[0], e, w, T / 2, V, nv))) goto done;
     unsigned char last = '\n';
@@ -295,6 +320,9 @@ int cmd_sample(const args *a)
     rc = fflush(stdout) == 0 ? 0 : 1;
 done:
     free(w);
+    free(r.state);
+    cf_exec_free(r.pc);
+    cf_model_free(pm);
     cf_exec_free(r.c);
     cf_model_free(cm);
     cf_exec_free(e);

@@ -18,7 +18,9 @@
  * would be wrong run so; cflux sample compares the two on its prime text.
  * The parameters keep their names: a checkpoint of the window model loads. The caches
  * and pos are carried states (cf_exec_reset_state empties them); after T forwards the
- * cache is full and the next forward fails. */
+ * cache is full and the next forward fails. Loaded to read n positions a forward
+ * (cf_model_load_cached_n: a prompt at once), the input is (B, n), pos goes on by n, and
+ * the attention's n queries see the cache up to each one's own position. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -98,10 +100,13 @@ static int renumber(cf_model *m, int first)
     return 0;
 }
 
-static int make_cached(cf_model *m, const char *path)
+static int make_cached(cf_model *m, const char *path, int n)
 {
     if (m->ninputs != 1 || m->inputs[0]->shape.rank != 2 || !m->inputs[0]->batched)
         return cf_seterr("error: %s: a cached model reads one sequence of T positions, (B, T)", path);
+    if (n < 1 || n > m->inputs[0]->shape.d[1])
+        return cf_seterr("error: %s: a cached model reads from 1 to T = %d positions a forward, not %d", path,
+                         m->inputs[0]->shape.d[1], n);
     if (m->nregions)
         return cf_seterr("error: %s: a cached model runs attention one position at a time; this one unrolls a "
                          "recurrent net (run it a step at a time with cf_model_load_steps)", path);
@@ -125,7 +130,7 @@ static int make_cached(cf_model *m, const char *path)
         goto out;
     }
     cf_node *pos = cf_carry_at(m, "cache.position", CF_SHAPE(1), CF_ZEROS, path, 0, 0);
-    cf_node *next = pos ? cf_add(m, pos, cf_scalar(m, 1.0f)) : NULL;
+    cf_node *next = pos ? cf_add(m, pos, cf_scalar(m, (float)n)) : NULL;
     if (!next || cf_carry_set_next(m, pos, next)) goto out;
     for (int i = 0; i < natt; i++) {
         found *f = &att[i];
@@ -164,7 +169,7 @@ static int make_cached(cf_model *m, const char *path)
                       "through positions(P, x) alone", path, old->name ? old->name : "?", readers);
             goto out;
         }
-        cf_node *rows = cf_op_at(m, CF_OP_ROWS_AT, 2, in, (const int[]){1}, 1, NULL, 0, path, 0, 0);
+        cf_node *rows = cf_op_at(m, CF_OP_ROWS_AT, 2, in, (const int[]){n, T}, 2, NULL, 0, path, 0, 0);
         if (!rows) goto out;
         rows->loc = old->loc, rows->frame = old->frame;   /* positions(P, x)'s place */
         for (int j = 0; j < m->nnodes; j++)
@@ -176,13 +181,13 @@ static int make_cached(cf_model *m, const char *path)
         goto out;
     }
     if (renumber(m, first)) goto out;
-    x->shape.d[1] = 1;
+    x->shape.d[1] = n;
     m->shaped = 0;
     if (cf_model_infer_shapes(m)) {
         char msg[CF_ERRMAX];
         snprintf(msg, sizeof msg, "%s", cf_last_error());
-        cf_seterr("error: %s: the model does not run one position at a time (T = 1 instead of %d): %s", path, T,
-                  msg + (strncmp(msg, "error: ", 7) == 0 ? 7 : 0));
+        cf_seterr("error: %s: the model does not run %s at a time (T = %d instead of %d): %s", path,
+                  n == 1 ? "one position" : "a part of its window", n, T, msg + (strncmp(msg, "error: ", 7) == 0 ? 7 : 0));
         goto out;
     }
     rc = 0;
@@ -191,10 +196,12 @@ out:
     return rc;
 }
 
-cf_model *cf_model_load_cached(const char *path)
+cf_model *cf_model_load_cached(const char *path) { return cf_model_load_cached_n(path, 1); }
+
+cf_model *cf_model_load_cached_n(const char *path, int n)
 {
     cf_model *m = cf_model_load(path);
-    if (m && make_cached(m, path)) {
+    if (m && make_cached(m, path, n)) {
         cf_model_free(m);
         return NULL;
     }

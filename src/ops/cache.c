@@ -15,7 +15,9 @@
  * rows_at(P, pos): the rows of a table of positions at the positions reached,
  *   P (S, D), pos (B, 1) -> y (B, T, D), y[b] = P[pos[b] .. pos[b] + T - 1], T in
  *   attr.i[0]: what positions(P, x) gives for the T positions of x when they start
- *   at pos[b]. Past the table's end is the same error as the cache's. */
+ *   at pos[b]. Past the table's end is the same error as the cache's, and so is past
+ *   attr.i[1] positions when that is not 0 (the cache's size, which the table may
+ *   exceed). */
 #include <string.h>
 
 #include "core/error.h"
@@ -75,7 +77,8 @@ static int rows_infer(cf_node *n)
 static int rows_forward(const cf_inst *k)
 {
     size_t B = (size_t)k->ys.d[0], T = (size_t)k->ys.d[1], D = (size_t)k->ys.d[2], S = (size_t)k->xs[0].d[0];
-    if (cf_check_positions(k->x[1], B, T, S)) return -1;
+    int cache = k->node->attr.i[1];   /* the cache is full before the table's end: say so */
+    if (cf_check_positions(k->x[1], B, T, cache > 0 && (size_t)cache < S ? (size_t)cache : S)) return -1;
     for (size_t b = 0; b < B; b++) memcpy(k->y + b * T * D, k->x[0] + (size_t)k->x[1][b] * D, T * D * sizeof *k->y);
     return 0;
 }

@@ -280,6 +280,74 @@ TEST(read_file_errors)
     free(b);
 }
 
+static int want_b(const cf_st_file *f, const char *name, void *user)
+{
+    ++*(int *)user;
+    return strcmp(cf_st_meta(f, "keep"), name) == 0;   /* the metadata, seen before the tensors */
+}
+
+/* Parts of a file: the header alone (no values, metadata and shapes kept), and only the
+ * tensors wanted (the same values as the whole read, the others without theirs), from
+ * a regular file and from a pipe (read whole, then the same); a file cut short is an
+ * error either way. */
+TEST(reads_parts)
+{
+    const char *p = tmp("parts.safetensors");
+    float a[3] = {1, 2, 3}, b[700], c[5] = {-1, -2, -3, -4, -5};
+    for (int i = 0; i < 700; i++) b[i] = (float)i / 7;
+    cf_st_tensor t[3] = {{.name = "a", .rank = 1, .shape = {3}, .count = 3, .data = a},
+                         {.name = "b", .rank = 2, .shape = {7, 100}, .count = 700, .data = b},
+                         {.name = "c", .rank = 1, .shape = {5}, .count = 5, .data = c}};
+    const char *k[] = {"keep"}, *v[] = {"b"};
+    CHECK(cf_st_write(p, 3, t, 1, k, v) == 0);
+    cf_st_file *f = cf_st_read_ex(p, CF_ST_HEADER_ONLY);
+    CHECK(f && cf_st_count(f) == 3 && !strcmp(cf_st_meta(f, "keep"), "b"));
+    for (int i = 0; f && i < 3; i++) CHECK(cf_st_get(f, i)->data == NULL);
+    CHECK(f && cf_st_find(f, "b")->rank == 2 && cf_st_find(f, "b")->shape[1] == 100);
+    cf_st_free(f);
+    const char *paths[2] = {p, "/dev/stdin"};
+    for (int w = 0; w < 2; w++) {   /* a regular file, then a pipe */
+        FILE *in = NULL;
+        if (w == 1) {
+            char cmd[600];
+            snprintf(cmd, sizeof cmd, "cat '%s'", p);
+            in = popen(cmd, "r");
+            CHECK(in != NULL && dup2(fileno(in), 0) == 0);
+        }
+        int calls = 0;
+        f = cf_st_read_want(paths[w], 0, want_b, &calls);
+        CHECK(f != NULL && calls == 3);
+        if (!f) fprintf(stderr, "%s\n", cf_last_error());
+        const cf_st_tensor *x = f ? cf_st_find(f, "b") : NULL;
+        CHECK(x && x->data && memcmp(x->data, b, sizeof b) == 0);
+        CHECK(f && cf_st_find(f, "a")->data == NULL && cf_st_find(f, "c")->data == NULL);
+        CHECK(f && cf_st_find(f, "c")->count == 5);
+        cf_st_free(f);
+        if (in) pclose(in);
+    }
+    size_t len;
+    unsigned char *all = slurp(p, &len);
+    FILE *fp = fopen(p, "wb");
+    fwrite(all, 1, len - 8, fp);   /* c's last two values gone */
+    fclose(fp);
+    CHECK(cf_st_read_ex(p, CF_ST_HEADER_ONLY) == NULL);
+    CHECK_HAS(cf_last_error(), "parts.safetensors: truncated: the header says");
+    int calls = 0;
+    CHECK(cf_st_read_want(p, 0, want_b, &calls) == NULL);
+    CHECK_HAS(cf_last_error(), "parts.safetensors: truncated: the header says");
+    fp = fopen(p, "wb");
+    fwrite(all, 1, 5, fp);
+    fclose(fp);
+    CHECK(cf_st_read_ex(p, CF_ST_HEADER_ONLY) == NULL);
+    CHECK_HAS(cf_last_error(), "parts.safetensors: too short to be a safetensors file (5 bytes");
+    fp = fopen(p, "wb");
+    fwrite(all, 1, 40, fp);
+    fclose(fp);
+    CHECK(cf_st_read_want(p, 0, want_b, &calls) == NULL);
+    CHECK_HAS(cf_last_error(), "parts.safetensors: truncated: the header length is");
+    free(all);
+}
+
 TEST(reads_other_dtypes)
 {
     /* F64 [1.5, -1e300], F16 [1, -2, 65504, 2^-24 (subnormal), inf, -0], BF16 [1.5, -3]. */
@@ -531,6 +599,7 @@ int main(void)
     RUN(write_rejects);
     RUN(failed_write_keeps_old_file);
     RUN(read_file_errors);
+    RUN(reads_parts);
     RUN(reads_other_dtypes);
     RUN(accepts_what_the_format_allows);
     RUN(rejects_bad_length_field);

@@ -131,7 +131,7 @@ int cf_model_set_class_meta(cf_model *m, const char *s)
 int cf_model_load_class_names(cf_model *m, const char *path)
 {
     if (!m || !path) return cf_seterr("error: cf_model_load_class_names: no model or no path");
-    cf_st_file *f = cf_st_read(path);
+    cf_st_file *f = cf_st_read_ex(path, CF_ST_HEADER_ONLY);
     if (!f) return -1;
     const char *meta = cf_st_meta(f, CF_CLASSES_META);
     int rc = cf_model_set_class_meta(m, meta);

@@ -359,11 +359,19 @@ static int match_names(const cf_model *m, const cf_st_file *f, const char *path,
     return 0;
 }
 
+int cf_params_want(const cf_st_file *f, const char *name, void *user)
+{
+    (void)user;
+    const char *format = cf_st_meta(f, "format");
+    int ckpt = format && strcmp(format, CF_CHECKPOINT_FORMAT) == 0;
+    return !(ckpt && (strncmp(name, "optim.", 6) == 0 || strncmp(name, "carry.", 6) == 0));
+}
+
 int cf_model_load_params_ex(cf_model *m, const char *path, unsigned flags)
 {
     if (!m || !path) return cf_seterr("error: cf_model_load_params: no model or no path");
     if (cf_model_init_params(m)) return -1;
-    cf_st_file *f = cf_st_read(path);
+    cf_st_file *f = cf_st_read_want(path, 0, cf_params_want, NULL);
     if (!f) return -1;
     int rc = cf_model_params_from(m, f, path, flags);
     cf_st_free(f);

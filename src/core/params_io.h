@@ -15,6 +15,11 @@
  * model's parameters must exist. 0 or -1. */
 int cf_model_params_from(cf_model *m, const cf_st_file *f, const char *path, unsigned flags);
 
+/* For cf_st_read_want: the tensors cf_model_params_from reads, all but a checkpoint's
+ * optimizer and carried state (optim.*, carry.*), which a model's weights do not need
+ * (a checkpoint's greater part: Adam keeps two values a weight). */
+int cf_params_want(const cf_st_file *f, const char *name, void *user);
+
 /* The model's parameters (initialised) and its input standardisation, if any, as
  * safetensors entries t[0 .. cf_model_params_tensor_count(m)), for writing; the
  * entries point into the model. */

@@ -457,22 +457,49 @@ static int check_meta(const cJSON *meta, const char *what)
     return rc;
 }
 
-/* Everything is checked: copy names, metadata and converted values into f.
+/* Where the tensors' values come from: memory (data), or the file fp from byte off on
+ * (data NULL); which of them are read: every one (want NULL), or those want says,
+ * none with CF_ST_HEADER_ONLY. */
+typedef struct source {
+    const unsigned char *data;
+    FILE *fp;
+    uint64_t off;
+    cf_st_want_fn *want;
+    void *user;
+    unsigned flags;
+    const char *what;
+} source;
+
+/* Tensor e's bytes from the file into dst (bytes long): 0, or -1 with the message. */
+static int read_at(const source *src, const entry *e, unsigned char *dst)
+{
+    size_t bytes = (size_t)(e->end - e->begin);
+    if (fseeko(src->fp, (off_t)(src->off + e->begin), SEEK_SET) || fread(dst, 1, bytes, src->fp) != bytes)
+        return cf_seterr("error: %s: cannot read tensor '%s' (%zu bytes at byte %llu): %s", src->what, e->name, bytes,
+                         (unsigned long long)(src->off + e->begin),
+                         ferror(src->fp) ? strerror(errno) : "the file is shorter than its header says");
+    return 0;
+}
+
+/* Everything is checked: copy names, metadata and the converted values wanted into f.
  * bypos[i] is the entry whose data comes i-th in the buffer. */
-static cf_st_file *build(entry *const *bypos, int n, const cJSON *meta, const unsigned char *data)
+static cf_st_file *build(entry *const *bypos, int n, const cJSON *meta, const source *src)
 {
     cf_st_file *f = calloc(1, sizeof *f);
     int nmeta = cJSON_IsObject(meta) ? cJSON_GetArraySize(meta) : 0, i;
-    size_t nstr = 0, nval = 0, at = 0;
+    size_t nstr = 0, nval = 0, at = 0, most = 0;
     const cJSON *c;
     name_index *byname = NULL;
+    unsigned char *tmp = NULL, *wanted = calloc((size_t)n + 1, 1);
     char *s;
 
-    if (!f) { cf_oom(sizeof *f); return NULL; }
-    for (i = 0; i < n; i++) {
-        nstr += strlen(bypos[i]->name) + 1;
-        if (bypos[i]->dt < DT_COUNT) nval += bypos[i]->count;
+    if (!f || !wanted) {
+        free(f);
+        free(wanted);
+        cf_oom(sizeof *f + (size_t)n + 1);
+        return NULL;
     }
+    for (i = 0; i < n; i++) nstr += strlen(bypos[i]->name) + 1;
     for (c = nmeta ? meta->child : NULL; c; c = c->next)
         nstr += strlen(c->string) + strlen(c->valuestring) + 2;
     f->n = n;
@@ -481,15 +508,20 @@ static cf_st_file *build(entry *const *bypos, int n, const cJSON *meta, const un
     f->byname = calloc(n + 1, sizeof *f->byname);
     f->meta = calloc(nmeta + 1, sizeof *f->meta);
     f->strings = s = malloc(nstr + 1);
-    f->data = malloc(sizeof *f->data * (nval + 1));
     byname = malloc(sizeof *byname * (n + 1));
-    if (!f->t || !f->byname || !f->meta || !s || !f->data || !byname) {
-        cf_oom(sizeof *f->data * (nval + 1) + nstr);
-        free(byname);
-        cf_st_free(f);
-        return NULL;
+    if (!f->t || !f->byname || !f->meta || !s || !byname) {
+        cf_oom(nstr + sizeof *f->t * (n + 1));
+        goto fail;
     }
-
+    /* the metadata first, so that want can read it */
+    for (i = 0, c = nmeta ? meta->child : NULL; c; c = c->next, i++) {
+        size_t kl = strlen(c->string) + 1, vl = strlen(c->valuestring) + 1;
+        f->meta[i].key = memcpy(s, c->string, kl);
+        s += kl;
+        f->meta[i].value = memcpy(s, c->valuestring, vl);
+        s += vl;
+    }
+    qsort(f->meta, nmeta, sizeof *f->meta, cmp_str); /* the key is the first member */
     for (i = 0; i < n; i++) {
         const entry *e = bypos[i];
         cf_st_tensor *t = &f->t[i];
@@ -499,13 +531,29 @@ static cf_st_file *build(entry *const *bypos, int n, const cJSON *meta, const un
         t->rank = e->rank;
         memcpy(t->shape, e->shape, sizeof t->shape);
         t->count = e->count;
-        if (e->dt < DT_COUNT) {
-            t->dtype = dt_name[e->dt];
-            t->data = f->data + at;
-            convert(f->data + at, data + e->begin, e->count, e->dt);
+        t->dtype = e->dt < DT_COUNT ? dt_name[e->dt] : dt_other[e->other];
+        if (e->dt < DT_COUNT && !(src->flags & CF_ST_HEADER_ONLY) && (!src->want || src->want(f, t->name, src->user))) {
+            wanted[i] = 1;
+            nval += e->count;
+            if (e->dt != DT_F32 && e->end - e->begin > most) most = (size_t)(e->end - e->begin);
+        }
+    }
+    f->data = malloc(sizeof *f->data * (nval + 1));
+    if (src->fp && most) tmp = malloc(most);
+    if (!f->data || (src->fp && most && !tmp)) {
+        cf_oom(sizeof *f->data * (nval + 1) + most);
+        goto fail;
+    }
+    for (i = 0; i < n; i++) {
+        const entry *e = bypos[i];
+        cf_st_tensor *t = &f->t[i];
+        if (wanted[i]) {
+            float *dst = f->data + at;
+            const unsigned char *from = src->data ? src->data + e->begin : e->dt == DT_F32 ? (unsigned char *)dst : tmp;
+            if (!src->data && read_at(src, e, (unsigned char *)from)) goto fail;
+            convert(dst, from, e->count, e->dt);   /* in place for F32 from the file: each value read, then written */
+            t->data = dst;
             at += e->count;
-        } else {
-            t->dtype = dt_other[e->other];   /* kept, not read: data NULL */
         }
         byname[i].name = t->name;
         byname[i].i = i;
@@ -513,34 +561,33 @@ static cf_st_file *build(entry *const *bypos, int n, const cJSON *meta, const un
     qsort(byname, n, sizeof *byname, cmp_str); /* the name is the first member */
     for (i = 0; i < n; i++) f->byname[i] = byname[i].i;
     free(byname);
-
-    for (i = 0, c = nmeta ? meta->child : NULL; c; c = c->next, i++) {
-        size_t kl = strlen(c->string) + 1, vl = strlen(c->valuestring) + 1;
-        f->meta[i].key = memcpy(s, c->string, kl);
-        s += kl;
-        f->meta[i].value = memcpy(s, c->valuestring, vl);
-        s += vl;
-    }
-    qsort(f->meta, nmeta, sizeof *f->meta, cmp_str); /* the key is the first member */
+    free(tmp);
+    free(wanted);
     return f;
+fail:
+    free(byname);
+    free(tmp);
+    free(wanted);
+    cf_st_free(f);
+    return NULL;
 }
 
 cf_st_file *cf_st_parse(const void *buf, size_t len, const char *what) { return cf_st_parse_ex(buf, len, what, 0); }
 
-cf_st_file *cf_st_parse_ex(const void *buf, size_t len, const char *what, unsigned flags)
+/* The file's first len bytes at b (its length field and header, or all of it), of
+ * total bytes in all; its values from src. */
+static cf_st_file *parse(const unsigned char *b, size_t len, uint64_t total, const source *src)
 {
-    const unsigned char *b = buf;
-    const char *hdr, *end = NULL;
+    const char *hdr, *end = NULL, *what = src->what;
     uint64_t hlen;
     cJSON *root = NULL, *meta = NULL, *c;
     entry *ents = NULL, **bypos = NULL;
     cf_st_file *f = NULL;
     int n = 0, i;
 
-    if (!what) what = "safetensors data";
-    if (!b || len < 8) {
-        cf_seterr("error: %s: too short to be a safetensors file (%zu bytes; the header length "
-                  "alone takes 8)", what, b ? len : 0);
+    if (!b || total < 8) {
+        cf_seterr("error: %s: too short to be a safetensors file (%llu bytes; the header length "
+                  "alone takes 8)", what, (unsigned long long)(b ? total : 0));
         return NULL;
     }
     hlen = ld64(b);
@@ -549,9 +596,13 @@ cf_st_file *cf_st_parse_ex(const void *buf, size_t len, const char *what, unsign
                   "safetensors file?)", what, (unsigned long long)hlen, CF_ST_MAX_HEADER);
         return NULL;
     }
-    if (hlen > len - 8) {
+    if (hlen > total - 8) {
         cf_seterr("error: %s: truncated: the header length is %llu bytes but the file has only "
-                  "%zu after the length field", what, (unsigned long long)hlen, len - 8);
+                  "%llu after the length field", what, (unsigned long long)hlen, (unsigned long long)(total - 8));
+        return NULL;
+    }
+    if (hlen > len - 8) {   /* the caller read less than the header: a file that shrank */
+        cf_seterr("error: %s: cannot read the header: the file is shorter than its length said", what);
         return NULL;
     }
     hdr = (const char *)b + 8;
@@ -592,12 +643,15 @@ cf_st_file *cf_st_parse_ex(const void *buf, size_t len, const char *what, unsign
         if (c == meta) continue;
         ents[i].name = c->string;
         ents[i].index = i;
-        if (check_entry(c, &ents[i], what, flags)) goto out;
+        if (check_entry(c, &ents[i], what, src->flags)) goto out;
         i++;
     }
-    if (check_layout(ents, n, len - 8 - hlen, what)) goto out;
+    if (check_layout(ents, n, total - 8 - hlen, what)) goto out;
     for (i = 0; i < n; i++) bypos[ents[i].pos] = &ents[i];
-    f = build(bypos, n, meta, b + 8 + hlen);
+    source from = *src;
+    if (from.data) from.data = b + 8 + hlen;
+    from.off = 8 + hlen;
+    f = build(bypos, n, meta, &from);
 out:
     free(ents);
     free(bypos);
@@ -605,9 +659,17 @@ out:
     return f;
 }
 
-cf_st_file *cf_st_read(const char *path) { return cf_st_read_ex(path, 0); }
+cf_st_file *cf_st_parse_ex(const void *buf, size_t len, const char *what, unsigned flags)
+{
+    source src = {.data = buf, .flags = flags, .what = what ? what : "safetensors data"};
+    return parse(buf, len, len, &src);
+}
 
-cf_st_file *cf_st_read_ex(const char *path, unsigned flags)
+cf_st_file *cf_st_read(const char *path) { return cf_st_read_want(path, 0, NULL, NULL); }
+
+cf_st_file *cf_st_read_ex(const char *path, unsigned flags) { return cf_st_read_want(path, flags, NULL, NULL); }
+
+cf_st_file *cf_st_read_want(const char *path, unsigned flags, cf_st_want_fn *want, void *user)
 {
     FILE *fp;
     struct stat st;
@@ -624,12 +686,40 @@ cf_st_file *cf_st_read_ex(const char *path, unsigned flags)
         cf_seterr("error: %s: cannot open: %s", path, strerror(errno));
         return NULL;
     }
-    if (fstat(fileno(fp), &st) == 0 && S_ISDIR(st.st_mode)) {
+    int stated = fstat(fileno(fp), &st) == 0;
+    if (stated && S_ISDIR(st.st_mode)) {
         cf_seterr("error: %s: is a directory, not a safetensors file", path);
         fclose(fp);
         return NULL;
     }
-    cap = st.st_size > 0 ? (size_t)st.st_size + 1 : 4096;
+    source src = {.fp = fp, .want = want, .user = user, .flags = flags, .what = path};
+    if (stated && S_ISREG(st.st_mode) && (want || (flags & CF_ST_HEADER_ONLY))) {
+        /* a part of it: the header read first, then the values wanted, each from its place */
+        unsigned char head[8];
+        uint64_t total = (uint64_t)st.st_size, hlen;
+        if (total < 8) {
+            f = parse(head, 0, total, &src);   /* too short */
+            goto out;
+        }
+        if (fread(head, 1, 8, fp) != 8) {
+            cf_seterr("error: %s: cannot read: %s", path, ferror(fp) ? strerror(errno) : "the file shrank");
+            goto out;
+        }
+        hlen = ld64(head);
+        if (hlen > CF_ST_MAX_HEADER || hlen > total - 8) {
+            f = parse(head, 8, total, &src);
+            goto out;
+        }
+        if (!(buf = malloc((size_t)hlen + 8))) {
+            cf_oom((size_t)hlen + 8);
+            goto out;
+        }
+        memcpy(buf, head, 8);
+        len = 8 + fread(buf + 8, 1, (size_t)hlen, fp);
+        f = parse(buf, len, total, &src);
+        goto out;
+    }
+    cap = stated && st.st_size > 0 ? (size_t)st.st_size + 1 : 4096;
     for (;;) {
         if (len == cap || !buf) {
             unsigned char *nb;
@@ -649,7 +739,9 @@ cf_st_file *cf_st_read_ex(const char *path, unsigned flags)
         cf_seterr("error: %s: cannot read: %s", path, strerror(e));
         goto out;
     }
-    f = cf_st_parse_ex(buf, len, path, flags);
+    src.fp = NULL;
+    src.data = buf;
+    f = parse(buf, len, len, &src);
 out:
     free(buf);
     fclose(fp);

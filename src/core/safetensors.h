@@ -52,6 +52,8 @@ typedef struct cf_st_tensor {
 
 /* Reader flags. */
 #define CF_ST_OTHER_DTYPES 1u   /* keep tensors of whole-byte dtypes cflux does not read */
+#define CF_ST_HEADER_ONLY 2u    /* every tensor kept without its values (data NULL): the
+                                   names, shapes and metadata, for the cost of the header */
 
 /* Write n float32 (or int64) tensors and nmeta string pairs (the "__metadata__" object) to
  * path, crash-safe (through cf_file_create: a temporary file renamed over path,
@@ -76,6 +78,14 @@ typedef struct cf_st_file cf_st_file;
  * _ex takes reader flags. */
 cf_st_file *cf_st_read(const char *path);
 cf_st_file *cf_st_read_ex(const char *path, unsigned flags);
+
+/* The same, reading the values of only the tensors that want(f, name, user) says
+ * (non-zero) it needs: the others are kept without them (data NULL), and a regular
+ * file's bytes past the header are read only where a wanted tensor's are. want sees
+ * the file's metadata (cf_st_meta(f, ...)), not yet its tensors. The whole file is
+ * still checked (its header, and its length against the tensors'). */
+typedef int cf_st_want_fn(const cf_st_file *f, const char *name, void *user);
+cf_st_file *cf_st_read_want(const char *path, unsigned flags, cf_st_want_fn *want, void *user);
 
 /* The same from memory; `what` names the input in messages. Copies what it keeps:
  * buf may be freed once this returns. NULL on error. */

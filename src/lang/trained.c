@@ -9,7 +9,7 @@
 cf_model *cf_model_load_trained(const char *path)
 {
     if (!path) return cf_seterr("error: cf_model_load_trained: no path"), NULL;
-    cf_st_file *f = cf_st_read(path);
+    cf_st_file *f = cf_st_read_want(path, 0, cf_params_want, NULL);
     if (!f) return NULL;
     const char *src = cf_st_meta(f, CF_MODEL_SOURCE_META), *file = cf_st_meta(f, CF_MODEL_FILE_META);
     cf_model *m = NULL;

@@ -187,7 +187,7 @@ static int check_vocab(const cf_trainer *t, const unsigned char *v, int n, const
 int cf_checkpoint_vocab(const char *path, unsigned char vocab[256])
 {
     if (!path || !vocab) return cf_seterr("error: cf_checkpoint_vocab: no path or no place for the vocabulary");
-    cf_st_file *f = cf_st_read(path);
+    cf_st_file *f = cf_st_read_ex(path, CF_ST_HEADER_ONLY);
     if (!f) return -1;
     int n = vocab_decode(cf_st_meta(f, "text_vocab"), path, vocab);
     cf_st_free(f);
@@ -197,7 +197,7 @@ int cf_checkpoint_vocab(const char *path, unsigned char vocab[256])
 int cf_checkpoint_batch(const char *path)
 {
     if (!path) return cf_seterr("error: cf_checkpoint_batch: no path");
-    cf_st_file *f = cf_st_read(path);
+    cf_st_file *f = cf_st_read_ex(path, CF_ST_HEADER_ONLY);
     if (!f) return -1;
     const char *format = cf_st_meta(f, "format"), *v = cf_st_meta(f, "batch");
     int64_t b = 0;

@@ -68,7 +68,7 @@ int cf_frozen_check(const cf_model *m, const char *meta, const char *path)
 int cf_checkpoint_freeze(const char *path, cf_model *m)
 {
     if (!path || !m) return cf_seterr("error: cf_checkpoint_freeze: no path or no model");
-    cf_st_file *f = cf_st_read(path);
+    cf_st_file *f = cf_st_read_ex(path, CF_ST_HEADER_ONLY);
     if (!f) return -1;
     const char *meta = cf_st_meta(f, "frozen");
     int n = 0, rc = 0;

@@ -36,6 +36,16 @@ static const char *write_model(const char *name, const char *src)
 /* Sample b's character at position t. */
 static float char_at(int b, int t) { return (float)((t * (b + 2) + 3 * b + 1) % 9); }
 
+/* The window model's outputs (B 2, T 12, 9) on the characters of char_at. */
+static const float *window_outputs(cf_exec *ew)
+{
+    float *x = cf_exec_input(ew, 0, NULL);
+    for (int b = 0; b < 2; b++)
+        for (int t = 0; t < 12; t++) x[b * 12 + t] = char_at(b, t);
+    CHECK(cf_forward(ew, 0) == 0);
+    return cf_exec_output(ew, 0, NULL);
+}
+
 static void steps_give_the_window_outputs(const char *src)
 {
     const char *path = write_model("gpt.flux", src);
@@ -53,11 +63,7 @@ static void steps_give_the_window_outputs(const char *src)
     cf_shape in = cf_model_input_shape(c, 0), out = cf_model_output_shape(c, 0);
     CHECK(in.rank == 2 && in.d[1] == 1 && out.rank == 3 && out.d[1] == 1 && out.d[2] == 9);
     CHECK(cf_model_load_params(c, tmp("gpt.st")) == 0);   /* the window model's names */
-    float *x = cf_exec_input(ew, 0, NULL);
-    for (int b = 0; b < 2; b++)
-        for (int t = 0; t < 12; t++) x[b * 12 + t] = char_at(b, t);
-    CHECK(cf_forward(ew, 0) == 0);
-    const float *want = cf_exec_output(ew, 0, NULL);
+    const float *want = window_outputs(ew);
     for (int threads = 1; threads <= 2; threads++) {
         cf_set_threads(threads);
         cf_exec *ec = cf_bind(c, 2, 0);
@@ -153,11 +159,7 @@ TEST(prefill_then_steps)
         CHECK(in.d[1] == 5 && out.d[1] == 5 && cf_model_cache_size(c5) == 12);
         CHECK(cf_model_load_params(c1, tmp("gpt.st")) == 0 && cf_model_load_params(c5, tmp("gpt.st")) == 0 &&
               cf_model_load_params(c12, tmp("gpt.st")) == 0);
-        float *x = cf_exec_input(ew, 0, NULL);
-        for (int b = 0; b < 2; b++)
-            for (int t = 0; t < 12; t++) x[b * 12 + t] = char_at(b, t);
-        CHECK(cf_forward(ew, 0) == 0);
-        const float *want = cf_exec_output(ew, 0, NULL);
+        const float *want = window_outputs(ew);
         for (int threads = 1; threads <= 2; threads++) {
             cf_set_threads(threads);
             cf_exec *e1 = cf_bind(c1, 2, 0), *e5 = cf_bind(c5, 2, 0), *e12 = cf_bind(c12, 2, 0);

@@ -64,7 +64,8 @@ static uint64_t next_u64(uint64_t *s)
 static int draw(const float *p, int n, double temperature, uint64_t *rng)
 {
     double w[256], sum = 0;
-    for (int i = 0; i < n; i++) sum += w[i] = p[i] > 0 ? pow((double)p[i], 1 / temperature) : 0;
+    for (int i = 0; i < n; i++)   /* pow(x, 1) is x: no need to call it */
+        sum += w[i] = p[i] > 0 ? temperature == 1 ? (double)p[i] : pow((double)p[i], 1 / temperature) : 0;
     double u = (double)(next_u64(rng) >> 11) * 0x1p-53 * sum;
     for (int i = 0; i < n; i++)
         if ((u -= w[i]) < 0) return i;

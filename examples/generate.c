@@ -10,7 +10,7 @@
  * (the model's window), so when it is full the example empties it and reads the last
  * T / 4 characters again, one at a time. (cflux sample reads them in one forward of the
  * model loaded to read T / 4 positions at once, cf_model_load_cached_n, and moves the
- * caches over with cf_exec_state_get and cf_exec_state_set; the text is the same.)
+ * caches over with cf_exec_state_copy; the text is the same.)
  *
  * Build against an installed cflux:
  *     cc generate.c $(pkg-config --cflags --libs cflux) -o generate */

@@ -368,8 +368,8 @@ CF_API cf_model *cf_model_load_cached(const char *path);
  * ...), the outputs at those n positions, each seeing the cache and the positions
  * before it among the n; the position goes on by n. To read a prompt in one forward
  * and then generate one position at a time, bind both forms and move the caches from
- * one executor to the other with cf_exec_state_get and cf_exec_state_set (the same
- * states, in the same order). */
+ * one executor to the other with cf_exec_state_copy (the same states, in the same
+ * order). */
 CF_API cf_model *cf_model_load_cached_n(const char *path, int n);
 /* The positions a cached model's caches hold (T), or 0 for any other model. */
 CF_API int cf_model_cache_size(const cf_model *m);
@@ -675,6 +675,10 @@ CF_API const char *cf_exec_state_name(const cf_exec *e, int i);
 CF_API cf_shape    cf_exec_state_shape(const cf_exec *e, int i);
 CF_API int         cf_exec_state_get(const cf_exec *e, int i, float *out);
 CF_API int         cf_exec_state_set(cf_exec *e, int i, const float *in);
+/* Every carried state of `from` into `to` (executors of models with the same states by
+ * name and size, such as the forms of a cached model: cf_model_load_cached_n), as get
+ * then set of each would. 0, or -1 (nothing copied) when they differ. */
+CF_API int         cf_exec_state_copy(const cf_exec *from, cf_exec *to);
 /* Back-propagate the head gradients of the last forward; parameter gradients
  * accumulate or are overwritten as their grad_req says. Needs CF_TRAIN. 0 or -1. */
 CF_API int cf_backward(cf_exec *e);

@@ -105,17 +105,7 @@ TEST(cached_steps_give_the_window_outputs)
 }
 
 /* The caches moved from executor `from` to `to` (the same states, in the same order). */
-static void move_states(cf_exec *from, cf_exec *to)
-{
-    CHECK(cf_exec_state_count(from) == cf_exec_state_count(to));
-    for (int i = 0; i < cf_exec_state_count(from); i++) {
-        cf_shape s = cf_exec_state_shape(from, i);
-        float *buf = malloc(cf_shape_count(s) * sizeof *buf);
-        CHECK(strcmp(cf_exec_state_name(from, i), cf_exec_state_name(to, i)) == 0);
-        CHECK(buf && cf_exec_state_get(from, i, buf) == 0 && cf_exec_state_set(to, i, buf) == 0);
-        free(buf);
-    }
-}
+static void move_states(cf_exec *from, cf_exec *to) { CHECK(cf_exec_state_copy(from, to) == 0); }
 
 /* Positions [t0, t0 + n) read by e, compared with the window model's outputs: the
  * largest difference. */
@@ -174,6 +164,8 @@ TEST(prefill_then_steps)
                 worst = fmax(worst, read_positions(e12, 12, 0, want));
                 if (!(worst < 1e-5)) fprintf(stderr, "gpt %d, threads %d: differs by %g\n", g, threads, worst);
                 CHECK(worst < 1e-5);
+                CHECK(cf_exec_state_copy(e5, ew) == -1);   /* the window model carries nothing */
+                CHECK_HAS(cf_last_error(), "carried states, and 0 to copy them into");
                 CHECK(cf_forward(e5, 0) == -1);   /* full */
                 CHECK_HAS(cf_last_error(), "sample 0 is at position 12, and the cache holds 12 positions");
             }

@@ -228,20 +228,15 @@ static int time_generate(const char *path, double seconds, figures *f)
     cf_model *c = cf_model_load_cached(path), *pc = NULL;
     if (!c) return strstr(cf_last_error(), "no causal attention to cache") ? 0 : -1;
     int rc = -1, T = cf_model_cache_size(c), V = cf_model_output_shape(c, 0).d[2], K = T / 4;
-    float *w = malloc((size_t)T * sizeof *w), *state = NULL;
+    float *w = malloc((size_t)T * sizeof *w);
     cf_exec *e = w ? cf_bind(c, 1, 0) : NULL, *pe = NULL;
     if (!e) goto out;
     if (K > 1) {
-        size_t most = 0;
-        for (int i = 0; i < cf_exec_state_count(e); i++) {
-            size_t k = cf_shape_count(cf_exec_state_shape(e, i));
-            most = k > most ? k : most;
-        }
         if (!(pc = cf_model_load_cached_n(path, K)) || cf_model_init_params(pc)) goto out;
         for (int i = 0; i < cf_model_param_count(c); i++)   /* the same weights */
             memcpy(cf_model_param_data(pc, i), cf_model_param_data(c, i),
                    cf_shape_count(cf_model_param_shape(c, i)) * sizeof(float));
-        if (!(pe = cf_bind(pc, 1, 0)) || !(state = malloc(most * sizeof *state))) goto out;
+        if (!(pe = cf_bind(pc, 1, 0))) goto out;
     }
     float *x = cf_exec_input(e, 0, NULL);
     const float *p = cf_exec_output(e, 0, NULL);
@@ -255,9 +250,7 @@ static int time_generate(const char *path, double seconds, figures *f)
             cf_exec_reset_state(pe ? pe : e);
             if (pe) {
                 memcpy(cf_exec_input(pe, 0, NULL), w, (size_t)K * sizeof *w);
-                if (cf_forward(pe, 0)) goto out;
-                for (int i = 0; i < cf_exec_state_count(pe); i++)
-                    if (cf_exec_state_get(pe, i, state) || cf_exec_state_set(e, i, state)) goto out;
+                if (cf_forward(pe, 0) || cf_exec_state_copy(pe, e)) goto out;
             } else {
                 for (int i = 0; i < n; i++) {
                     x[0] = w[i];
@@ -275,7 +268,6 @@ static int time_generate(const char *path, double seconds, figures *f)
     rc = 0;
 out:
     free(w);
-    free(state);
     cf_exec_free(pe);
     cf_model_free(pc);
     cf_exec_free(e);

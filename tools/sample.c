@@ -80,7 +80,7 @@ static int draw(const float *p, int n, double temperature, uint64_t *rng)
 typedef struct reader {
     cf_exec *e, *c;
     cf_exec *pc;      /* cached, the form that reads T / 4 positions at once, or NULL */
-    float *w, *state; /* state: room for the largest of its states, to move them to c */
+    float *w;
     int n, T, V;
     const float *p;   /* the next character's V probabilities, once computed */
 } reader;
@@ -123,9 +123,7 @@ static int feed(reader *r, float ch)
         if (r->pc) {   /* the kept characters read at once, and the caches moved over */
             cf_exec_reset_state(r->pc);
             memcpy(cf_exec_input(r->pc, 0, NULL), r->w, (size_t)keep * sizeof *r->w);
-            if (cf_forward(r->pc, 0)) return fail();
-            for (int i = 0; i < cf_exec_state_count(r->pc); i++)
-                if (cf_exec_state_get(r->pc, i, r->state) || cf_exec_state_set(r->c, i, r->state)) return fail();
+            if (cf_forward(r->pc, 0) || cf_exec_state_copy(r->pc, r->c)) return fail();
         } else if (r->c) {
             cf_exec_reset_state(r->c);
             for (int i = 0; i < keep; i++)
@@ -287,21 +285,11 @@ int cmd_sample(const args *a)
             cf_set_threads(1);   /* a position's work is too small to share between threads */
         }
     }
-    if (r.c && T / 4 > 1) {   /* the kept quarter is read at once when the window fills */
-        size_t most = 0;
-        for (int i = 0; i < cf_exec_state_count(r.c); i++) {
-            size_t k = cf_shape_count(cf_exec_state_shape(r.c, i));
-            most = k > most ? k : most;
-        }
-        if (!(pm = cf_model_load_cached_n(a->pos[0], T / 4)) || cf_model_load_params(pm, a->params) ||
-            !(r.pc = cf_bind(pm, 1, 0))) {
-            fail();
-            goto done;
-        }
-        if (!(r.state = malloc(most * sizeof *r.state))) {
-            fprintf(stderr, "error: out of memory\n");
-            goto done;
-        }
+    if (r.c && T / 4 > 1 &&   /* the kept quarter is read at once when the window fills */
+        (!(pm = cf_model_load_cached_n(a->pos[0], T / 4)) || cf_model_load_params(pm, a->params) ||
+         !(r.pc = cf_bind(pm, 1, 0)))) {
+        fail();
+        goto done;
     }
     for (int i = 0; i < T; i++) w[i] = (float)((i * 7 + 3) % nv);   /* the checks' text */
     if (T > 1 && (r.c ? cached_check(a->pos[0], &r) : causal_check(a->pos[0], e, w, T / 2, V, nv))) goto done;
@@ -321,7 +309,6 @@ int cmd_sample(const args *a)
     rc = fflush(stdout) == 0 ? 0 : 1;
 done:
     free(w);
-    free(r.state);
     cf_exec_free(r.pc);
     cf_model_free(pm);
     cf_exec_free(r.c);

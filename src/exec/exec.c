@@ -80,6 +80,25 @@ int cf_exec_state_set(cf_exec *e, int i, const float *in)
     return 0;
 }
 
+int cf_exec_state_copy(const cf_exec *from, cf_exec *to)
+{
+    if (!from || !to) return cf_seterr("error: cf_exec_state_copy: no executor");
+    int n = cf_exec_state_count(from);
+    if (cf_exec_state_count(to) != n)
+        return cf_seterr("error: cf_exec_state_copy: %d carried states, and %d to copy them into", n,
+                         cf_exec_state_count(to));
+    for (int i = 0; i < n; i++) {
+        cf_shape a = cf_exec_state_shape(from, i), b = cf_exec_state_shape(to, i);
+        if (strcmp(cf_exec_state_name(from, i), cf_exec_state_name(to, i)) || cf_shape_count(a) != cf_shape_count(b))
+            return cf_seterr("error: cf_exec_state_copy: state %d is '%s' of %zu values, and '%s' of %zu where it "
+                             "would go", i, cf_exec_state_name(from, i), cf_shape_count(a),
+                             cf_exec_state_name(to, i), cf_shape_count(b));
+    }
+    take_carries(to);
+    for (int i = 0; i < n; i++) cf_exec_state_get(from, i, to->carry + to->carry_off[i]);
+    return 0;
+}
+
 void cf_exec_free(cf_exec *e)
 {
     if (!e) return;

@@ -705,6 +705,11 @@ typedef struct cf_dataset cf_dataset;
 
 /* From arrays, copied: x is n samples of shape xs, y is n * ysize targets. */
 CF_API cf_dataset *cf_dataset_from_arrays(const float *x, cf_shape xs, const float *y, int ysize, size_t n);
+/* The same without copying: the dataset reads x and y where they are (never writing
+ * them), so they must stay valid and unchanged until cf_dataset_free. name is what
+ * its messages call it (NULL: "arrays"). */
+CF_API cf_dataset *cf_dataset_view_arrays(const float *x, cf_shape xs, const float *y, int ysize, size_t n,
+                                          const char *name);
 /* IDX files (the MNIST format), plain or gzip'd: images (n, h, w) of bytes, scaled to
  * [0, 1], and labels (n) of bytes. The dataset is named after the images file
  * (cf_dataset_target_name gives the labels file). */
@@ -1162,6 +1167,11 @@ CF_API size_t cf_model_input_norm(const cf_model *m, const float **mean, const f
  * softmax refuses it. mean NULL removes it. 0 or -1. */
 CF_API int    cf_model_set_target_norm(cf_model *m, const float *mean, const float *std, size_t count);
 CF_API size_t cf_model_target_norm(const cf_model *m, const float **mean, const float **std);  /* count; 0: none */
+/* For a loop of your own over an executor, what cf_predict does around cf_forward:
+ * standardise n samples of input 0 in place (nothing without input standardisation),
+ * and undo the target standardisation on n samples of output 0 (nothing without it). */
+CF_API void   cf_model_norm_inputs(const cf_model *m, float *x, size_t n);
+CF_API void   cf_model_denorm_outputs(const cf_model *m, float *out, size_t n);
 
 /* Notes a model keeps with its weights, as a PyTorch user keeps a dict beside a
  * state_dict: short strings by key (1 to 64 of a-z, 0-9, '_', '.', '-'; a value up to

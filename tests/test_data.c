@@ -889,6 +889,37 @@ TEST(spec_forms)
     CHECK(cf_data_open("fashion-mnist", -1, NULL, &te) != 0);
 }
 
+/* cf_dataset_view_arrays reads the caller's memory in place and never frees it: the
+ * same samples and classes as a copy, from the very pointers given; splits and fetches
+ * of it are the copy's; the arrays are unchanged after the free. */
+TEST(view_arrays)
+{
+    float x[6 * 2], y[6], x0[6 * 2];
+    for (int i = 0; i < 12; i++) x[i] = x0[i] = (float)i * 0.5f;
+    for (int i = 0; i < 6; i++) y[i] = (float)(i % 3);
+    cf_dataset *v = cf_dataset_view_arrays(x, CF_SHAPE(2), y, 1, 6, "mine");
+    cf_dataset *c = cf_dataset_from_arrays(x, CF_SHAPE(2), y, 1, 6);
+    CHECK(v && c);
+    if (!v || !c) return;
+    CHECK(cf_dataset_x(v) == x && cf_dataset_y(v) == y);
+    CHECK(cf_dataset_count(v) == 6 && cf_dataset_classes(v) == 3 && cf_dataset_classes(c) == 3);
+    CHECK(!strcmp(cf_dataset_name(v), "mine"));
+    cf_dataset *a, *b, *ca, *cb;
+    CHECK(cf_dataset_split(v, 0.5, 7, &a, &b) == 0 && cf_dataset_split(c, 0.5, 7, &ca, &cb) == 0);
+    CHECK(cf_dataset_count(a) == cf_dataset_count(ca));
+    CHECK(!memcmp(cf_dataset_x(a), cf_dataset_x(ca), cf_dataset_count(a) * 2 * sizeof(float)));
+    cf_dataset_free(a);
+    cf_dataset_free(b);
+    cf_dataset_free(ca);
+    cf_dataset_free(cb);
+    cf_dataset_free(v);
+    cf_dataset_free(c);
+    CHECK(!memcmp(x, x0, sizeof x));
+    CHECK(cf_dataset_view_arrays(x, CF_SHAPE(2), NULL, 1, 6, NULL) == NULL);
+    CHECK_HAS(cf_last_error(), "cf_dataset_view_arrays: x or y is NULL");
+    CHECK(cf_dataset_view_arrays(x, CF_SHAPE(2), y, 1, 0, NULL) == NULL);
+}
+
 int main(void)
 {
     if (tmpdir_make("data")) return 1;
@@ -915,6 +946,7 @@ int main(void)
     RUN(inputs_alone);
     RUN(fashion_mnist);
     RUN(spec_forms);
+    RUN(view_arrays);
     tmpdir_remove();
     return test_summary("data");
 }

@@ -30,6 +30,7 @@ struct cf_dataset {
     int classes;      /* max label + 1 for class-index targets, else 0 */
     float *x;         /* (n, shape...), counted */
     float *y;         /* (n, ysize), counted */
+    int borrowed;     /* x and y are the caller's (cf_dataset_view_arrays): never freed here */
     char *name;       /* for messages: the file of the inputs */
     char *target_name;  /* the file of the targets when it is another (IDX labels), else NULL */
     int ncols;        /* CSV: columns in the file; else 0 */

@@ -18,7 +18,7 @@
  * number, so larger "labels" are taken for regression targets. */
 static int count_classes(const float *y, int ysize, size_t n)
 {
-    if (ysize != 1) return 0;
+    if (ysize != 1 || !y) return 0;
     float max = 0;
     for (size_t i = 0; i < n; i++) {
         float v = y[i];
@@ -59,41 +59,32 @@ cf_dataset *cf_dataset_adopt(float *x, cf_shape shape, float *y, int ysize, size
     return d;
 }
 
-cf_dataset *cf_dataset_from_arrays(const float *x, cf_shape xs, const float *y, int ysize, size_t n)
+/* The checks of cf_dataset_from_arrays and cf_dataset_view_arrays: 0, or -1 with the
+ * error named after fn. */
+static int check_arrays(const char *fn, const float *x, cf_shape xs, const float *y, int ysize, size_t n)
 {
-    if (!x || !y) {
-        cf_seterr("error: cf_dataset_from_arrays: x or y is NULL");
-        return NULL;
-    }
-    if (n == 0) {
-        cf_seterr("error: cf_dataset_from_arrays: no samples (n is 0)");
-        return NULL;
-    }
-    if (xs.rank < 1 || xs.rank > CF_MAX_DIMS - 1) {
-        cf_seterr("error: cf_dataset_from_arrays: a sample shape has 1 to %d dimensions, not %d",
-                  CF_MAX_DIMS - 1, xs.rank);
-        return NULL;
-    }
+    if (!x || !y) return cf_seterr("error: %s: x or y is NULL", fn);
+    if (n == 0) return cf_seterr("error: %s: no samples (n is 0)", fn);
+    if (xs.rank < 1 || xs.rank > CF_MAX_DIMS - 1)
+        return cf_seterr("error: %s: a sample shape has 1 to %d dimensions, not %d", fn, CF_MAX_DIMS - 1, xs.rank);
     size_t sample = 1;
     for (int i = 0; i < xs.rank; i++) {
-        if (xs.d[i] <= 0) {
-            cf_seterr("error: cf_dataset_from_arrays: dimension %d of the sample shape is %d; dimensions are positive",
-                      i, xs.d[i]);
-            return NULL;
-        }
+        if (xs.d[i] <= 0)
+            return cf_seterr("error: %s: dimension %d of the sample shape is %d; dimensions are positive", fn, i,
+                             xs.d[i]);
         sample *= (size_t)xs.d[i];
         if (sample > CF_DATA_MAX_ELEMS) break;
     }
-    if (ysize < 1) {
-        cf_seterr("error: cf_dataset_from_arrays: ysize is %d; each sample needs at least one target", ysize);
-        return NULL;
-    }
-    if (sample > CF_DATA_MAX_ELEMS / n || (size_t)ysize > CF_DATA_MAX_ELEMS / n) {
-        cf_seterr("error: cf_dataset_from_arrays: %zu samples are more than the limit of %zu floats", n,
-                  CF_DATA_MAX_ELEMS);
-        return NULL;
-    }
-    size_t nx = n * sample, ny = n * (size_t)ysize;
+    if (ysize < 1) return cf_seterr("error: %s: ysize is %d; each sample needs at least one target", fn, ysize);
+    if (sample > CF_DATA_MAX_ELEMS / n || (size_t)ysize > CF_DATA_MAX_ELEMS / n)
+        return cf_seterr("error: %s: %zu samples are more than the limit of %zu floats", fn, n, CF_DATA_MAX_ELEMS);
+    return 0;
+}
+
+cf_dataset *cf_dataset_from_arrays(const float *x, cf_shape xs, const float *y, int ysize, size_t n)
+{
+    if (check_arrays("cf_dataset_from_arrays", x, xs, y, ysize, n)) return NULL;
+    size_t nx = n * shape_count(xs), ny = n * (size_t)ysize;
     float *cx = cf_mem_alloc(nx * sizeof *cx, "cf_dataset_from_arrays: the data");
     float *cy = cx ? cf_mem_alloc(ny * sizeof *cy, "cf_dataset_from_arrays: the targets") : NULL;
     if (!cy) {
@@ -103,6 +94,19 @@ cf_dataset *cf_dataset_from_arrays(const float *x, cf_shape xs, const float *y, 
     memcpy(cx, x, nx * sizeof *cx);
     memcpy(cy, y, ny * sizeof *cy);
     return cf_dataset_adopt(cx, xs, cy, ysize, n, "arrays");
+}
+
+cf_dataset *cf_dataset_view_arrays(const float *x, cf_shape xs, const float *y, int ysize, size_t n,
+                                   const char *name)
+{
+    if (check_arrays("cf_dataset_view_arrays", x, xs, y, ysize, n)) return NULL;
+    cf_dataset *d = cf_dataset_adopt(NULL, xs, NULL, ysize, n, name ? name : "arrays");
+    if (!d) return NULL;
+    d->x = (float *)x;   /* never written: every user of a dataset reads it */
+    d->y = (float *)y;
+    d->borrowed = 1;
+    d->classes = count_classes(y, ysize, n);
+    return d;
 }
 
 static void free_class_names(cf_dataset *d)
@@ -149,8 +153,10 @@ void cf_dataset_free(cf_dataset *d)
     free(d->about);
     cf_source_free(d->src);
     free(d->first_bad);
-    cf_mem_free(d->x);
-    cf_mem_free(d->y);
+    if (!d->borrowed) {
+        cf_mem_free(d->x);
+        cf_mem_free(d->y);
+    }
     cf_mem_free(d->colnames);
     free(d->name);
     free(d->target_name);

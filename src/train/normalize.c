@@ -48,6 +48,16 @@ void cf_norm_apply(const cf_model *m, float *x, size_t nsamples)
         for (size_t i = 0; i < k; i++) x[i] = (x[i] - mu[i]) / sd[i];
 }
 
+void cf_model_norm_inputs(const cf_model *m, float *x, size_t n)
+{
+    if (m && x) cf_norm_apply(m, x, n);
+}
+
+void cf_model_denorm_outputs(const cf_model *m, float *out, size_t n)
+{
+    if (m && out) cf_norm_undo_targets(m, out, n);
+}
+
 int cf_norm_check(const cf_model *m, const cf_dataset *d)
 {
     if (cf_dataset_sequential(d))

@@ -16,6 +16,11 @@
 #                  time): nothing is skipped; a test whose tool is missing fails
 #                  saying what is missing.
 #   make interop-deps   only build-venv-interop (PyTorch, onnx, onnxruntime).
+#   make test-python    the Python module: pip install ./python into a virtual
+#                  environment (build-venv-python: numpy and pytest from PyPI; the
+#                  module builds its own copy of the library, about a minute), print
+#                  its version, then its tests with pytest against the release
+#                  build's tool and library (part of make test).
 #   make fuzz FUZZ_SECONDS=600   a longer fuzzing run (each fuzzer that long)
 #   make bench     build, then cflux side by side with PyTorch 2 and MXNet 1.9.1 on the
 #                  MLP of models/mlp.flux (training and inference samples/s, batch-1
@@ -38,7 +43,7 @@ BENCH_SECONDS ?= 3
 FUZZERS = fuzz_model fuzz_parser fuzz_safetensors fuzz_params fuzz_torch fuzz_args fuzz_idx fuzz_csv fuzz_text \
   fuzz_png fuzz_jpeg
 
-.PHONY: all build deps test-deps interop-deps demo test test-release test-asan test-tsan test-fuzz fuzz bench \
+.PHONY: all build deps test-deps interop-deps demo test test-release test-python test-asan test-tsan test-fuzz fuzz bench \
   install clean
 
 all: build
@@ -54,7 +59,7 @@ demo: build
 	@sh tools/bootstrap.sh demo
 	@./build/cflux train models/mlp.flux
 
-test: test-deps interop-deps test-release test-asan test-tsan test-fuzz
+test: test-deps interop-deps test-release test-python test-asan test-tsan test-fuzz
 
 # everything the tests use: the data set, clang's libFuzzer, Python with safetensors
 test-deps:
@@ -68,6 +73,15 @@ test-release: test-deps deps
 	@$(CMAKE) -S . -B build -DCMAKE_BUILD_TYPE=Release -DCFLUX_WERROR=ON >/dev/null
 	@$(CMAKE) --build build -j $(JOBS)
 	@cd build && ctest --output-on-failure -j $(JOBS)
+
+PYVENV = build-venv-python
+test-python: build
+	@sh tools/bootstrap.sh python
+	@sh tools/pyenv.sh $(PYVENV) python
+	@$(PYVENV)/bin/pip install --quiet --disable-pip-version-check --no-deps --force-reinstall ./python
+	@$(PYVENV)/bin/python -c "import cflux; print('python: cflux', cflux.version(), 'from', cflux.__file__)"
+	@CFLUX_TOOL=$(CURDIR)/build/cflux CFLUX_LIB=$(CURDIR)/build/libcflux.so \
+	  $(PYVENV)/bin/python -m pytest -q -p no:cacheprovider python/tests
 
 test-asan: test-deps
 	@$(CMAKE) -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DCFLUX_SANITIZE=ON -DCFLUX_BLAS=OFF -DCFLUX_MPI=OFF \

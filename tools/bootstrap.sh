@@ -10,6 +10,8 @@
 #   tools/bootstrap.sh bench   the build's, plus the data set, the fortunes corpus
 #                              (the character GPT's text), 7-Zip (its PPMd, a
 #                              baseline for that text) and Python's venv
+#   tools/bootstrap.sh python  the build's, plus Python's venv and headers (the
+#                              Python module, pip install ./python)
 #
 # As root, a missing package is installed with apt-get; otherwise this prints the
 # exact command to run and fails, changing nothing.
@@ -19,9 +21,10 @@ need="cmake gcc make pkg-config libopenblas-dev libcjson-dev zlib1g-dev libpng-d
 case "${1:-build}" in
   demo) need="$need dataset-fashion-mnist" ;;
   bench) need="$need dataset-fashion-mnist fortunes 7zip python3-venv" ;;
-  test) need="$need dataset-fashion-mnist fortunes clang libclang-rt-dev python3-venv chromium libopenmpi-dev openmpi-bin" ;;
+  test) need="$need dataset-fashion-mnist fortunes clang libclang-rt-dev python3-venv python3-dev chromium libopenmpi-dev openmpi-bin" ;;
+  python) need="$need python3-venv python3-dev" ;;
   build) ;;
-  *) echo "usage: $0 [build|demo|test|bench]" >&2; exit 2 ;;
+  *) echo "usage: $0 [build|demo|test|bench|python]" >&2; exit 2 ;;
 esac
 
 missing=""

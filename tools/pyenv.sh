@@ -1,7 +1,7 @@
 #!/bin/sh
-# pyenv.sh DIR [interop] - the Python that cflux's tests use (Python is for tools
-# around cflux only): a virtual environment in DIR with safetensors and numpy from
-# PyPI; with `interop`, also PyTorch, onnx and onnxruntime, for the interoperability
+# pyenv.sh DIR [interop|python] - the Python that cflux's tests use: a virtual
+# environment in DIR with safetensors and numpy from PyPI; with `python`, numpy and
+# pytest (for the Python module's tests); with `interop`, also PyTorch, onnx and onnxruntime, for the interoperability
 # tests (PyPI's torch wheel pulls in its CUDA libraries: about 5.5 GB and 3 minutes).
 # Made once; pip keeps no cache outside DIR. A failure is reported and fails, it is
 # never skipped.
@@ -10,6 +10,9 @@ dir=${1:-build-venv}
 if [ "${2:-}" = interop ]; then
   packages="torch onnx onnxruntime safetensors numpy"
   modules="torch, onnx, onnxruntime, safetensors, numpy"
+elif [ "${2:-}" = python ]; then   # the Python module's tests (make test-python installs the module)
+  packages="numpy pytest"
+  modules="numpy, pytest"
 else
   packages="safetensors numpy"
   modules="safetensors, numpy"

@@ -261,6 +261,8 @@ static PyObject *shape_tuple(cf_shape s)
 
 /* ---- the model ------------------------------------------------------------------- */
 
+static PyObject *stats_dict(const cf_epoch_stats *s);
+
 typedef struct {
     PyObject_HEAD
     Handle *h;            /* NULL once closed */
@@ -406,6 +408,33 @@ static PyObject *model_states(Model *self, void *c)
     return named_views(self, 2);
 }
 
+/* The epochs of the last fit (with those of the run it resumed). */
+static PyObject *history_list(cf_trainer *t)
+{
+    const cf_epoch_stats *hist;
+    int nh = t ? cf_trainer_history(t, &hist) : 0;
+    PyObject *res = PyList_New(nh);
+    for (int i = 0; res && i < nh; i++) {
+        PyObject *d = stats_dict(&hist[i]);
+        if (!d) {
+            Py_CLEAR(res);
+            break;
+        }
+        PyList_SET_ITEM(res, i, d);
+    }
+    return res;
+}
+
+static PyObject *model_history(Model *self, void *c)
+{
+    (void)c;
+    Handle *h = live(self);
+    if (!h || take(h)) return NULL;
+    PyObject *r = history_list(self->trainer);
+    give(h);
+    return r;
+}
+
 static PyObject *model_closed(Model *self, void *c)
 {
     (void)c;
@@ -543,6 +572,10 @@ static PyObject *input_list(PyObject *x, int ni)
 {
     if (PyList_Check(x) || PyTuple_Check(x)) {
         Py_ssize_t k = PySequence_Size(x);
+        if (ni == 1 && k != 1) {
+            PyErr_Format(PyExc_TypeError, "x must be a NumPy array (float32), not %s", Py_TYPE(x)->tp_name);
+            return NULL;
+        }
         if (k != ni) {
             PyErr_Format(PyExc_ValueError, "the model has %d input%s, and %zd arrays were given", ni, ni == 1 ? "" : "s",
                          k);
@@ -980,6 +1013,7 @@ static const char *fmt_num(double v, int text, char *buf)
 static int fit_on_epoch(const cf_epoch_stats *s, void *user)
 {
     fit_state *f = user;
+    if (!f->verbose && !f->save && !f->callbacks) return 0;   /* the GIL stays free */
     PyGILState_STATE g = PyGILState_Ensure();
     int stop = 0;
     if (f->verbose) {
@@ -1263,6 +1297,15 @@ static PyObject *model_fit(Model *self, PyObject *args, PyObject *kw)
         goto out;
     }
     fs.text = cf_dataset_vocab(train, NULL) ? cf_dataset_sample_shape(train).d[0] : 0;
+    if (cf_trainer_epoch(self->trainer) >= (int)epochs) {   /* as cflux train says it */
+        char note[512];
+        snprintf(note, sizeof note, "note: %s has done %d epochs of the %ld asked for: nothing to train (raise epochs)",
+                 PyBytes_AS_STRING(resume), cf_trainer_epoch(self->trainer), epochs);
+        give(h);
+        fit_on_warning(note, NULL);
+        res = history_list(self->trainer);
+        goto out;
+    }
     /* Ctrl-C: stop after the step, when Python's handler is the one in place */
     if (_PyOS_IsMainThread()) {
         struct sigaction sa, now;
@@ -1299,17 +1342,7 @@ static PyObject *model_fit(Model *self, PyObject *args, PyObject *kw)
         }
         if (PyErr_CheckSignals()) goto out;   /* KeyboardInterrupt, as Python's handler says */
     }
-    const cf_epoch_stats *hist;
-    int nh = cf_trainer_history(self->trainer, &hist);
-    if (!(res = PyList_New(nh))) goto out;
-    for (int i = 0; i < nh; i++) {
-        PyObject *d = stats_dict(&hist[i]);
-        if (!d) {
-            Py_CLEAR(res);
-            goto out;
-        }
-        PyList_SET_ITEM(res, i, d);
-    }
+    res = history_list(self->trainer);
 out:
     cf_dataset_free(train);
     cf_dataset_free(testd);
@@ -1460,7 +1493,9 @@ static PyObject *copy_of(const float *p, cf_shape s)
 /* A whole-batch array for executor buffer shape s: checked, float32 in C order. */
 static PyArrayObject *as_batch(PyObject *obj, const char *what, const char *where, cf_shape s, int kind, int batch)
 {
-    cf_shape per = per_sample(s);
+    cf_shape per = s;   /* the executor's shapes have the batch first, as a number */
+    for (int i = 1; i < s.rank; i++) per.d[i - 1] = s.d[i];
+    per.rank = s.rank > 0 ? s.rank - 1 : 0;
     npy_intp n;
     PyArrayObject *a = as_samples(obj, what, where, per, kind, &n);
     if (a && n != batch) {
@@ -1734,6 +1769,8 @@ static PyGetSetDef model_getset[] = {
     {"outputs", (getter)model_outputs_get, NULL, "[(op, shape)]: the outputs, None for the batch.", NULL},
     {"weights", (getter)model_weights, NULL, "The number of trainable and frozen scalars.", NULL},
     {"closed", (getter)model_closed, NULL, "Whether close() was called.", NULL},
+    {"history", (getter)model_history, NULL, "[{epoch, train_loss, ...}]: the epochs of the last fit, those of the run "
+                                            "it resumed included; kept after an interrupted fit too.", NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 

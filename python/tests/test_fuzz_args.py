@@ -1,0 +1,14 @@
+"""A short run of fuzz_args.py in a child process: a crash of the interpreter, or an
+exception other than TypeError, ValueError, OverflowError and cflux.Error, fails."""
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+
+def test_fuzz_arguments():
+    seconds = os.environ.get("CFLUX_FUZZ_ARGS_SECONDS", "15")
+    r = subprocess.run([sys.executable, str(Path(__file__).with_name("fuzz_args.py")), seconds, "0"],
+                       capture_output=True, text=True, timeout=float(seconds) + 120)
+    assert r.returncode == 0, f"fuzz_args: exit {r.returncode}\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}"
+    assert "none crashed" in r.stdout

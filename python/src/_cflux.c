@@ -1130,20 +1130,21 @@ static PyObject *model_fit(Model *self, PyObject *args, PyObject *kw)
 {
     static char *kws[] = {"x", "y", "test", "epochs", "batch", "optim", "lr", "wd", "momentum", "clip", "schedule",
                           "val", "seed", "loss", "normalize", "patience", "keep_best", "limit_batches", "augment",
-                          "label_smoothing", "save", "resume", "callbacks", "verbose", "label_col", "features", NULL};
+                          "label_smoothing", "save", "resume", "callbacks", "verbose", "label_col", "features", "classes", NULL};
     PyObject *x = NULL, *y = Py_None, *test = Py_None, *o_epochs = NULL, *o_batch = NULL, *o_optim = NULL,
              *o_lr = NULL, *o_wd = NULL, *o_mom = NULL, *o_clip = NULL, *o_sched = NULL, *o_val = NULL,
              *o_seed = NULL, *o_loss = NULL, *o_pat = NULL, *o_best = NULL, *o_limit = NULL, *o_aug = NULL,
-             *o_smooth = NULL, *o_callbacks = Py_None, *o_label = Py_None, *o_features = Py_None;
+             *o_smooth = NULL, *o_callbacks = Py_None, *o_label = Py_None, *o_features = Py_None,
+             *o_classes = Py_None;
     PyObject *save = NULL, *resume = NULL;
     int normalize = 0, verbose = 1;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|O$OOOOOOOOOOOOpOOOOOO&O&OpOO:fit", kws, &x, &y, &test, &o_epochs,
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|O$OOOOOOOOOOOOpOOOOOO&O&OpOOO:fit", kws, &x, &y, &test, &o_epochs,
                                      &o_batch, &o_optim, &o_lr, &o_wd, &o_mom, &o_clip, &o_sched, &o_val, &o_seed,
                                      &o_loss, &normalize, &o_pat, &o_best, &o_limit, &o_aug, &o_smooth,
                                      PyUnicode_FSConverter, &save, PyUnicode_FSConverter, &resume, &o_callbacks,
-                                     &verbose, &o_label, &o_features))
+                                     &verbose, &o_label, &o_features, &o_classes))
         return NULL;
-    PyObject *keep = NULL, *tkeep = NULL, *callbacks = NULL, *res = NULL;
+    PyObject *keep = NULL, *tkeep = NULL, *callbacks = NULL, *classes = NULL, *res = NULL;
     cf_dataset *train = NULL, *testd = NULL;
     long epochs = 10, batch = 64, patience = 0, limit = 0;
     double lr, wd, mom, clip, val, smooth;
@@ -1246,7 +1247,39 @@ static PyObject *model_fit(Model *self, PyObject *args, PyObject *kw)
                                      "test[1]", &tkeep)))
             goto out;
     }
+    const char *names[1024];
+    int nnames = 0;
+    if (o_classes != Py_None) {   /* cflux train --classes: the classes' names, kept in the checkpoint */
+        PyObject *l = PySequence_Check(o_classes) && !PyUnicode_Check(o_classes) ? PySequence_Fast(o_classes, "") : NULL;
+        if (!l) {
+            PyErr_Clear();
+            PyErr_Format(PyExc_TypeError, "fit: classes is a list of names, not %s", Py_TYPE(o_classes)->tp_name);
+            goto out;
+        }
+        Py_ssize_t k = PySequence_Fast_GET_SIZE(l);
+        for (Py_ssize_t i = 0; i < k && i < 1024; i++) {
+            PyObject *it = PySequence_Fast_GET_ITEM(l, i);
+            if (!PyUnicode_Check(it) || !(names[i] = PyUnicode_AsUTF8(it))) {
+                if (!PyErr_Occurred())
+                    PyErr_Format(PyExc_TypeError, "fit: classes[%zd] is a str, not %s", i, Py_TYPE(it)->tp_name);
+                Py_DECREF(l);
+                goto out;
+            }
+        }
+        nnames = (int)(k < 1024 ? k : 1024);
+        if (k > 1024 || k == 0) {
+            PyErr_Format(PyExc_ValueError, "fit: classes holds %zd names; 1 to 1024", k);
+            Py_DECREF(l);
+            goto out;
+        }
+        classes = l;
+    }
     if (take(h)) goto out;
+    if (nnames && cf_model_set_class_names(m, names, nnames)) {
+        give(h);
+        raise_cf(PyExc_ValueError);
+        goto out;
+    }
     model_drop(self);   /* a new run: its own trainer */
     cf_model_set_seed(m, seed);
     if (spec) {
@@ -1349,6 +1382,7 @@ out:
     Py_XDECREF(keep);
     Py_XDECREF(tkeep);
     Py_XDECREF(callbacks);
+    Py_XDECREF(classes);
     Py_XDECREF(save);
     Py_XDECREF(resume);
     return res;

@@ -127,3 +127,17 @@ def test_predict_batches(data):
     assert not strided.flags.c_contiguous
     np.testing.assert_array_equal(m.predict(strided), whole)
     assert m.predict(x[:0]).shape == (0, 3)
+
+
+def test_classes_as_train(data, tool, monkeypatch):
+    """classes= names the classes as --classes FILE does: the same checkpoint."""
+    d, x, y, xt, yt = data
+    monkeypatch.chdir(d)
+    (d / "names.txt").write_text("cat\ndog\nemu\n")
+    run_tool(tool, "train", "m.flux", "--data", "csv:train.csv", "--epochs", 1, "--classes", "names.txt", "--save",
+             "cli.ckpt", cwd=d)
+    m = cflux.load("m.flux")
+    m.fit("csv:train.csv", epochs=1, classes=["cat", "dog", "emu"], save="py.ckpt", verbose=0)
+    assert (d / "py.ckpt").read_bytes() == (d / "cli.ckpt").read_bytes()
+    assert m.evaluate(xt, yt)["classes"] == ["cat", "dog", "emu"]
+    assert cflux.load_params("py.ckpt").evaluate(xt, yt)["classes"] == ["cat", "dog", "emu"]

@@ -677,16 +677,16 @@ static PyObject *model_predict(Model *self, PyObject *args, PyObject *kw)
         return NULL;
     }
     Handle *h = live(self);
-    if (!h) return NULL;
+    if (!h || take(h)) return NULL;   /* first: a fit in another thread may be giving the model its loss */
     cf_model *m = h->m;
     predict_job j = {.self = self, .ni = model_inputs(m), .no = cf_model_output_count(m)};
+    PyObject *list = NULL, *outs = NULL;
+    npy_intp n = 0;
     if (j.ni > 16 || j.no > 16) {
         PyErr_SetString(PyExc_ValueError, "predict: a model of more than 16 inputs or outputs");
-        return NULL;
+        goto fail;
     }
-    PyObject *list = input_list(x, j.ni), *outs = NULL;
-    npy_intp n = 0;
-    if (!list || convert_inputs(m, list, &n)) goto fail;
+    if (!(list = input_list(x, j.ni)) || convert_inputs(m, list, &n)) goto fail;
     j.n = (size_t)n;
     j.batch = n < batch ? (int)(n ? n : 1) : batch;
     for (int i = 0; i < j.ni; i++) {
@@ -702,16 +702,15 @@ static PyObject *model_predict(Model *self, PyObject *args, PyObject *kw)
         j.out[o] = PyArray_DATA(a);
         j.oc[o] = count_of(s);
     }
-    if (take(h)) goto fail;
     int rc;
     Py_BEGIN_ALLOW_THREADS
     rc = predict_run(&j);
     Py_END_ALLOW_THREADS
-    give(h);
     if (rc) {
         raise_cf(DataError);
         goto fail;
     }
+    give(h);
     Py_DECREF(list);
     if (j.no == 1) {
         PyObject *r = Py_NewRef(PyTuple_GET_ITEM(outs, 0));
@@ -720,6 +719,7 @@ static PyObject *model_predict(Model *self, PyObject *args, PyObject *kw)
     }
     return outs;
 fail:
+    give(h);
     Py_XDECREF(list);
     Py_XDECREF(outs);
     return NULL;
@@ -941,13 +941,11 @@ static PyObject *model_evaluate(Model *self, PyObject *args, PyObject *kw)
         return NULL;
     }
     Handle *h = live(self);
-    if (!h) return NULL;
+    if (!h || take(h)) return NULL;
     PyObject *keep;
     cf_dataset *d = arrays_dataset(h->m, x, y, loss, "x", "y", &keep);
-    if (!d) return NULL;
-    if (take(h)) {
-        cf_dataset_free(d);
-        Py_DECREF(keep);
+    if (!d) {
+        give(h);
         return NULL;
     }
     cf_metrics r = {0};
@@ -1145,6 +1143,8 @@ static PyObject *model_fit(Model *self, PyObject *args, PyObject *kw)
                                      &verbose, &o_label, &o_features, &o_classes))
         return NULL;
     PyObject *keep = NULL, *tkeep = NULL, *callbacks = NULL, *classes = NULL, *res = NULL;
+    Handle *h = NULL;
+    int held = 0;
     cf_dataset *train = NULL, *testd = NULL;
     long epochs = 10, batch = 64, patience = 0, limit = 0;
     double lr, wd, mom, clip, val, smooth;
@@ -1230,23 +1230,6 @@ static PyObject *model_fit(Model *self, PyObject *args, PyObject *kw)
                 goto out;
             }
     }
-    Handle *h = live(self);
-    if (!h) goto out;
-    cf_model *m = h->m;
-    if (augment && cf_augment_check(augment, cf_model_input_shape(m, 0))) {
-        raise_cf(PyExc_ValueError);
-        goto out;
-    }
-    if (!spec && !(train = arrays_dataset(m, x, y, loss, "x", "y", &keep))) goto out;
-    if (test != Py_None) {
-        if (!PyTuple_Check(test) || PyTuple_GET_SIZE(test) != 2) {
-            PyErr_Format(PyExc_TypeError, "fit: test is a tuple (x, y) of held-out data, not %s", Py_TYPE(test)->tp_name);
-            goto out;
-        }
-        if (!(testd = arrays_dataset(m, PyTuple_GET_ITEM(test, 0), PyTuple_GET_ITEM(test, 1), loss, "test[0]",
-                                     "test[1]", &tkeep)))
-            goto out;
-    }
     const char *names[1024];
     int nnames = 0;
     if (o_classes != Py_None) {   /* cflux train --classes: the classes' names, kept in the checkpoint */
@@ -1274,9 +1257,25 @@ static PyObject *model_fit(Model *self, PyObject *args, PyObject *kw)
         }
         classes = l;
     }
-    if (take(h)) goto out;
+    h = live(self);
+    if (!h || take(h)) goto out;
+    held = 1;   /* from here: a fit in another thread would change the model's inputs */
+    cf_model *m = h->m;
+    if (augment && cf_augment_check(augment, cf_model_input_shape(m, 0))) {
+        raise_cf(PyExc_ValueError);
+        goto out;
+    }
+    if (!spec && !(train = arrays_dataset(m, x, y, loss, "x", "y", &keep))) goto out;
+    if (test != Py_None) {
+        if (!PyTuple_Check(test) || PyTuple_GET_SIZE(test) != 2) {
+            PyErr_Format(PyExc_TypeError, "fit: test is a tuple (x, y) of held-out data, not %s", Py_TYPE(test)->tp_name);
+            goto out;
+        }
+        if (!(testd = arrays_dataset(m, PyTuple_GET_ITEM(test, 0), PyTuple_GET_ITEM(test, 1), loss, "test[0]",
+                                     "test[1]", &tkeep)))
+            goto out;
+    }
     if (nnames && cf_model_set_class_names(m, names, nnames)) {
-        give(h);
         raise_cf(PyExc_ValueError);
         goto out;
     }
@@ -1289,7 +1288,6 @@ static PyObject *model_fit(Model *self, PyObject *args, PyObject *kw)
         bad = spec_data(m, spec, *label ? label : NULL, features, &train, &spec_test);
         Py_END_ALLOW_THREADS
         if (bad) {
-            give(h);
             raise_cf(DataError);
             goto out;
         }
@@ -1326,7 +1324,6 @@ static PyObject *model_fit(Model *self, PyObject *args, PyObject *kw)
         raise_cf(DataError);
         cf_trainer_free(self->trainer);
         self->trainer = NULL;
-        give(h);
         goto out;
     }
     fs.text = cf_dataset_vocab(train, NULL) ? cf_dataset_sample_shape(train).d[0] : 0;
@@ -1334,6 +1331,7 @@ static PyObject *model_fit(Model *self, PyObject *args, PyObject *kw)
         char note[512];
         snprintf(note, sizeof note, "note: %s has done %d epochs of the %ld asked for: nothing to train (raise epochs)",
                  PyBytes_AS_STRING(resume), cf_trainer_epoch(self->trainer), epochs);
+        held = 0;
         give(h);
         fit_on_warning(note, NULL);
         res = history_list(self->trainer);
@@ -1359,7 +1357,6 @@ static PyObject *model_fit(Model *self, PyObject *args, PyObject *kw)
         sigaction(SIGINT, &sigint_before, NULL);
         sigint_target = NULL;
     }
-    give(h);
     if (fs.etype) {   /* a callback's exception */
         PyErr_Restore(fs.etype, fs.error, fs.etb);
         goto out;
@@ -1368,15 +1365,16 @@ static PyObject *model_fit(Model *self, PyObject *args, PyObject *kw)
         raise_cf(DataError);
         goto out;
     }
-    if (rc == CF_STOPPED) {
-        if (fs.save && cf_trainer_save(self->trainer, fs.save)) {
-            raise_cf(Error);
-            goto out;
-        }
-        if (PyErr_CheckSignals()) goto out;   /* KeyboardInterrupt, as Python's handler says */
+    if (rc == CF_STOPPED && fs.save && cf_trainer_save(self->trainer, fs.save)) {   /* where it stopped */
+        raise_cf(Error);
+        goto out;
     }
     res = history_list(self->trainer);
+    held = 0;
+    give(h);   /* before Python's handler runs: it may use the model */
+    if (rc == CF_STOPPED && PyErr_CheckSignals()) Py_CLEAR(res);   /* KeyboardInterrupt, as the handler says */
 out:
+    if (held) give(h);
     cf_dataset_free(train);
     cf_dataset_free(testd);
     Py_XDECREF(keep);

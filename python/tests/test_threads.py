@@ -76,8 +76,8 @@ import json, os, signal, sys, threading, time
 import numpy as np
 import cflux
 rng = np.random.default_rng(0)
-x, y = rng.random((8192, 784), dtype=np.float32), rng.integers(0, 10, 8192)
-# wide enough that an epoch outlasts the half second before the Ctrl-C
+x, y = rng.random((32768, 784), dtype=np.float32), rng.integers(0, 10, 32768)
+# wide and long enough that an epoch outlasts the half second before the Ctrl-C (2 s on 2 cores)
 wide = "model = Chain(Input(784), Affine(1024), relu, Affine(1024), relu, Affine(10), softmax)\n"
 m = cflux.loads(wide)
 ckpt = sys.argv[2]

@@ -1184,6 +1184,13 @@ CF_API int         cf_model_set_info(cf_model *m, const char *key, const char *v
 CF_API const char *cf_model_info(const cf_model *m, const char *key);   /* NULL: none */
 CF_API int         cf_model_info_count(const cf_model *m);
 CF_API const char *cf_model_info_key(const cf_model *m, int i);          /* in key order */
+/* The notes of how a model's training data was read, as cflux train keeps them: "data"
+ * (the spec), "label" (the label column's header name, else its number from 0; none
+ * for data without columns), "columns" (a CSV file's columns; none for other data),
+ * "features" and "only_classes" (as given, the tool's --features and --only-classes;
+ * NULL: none). 0 or -1. */
+CF_API int         cf_model_note_data(cf_model *m, const char *spec, const cf_dataset *train, const char *features,
+                                      const char *only_classes);
 
 /* The names of the classes of output 0 (as many as its last dimension), part of the
  * model like its input standardisation: parameter files and checkpoints keep them

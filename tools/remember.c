@@ -32,16 +32,8 @@ static const char *label_of(const cf_dataset *d, char *buf, size_t size)
 
 int data_remember(cf_model *m, const args *a, const cf_dataset *train)
 {
-    char label[256], cols[32];
-    const char *spec = a->data ? a->data : "fashion-mnist";
-    int rc = cf_model_set_info(m, NOTE_DATA, spec);
-    label_of(train, label, sizeof label);
-    snprintf(cols, sizeof cols, "%d", cf_dataset_column_count(train));
-    if (!rc) rc = cf_model_set_info(m, NOTE_LABEL, *label ? label : NULL);
-    if (!rc) rc = cf_model_set_info(m, NOTE_COLUMNS, cf_dataset_column_count(train) ? cols : NULL);
-    if (!rc) rc = cf_model_set_info(m, NOTE_FEATURES, a->features);
-    if (!rc) rc = cf_model_set_info(m, NOTE_CLASSES, a->only_classes);
-    return rc ? fail() : 0;
+    return cf_model_note_data(m, a->data ? a->data : "fashion-mnist", train, a->features, a->only_classes) ? fail()
+                                                                                                         : 0;
 }
 
 void data_recall(const cf_model *m, const args *a, args *out, FILE *said)

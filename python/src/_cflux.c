@@ -808,18 +808,6 @@ static int model_seq_len(const cf_model *m)
     return s.rank == 1 ? s.d[0] : 0;
 }
 
-/* The label column of d as cflux train remembers it: its header name, else its number
- * (0-based); "" for data without one. */
-static const char *label_of(const cf_dataset *d, char *buf, size_t size)
-{
-    int col = cf_dataset_label_column(d);
-    const char *name = col >= 0 ? cf_dataset_column_name(d, col) : NULL;
-    if (col < 0) snprintf(buf, size, "%s", "");
-    else if (name && *name) snprintf(buf, size, "%s", name);
-    else snprintf(buf, size, "%d", col);
-    return buf;
-}
-
 /* Read a data spec (cflux train --data) for m as the tool does: Fashion-MNIST's class
  * names for its data, the data's own class names (word labels, image folders), and
  * the notes a checkpoint keeps of how the data was read (data, label, columns,
@@ -852,14 +840,7 @@ static int spec_data(cf_model *m, const char *spec, const char *label, const cha
                              "them ends with softmax over %d", cf_dataset_name(*train), n, want, n);
         if (cf_model_set_class_names(m, dn, n)) return -1;
     }
-    char lb[256], cols[32];
-    label_of(*train, lb, sizeof lb);
-    snprintf(cols, sizeof cols, "%d", cf_dataset_column_count(*train));
-    if (cf_model_set_info(m, "data", spec) || cf_model_set_info(m, "label", *lb ? lb : NULL) ||
-        cf_model_set_info(m, "columns", cf_dataset_column_count(*train) ? cols : NULL) ||
-        cf_model_set_info(m, "features", features) || cf_model_set_info(m, "only_classes", NULL))
-        return -1;
-    return 0;
+    return cf_model_note_data(m, spec, *train, features, NULL);
 }
 
 /* ---- evaluate -------------------------------------------------------------------- */

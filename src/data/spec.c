@@ -3,6 +3,7 @@
  * and folders separated by commas), opened into a training set and perhaps a test set; and inputs
  * for prediction, IDX or CSV told apart by their first bytes. */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -232,4 +233,21 @@ int cf_data_open_opts(const char *spec, const cf_data_opts *o, cf_dataset **trai
     }
     free(block);
     return rc;
+}
+
+int cf_model_note_data(cf_model *m, const char *spec, const cf_dataset *d, const char *features,
+                       const char *only_classes)
+{
+    if (!m || !spec || !d) return cf_seterr("error: cf_model_note_data: no model, spec or data");
+    char label[256] = "", cols[32];
+    int col = cf_dataset_label_column(d);
+    const char *name = col >= 0 ? cf_dataset_column_name(d, col) : NULL;
+    if (name && *name) snprintf(label, sizeof label, "%s", name);
+    else if (col >= 0) snprintf(label, sizeof label, "%d", col);
+    snprintf(cols, sizeof cols, "%d", cf_dataset_column_count(d));
+    if (cf_model_set_info(m, "data", spec) || cf_model_set_info(m, "label", *label ? label : NULL) ||
+        cf_model_set_info(m, "columns", cf_dataset_column_count(d) ? cols : NULL) ||
+        cf_model_set_info(m, "features", features) || cf_model_set_info(m, "only_classes", only_classes))
+        return -1;
+    return 0;
 }

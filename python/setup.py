@@ -54,7 +54,7 @@ class BuildCflux(build_ext):
         ext.libraries += [f[2:] for f in libs if f.startswith("-l") and f != "-lcflux"]
         ext.library_dirs += [f[2:] for f in libs if f.startswith("-L") and Path(f[2:]) != lib]
         ext.extra_compile_args += ["-std=gnu11", "-O2", "-Wall", "-Wextra", "-Wno-missing-field-initializers",
-                                   "-Wno-cast-function-type"]
+                                   "-Wno-cast-function-type", "-Werror=implicit-function-declaration"]
         super().build_extension(ext)
 
 

@@ -300,6 +300,33 @@ static Handle *live(Model *self)
     return self->h;
 }
 
+/* The model's handle with its lock taken, and a reference held across the wait (a
+ * close() in another thread may drop the model's own meanwhile): NULL when the model
+ * is closed, before or while waiting. give_model ends it. */
+static Handle *take_model(Model *self)
+{
+    Handle *h = live(self);
+    if (!h) return NULL;
+    Py_INCREF(h);
+    if (take(h)) {
+        Py_DECREF(h);
+        return NULL;
+    }
+    if (self->h != h) {   /* closed while this thread waited */
+        give(h);
+        Py_DECREF(h);
+        PyErr_SetString(PyExc_ValueError, "the model is closed");
+        return NULL;
+    }
+    return h;
+}
+
+static void give_model(Handle *h)
+{
+    give(h);
+    Py_DECREF(h);
+}
+
 static PyObject *model_wrap(cf_model *m)
 {
     if (!m) return raise_cf(ModelError);
@@ -327,13 +354,19 @@ static void model_dealloc(Model *self)
 static PyObject *model_close(Model *self, PyObject *unused)
 {
     (void)unused;
-    Handle *h = self->h;
-    if (!h) Py_RETURN_NONE;
-    if (take(h)) return NULL;
+    if (!self->h) Py_RETURN_NONE;
+    Handle *h = take_model(self);
+    if (!h) {   /* closed by another thread meanwhile: done */
+        if (!self->h && PyErr_ExceptionMatches(PyExc_ValueError)) {
+            PyErr_Clear();
+            Py_RETURN_NONE;
+        }
+        return NULL;
+    }
     model_drop(self);
     self->h = NULL;
-    give(h);
-    Py_DECREF(h);
+    give_model(h);
+    Py_DECREF(h);   /* the model's own reference */
     Py_RETURN_NONE;
 }
 
@@ -365,8 +398,8 @@ static int sealed(Handle *h)
 /* Named views (params 0, grads 1, states 2) as a dict. */
 static PyObject *named_views(Model *self, int which)
 {
-    Handle *h = live(self);
-    if (!h || take(h)) return NULL;
+    Handle *h = take_model(self);
+    if (!h) return NULL;
     PyObject *d = NULL;
     if (sealed(h)) goto out;
     cf_model *m = h->m;
@@ -386,7 +419,7 @@ static PyObject *named_views(Model *self, int which)
         Py_DECREF(v);
     }
 out:
-    give(h);
+    give_model(h);
     return d;
 }
 
@@ -428,10 +461,10 @@ static PyObject *history_list(cf_trainer *t)
 static PyObject *model_history(Model *self, void *c)
 {
     (void)c;
-    Handle *h = live(self);
-    if (!h || take(h)) return NULL;
+    Handle *h = take_model(self);
+    if (!h) return NULL;
     PyObject *r = history_list(self->trainer);
-    give(h);
+    give_model(h);
     return r;
 }
 
@@ -489,14 +522,14 @@ static PyObject *model_summary(Model *self, PyObject *args, PyObject *kw)
         PyErr_SetString(PyExc_ValueError, "summary: batch is 0 (B) or more, depth 1 or more");
         return NULL;
     }
-    Handle *h = live(self);
-    if (!h || take(h)) return NULL;
+    Handle *h = take_model(self);
+    if (!h) return NULL;
     char *buf = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
     int rc = f ? cf_model_summary_ex(h->m, batch, json, depth, f) : -1;
     if (f) fclose(f);
-    give(h);
+    give_model(h);
     PyObject *r = rc ? (f ? raise_cf(ModelError) : PyErr_NoMemory()) : PyUnicode_FromStringAndSize(buf, (Py_ssize_t)len);
     free(buf);
     return r;
@@ -506,8 +539,8 @@ static PyObject *model_save(Model *self, PyObject *args)
 {
     PyObject *path;
     if (!PyArg_ParseTuple(args, "O&:save", PyUnicode_FSConverter, &path)) return NULL;
-    Handle *h = live(self);
-    if (!h || take(h)) {
+    Handle *h = take_model(self);
+    if (!h) {
         Py_DECREF(path);
         return NULL;
     }
@@ -519,7 +552,7 @@ static PyObject *model_save(Model *self, PyObject *args)
         Py_END_ALLOW_THREADS
         if (rc) raise_cf(Error);
     }
-    give(h);
+    give_model(h);
     Py_DECREF(path);
     if (rc) return NULL;
     Py_RETURN_NONE;
@@ -532,8 +565,8 @@ static PyObject *model_load_params(Model *self, PyObject *args, PyObject *kw)
     int partial = 0;
     if (!PyArg_ParseTupleAndKeywords(args, kw, "O&|$p:load_params", kws, PyUnicode_FSConverter, &path, &partial))
         return NULL;
-    Handle *h = live(self);
-    if (!h || take(h)) {
+    Handle *h = take_model(self);
+    if (!h) {
         Py_DECREF(path);
         return NULL;
     }
@@ -543,7 +576,7 @@ static PyObject *model_load_params(Model *self, PyObject *args, PyObject *kw)
     rc = cf_model_load_params_ex(h->m, p, partial ? CF_LOAD_PARTIAL | CF_LOAD_MATCHING : 0);
     Py_END_ALLOW_THREADS
     if (rc) raise_cf(ModelError);
-    give(h);
+    give_model(h);
     Py_DECREF(path);
     if (rc) return NULL;
     /* partial: the notes of what was left out */
@@ -557,10 +590,10 @@ static PyObject *model_set_seed(Model *self, PyObject *args)
     if (!PyArg_ParseTuple(args, "O:set_seed", &o)) return NULL;
     unsigned long long seed = PyLong_AsUnsignedLongLong(o);
     if (seed == (unsigned long long)-1 && PyErr_Occurred()) return NULL;
-    Handle *h = live(self);
-    if (!h || take(h)) return NULL;
+    Handle *h = take_model(self);
+    if (!h) return NULL;
     cf_model_set_seed(h->m, seed);
-    give(h);
+    give_model(h);
     Py_RETURN_NONE;
 }
 
@@ -676,8 +709,8 @@ static PyObject *model_predict(Model *self, PyObject *args, PyObject *kw)
         PyErr_Format(PyExc_ValueError, "predict: batch is 1 to 1048576, not %d", batch);
         return NULL;
     }
-    Handle *h = live(self);
-    if (!h || take(h)) return NULL;   /* first: a fit in another thread may be giving the model its loss */
+    Handle *h = take_model(self);
+    if (!h) return NULL;   /* first: a fit in another thread may be giving the model its loss */
     cf_model *m = h->m;
     predict_job j = {.self = self, .ni = model_inputs(m), .no = cf_model_output_count(m)};
     PyObject *list = NULL, *outs = NULL;
@@ -710,7 +743,7 @@ static PyObject *model_predict(Model *self, PyObject *args, PyObject *kw)
         raise_cf(DataError);
         goto fail;
     }
-    give(h);
+    give_model(h);
     Py_DECREF(list);
     if (j.no == 1) {
         PyObject *r = Py_NewRef(PyTuple_GET_ITEM(outs, 0));
@@ -719,7 +752,7 @@ static PyObject *model_predict(Model *self, PyObject *args, PyObject *kw)
     }
     return outs;
 fail:
-    give(h);
+    give_model(h);
     Py_XDECREF(list);
     Py_XDECREF(outs);
     return NULL;
@@ -811,9 +844,10 @@ static int model_seq_len(const cf_model *m)
 /* Read a data spec (cflux train --data) for m as the tool does: Fashion-MNIST's class
  * names for its data, the data's own class names (word labels, image folders), and
  * the notes a checkpoint keeps of how the data was read (data, label, columns,
- * features), so that the run's checkpoint is the tool's. 0, or -1 with the error. */
+ * features), so that the run's checkpoint is the tool's. 0, or -1 with the error in
+ * msg, or when msg is empty in cf_last_error (called without the GIL). */
 static int spec_data(cf_model *m, const char *spec, const char *label, const char *features, cf_dataset **train,
-                     cf_dataset **test)
+                     cf_dataset **test, char *msg, size_t size)
 {
     const char *const *have;
     cf_shape out = cf_model_output_shape(m, 0);
@@ -832,12 +866,14 @@ static int spec_data(cf_model *m, const char *spec, const char *label, const cha
     int n = cf_dataset_class_names(*train, &dn), k = cf_model_class_names(m, &have), same = n == k;
     for (int i = 0; same && i < n; i++) same = !strcmp(dn[i], have[i]);
     if (n && !same) {
-        if (k) return cf_seterr("error: %s: the labels are %d classes, but the model's are %d others",
-                                cf_dataset_name(*train), n, k);
         int want = out.rank ? out.d[out.rank - 1] : 0;
-        if (want != n)
-            return cf_seterr("error: %s: the labels are %d classes, but the model's output gives %d; a classifier of "
-                             "them ends with softmax over %d", cf_dataset_name(*train), n, want, n);
+        if (k)
+            snprintf(msg, size, "%s: the labels are %d classes, but the model's are %d others",
+                     cf_dataset_name(*train), n, k);
+        else if (want != n)
+            snprintf(msg, size, "%s: the labels are %d classes, but the model's output gives %d; a classifier of "
+                                "them ends with softmax over %d", cf_dataset_name(*train), n, want, n);
+        if (k || want != n) return -1;
         if (cf_model_set_class_names(m, dn, n)) return -1;
     }
     return cf_model_note_data(m, spec, *train, features, NULL);
@@ -921,12 +957,12 @@ static PyObject *model_evaluate(Model *self, PyObject *args, PyObject *kw)
         PyErr_Format(PyExc_ValueError, "evaluate: loss is 'xent' or 'mse', not '%s'", lossname);
         return NULL;
     }
-    Handle *h = live(self);
-    if (!h || take(h)) return NULL;
+    Handle *h = take_model(self);
+    if (!h) return NULL;
     PyObject *keep;
     cf_dataset *d = arrays_dataset(h->m, x, y, loss, "x", "y", &keep);
     if (!d) {
-        give(h);
+        give_model(h);
         return NULL;
     }
     cf_metrics r = {0};
@@ -937,7 +973,7 @@ static PyObject *model_evaluate(Model *self, PyObject *args, PyObject *kw)
     if (!rc) rc = cf_evaluate(h->m, d, batch, &l, &acc);
     if (!rc) rc = cf_evaluate_metrics(h->m, d, batch, top, &r);
     Py_END_ALLOW_THREADS
-    give(h);
+    give_model(h);
     PyObject *res = rc ? raise_cf(DataError) : metrics_dict(h->m, cf_dataset_count(d), l, acc, &r);
     cf_metrics_free(&r);
     cf_dataset_free(d);
@@ -1027,8 +1063,14 @@ static int fit_on_epoch(const cf_epoch_stats *s, void *user)
             stop = 1;
             break;
         }
-        stop = PyObject_IsTrue(r) > 0;
+        int t = PyObject_IsTrue(r);   /* an array's truth may raise */
         Py_DECREF(r);
+        if (t < 0) {
+            PyErr_Fetch(&f->etype, &f->error, &f->etb);
+            stop = 1;
+            break;
+        }
+        stop = t;
     }
 done:
     PyGILState_Release(g);
@@ -1238,8 +1280,8 @@ static PyObject *model_fit(Model *self, PyObject *args, PyObject *kw)
         }
         classes = l;
     }
-    h = live(self);
-    if (!h || take(h)) goto out;
+    h = take_model(self);
+    if (!h) goto out;
     held = 1;   /* from here: a fit in another thread would change the model's inputs */
     cf_model *m = h->m;
     if (augment && cf_augment_check(augment, cf_model_input_shape(m, 0))) {
@@ -1264,12 +1306,15 @@ static PyObject *model_fit(Model *self, PyObject *args, PyObject *kw)
     cf_model_set_seed(m, seed);
     if (spec) {
         cf_dataset *spec_test = NULL;
+        char msg[512] = "";
         int bad;
         Py_BEGIN_ALLOW_THREADS
-        bad = spec_data(m, spec, *label ? label : NULL, features, &train, &spec_test);
+        bad = spec_data(m, spec, *label ? label : NULL, features, &train, &spec_test, msg, sizeof msg);
         Py_END_ALLOW_THREADS
         if (bad) {
-            raise_cf(DataError);
+            cf_dataset_free(spec_test);
+            if (*msg) PyErr_SetString(DataError, msg);
+            else raise_cf(DataError);
             goto out;
         }
         if (testd) cf_dataset_free(spec_test);   /* test= given: that, not the spec's */
@@ -1313,7 +1358,7 @@ static PyObject *model_fit(Model *self, PyObject *args, PyObject *kw)
         snprintf(note, sizeof note, "note: %s has done %d epochs of the %ld asked for: nothing to train (raise epochs)",
                  PyBytes_AS_STRING(resume), cf_trainer_epoch(self->trainer), epochs);
         held = 0;
-        give(h);
+        give_model(h);
         fit_on_warning(note, NULL);
         res = history_list(self->trainer);
         goto out;
@@ -1352,10 +1397,10 @@ static PyObject *model_fit(Model *self, PyObject *args, PyObject *kw)
     }
     res = history_list(self->trainer);
     held = 0;
-    give(h);   /* before Python's handler runs: it may use the model */
+    give_model(h);   /* before Python's handler runs: it may use the model */
     if (rc == CF_STOPPED && PyErr_CheckSignals()) Py_CLEAR(res);   /* KeyboardInterrupt, as the handler says */
 out:
-    if (held) give(h);
+    if (held) give_model(h);
     cf_dataset_free(train);
     cf_dataset_free(testd);
     Py_XDECREF(keep);
@@ -1389,8 +1434,8 @@ static PyObject *model_update(Model *self, PyObject *args, PyObject *kw)
     if (!isnan(mom)) oo.momentum = (float)mom;
     if (!isnan(wd)) oo.weight_decay = (float)wd;
     if (!isnan(clip)) oo.clip_norm = (float)clip;
-    Handle *h = live(self);
-    if (!h || take(h)) return NULL;
+    Handle *h = take_model(self);
+    if (!h) return NULL;
     int rc = sealed(h);
     if (!rc && self->optim && (strcmp(self->oo.name, oo.name) || self->oo.momentum != oo.momentum ||
                                self->oo.weight_decay != oo.weight_decay || self->oo.clip_norm != oo.clip_norm)) {
@@ -1411,7 +1456,7 @@ static PyObject *model_update(Model *self, PyObject *args, PyObject *kw)
         Py_END_ALLOW_THREADS
         if (rc) raise_cf(Error);
     }
-    give(h);
+    give_model(h);
     if (rc) return NULL;
     Py_RETURN_NONE;
 }
@@ -1419,10 +1464,10 @@ static PyObject *model_update(Model *self, PyObject *args, PyObject *kw)
 static PyObject *model_zero_grad(Model *self, PyObject *unused)
 {
     (void)unused;
-    Handle *h = live(self);
-    if (!h || take(h)) return NULL;
+    Handle *h = take_model(self);
+    if (!h) return NULL;
     cf_model_zero_grad(h->m);
-    give(h);
+    give_model(h);
     Py_RETURN_NONE;
 }
 
@@ -1435,10 +1480,10 @@ static PyObject *model_add_loss(Model *self, PyObject *args)
         PyErr_Format(PyExc_ValueError, "add_loss: 'xent' or 'mse', not '%s'", name);
         return NULL;
     }
-    Handle *h = live(self);
-    if (!h || take(h)) return NULL;
+    Handle *h = take_model(self);
+    if (!h) return NULL;
     int rc = cf_model_add_loss(h->m, k);
-    give(h);
+    give_model(h);
     if (rc) return raise_cf(ModelError);
     Py_RETURN_NONE;
 }
@@ -1470,26 +1515,27 @@ static PyObject *model_bind(Model *self, PyObject *args, PyObject *kw)
         PyErr_Format(PyExc_ValueError, "bind: batch is 1 to 1048576, not %d", batch);
         return NULL;
     }
-    Handle *h = live(self);
-    if (!h || take(h)) return NULL;
+    Handle *h = take_model(self);
+    if (!h) return NULL;
     cf_exec *e;
     unsigned flags = (train ? CF_TRAIN : 0) | (input_grads ? CF_INPUT_GRADS : 0) | (loss ? CF_LOSS : 0);
     Py_BEGIN_ALLOW_THREADS
     e = cf_bind(h->m, batch, flags);
     Py_END_ALLOW_THREADS
-    give(h);
-    if (!e) return raise_cf(ModelError);
-    Exec *x = PyObject_New(Exec, &ExecType);
-    if (!x) {
+    Exec *x = e ? PyObject_New(Exec, &ExecType) : NULL;
+    if (x) {
+        x->h = (Handle *)Py_NewRef(h);
+        x->e = e;
+        x->train = train || input_grads;
+        x->input_grads = input_grads;
+        x->nin = cf_exec_input_count(e);
+        x->nmodel = model_inputs(h->m);
+    } else if (e) {
         cf_exec_free(e);
-        return NULL;
+    } else {
+        raise_cf(ModelError);
     }
-    x->h = (Handle *)Py_NewRef(h);
-    x->e = e;
-    x->train = train || input_grads;
-    x->input_grads = input_grads;
-    x->nin = cf_exec_input_count(e);
-    x->nmodel = model_inputs(h->m);
+    give_model(h);
     return (PyObject *)x;
 }
 
@@ -1747,7 +1793,17 @@ static PyMethodDef model_methods[] = {
      "a regression's targets are given back in their own units."},
     {"evaluate", (PyCFunction)(void (*)(void))model_evaluate, METH_VARARGS | METH_KEYWORDS,
      "evaluate(x, y, *, batch=256, top=0, loss=None) -> dict: the loss, accuracy and metrics cflux eval gives."},
-    {"fit", (PyCFunction)(void (*)(void))model_fit, METH_VARARGS | METH_KEYWORDS, "See cflux.Model.fit."},
+    {"fit", (PyCFunction)(void (*)(void))model_fit, METH_VARARGS | METH_KEYWORDS,
+     "fit(x, y=None, *, epochs=10, batch=64, optim='adam', lr=None, wd=None, momentum=None, clip=None, "
+     "schedule='cosine', val=0, seed=0, loss=None, normalize=False, patience=0, keep_best=None, limit_batches=0, "
+     "augment=None, label_smoothing=0, test=None, save=None, resume=None, callbacks=None, verbose=True, "
+     "label_col=None, features=None, classes=None) -> list of dicts\n\n"
+     "Train as cflux train does, with its options and defaults. x: float32 samples (the first axis), y: class "
+     "indices or regression targets; or x a data spec of the tool ('csv:train.csv,test.csv', 'fashion-mnist', "
+     "'images:DIR', 'text:FILE'; label_col and features for CSV) and no y. test=(x, y) is scored after every "
+     "epoch. save writes the checkpoint after every epoch and when interrupted; resume goes on from one. "
+     "callbacks: callables given each epoch's figures; one returning True stops. classes: the classes' names. "
+     "Returns the figures of every epoch. Ctrl-C stops after the step and raises KeyboardInterrupt."},
     {"bind", (PyCFunction)(void (*)(void))model_bind, METH_VARARGS | METH_KEYWORDS,
      "bind(batch, *, train=False, input_grads=False, loss=False) -> Executor."},
     {"update", (PyCFunction)(void (*)(void))model_update, METH_VARARGS | METH_KEYWORDS,

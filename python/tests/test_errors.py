@@ -148,3 +148,24 @@ def test_callback_errors_propagate():
     with pytest.raises(RuntimeError, match="a callback of fit cannot use the model"):
         m.fit(x, y, epochs=2, callbacks=reenter, verbose=0)
     assert m.predict(x).shape == (64, 3)
+
+
+def test_callback_without_truth():
+    """A callback whose result has no truth value (an array) raises as a callback that
+    raised would, not a SystemError."""
+    m = cflux.loads(SMALL)
+    x, y = blobs(64)
+    with pytest.raises(ValueError, match="truth value"):
+        m.fit(x, y, epochs=2, verbose=0, callbacks=[lambda s: np.zeros(2), lambda s: None])
+    assert m.predict(x).shape == (64, 3)
+
+
+def test_word_labels_against_the_model(tmp_path):
+    (tmp_path / "w.csv").write_text("label,a,b,c,d\n" + "".join(f"{'cat' if i % 2 else 'dog'},{i},1,2,3\n"
+                                                               for i in range(20)))
+    m = cflux.loads(SMALL)
+    with pytest.raises(cflux.DataError, match="the labels are 2 classes, but the model's output gives 3"):
+        m.fit(f"csv:{tmp_path / 'w.csv'}", epochs=1, verbose=0)
+    m = cflux.loads("model = Chain(Input(4), Affine(2), softmax)\n")
+    m.fit(f"csv:{tmp_path / 'w.csv'}", epochs=1, verbose=0)
+    assert m.evaluate(np.zeros((2, 4), np.float32), np.array([0, 1]))["classes"] == ["cat", "dog"]

@@ -118,3 +118,47 @@ def test_ctrl_c_stops_fit(tmp_path):
     assert out["predict"] == 3           # the model still works
     # the checkpoint written at the interruption resumes, within the epoch it stopped in
     assert out["resumed_epochs"] == list(range(1, out["done"] + 2))
+
+
+CLOSE_RACE = r"""
+import sys, threading, time
+import numpy as np
+import cflux
+sys.setswitchinterval(1.0)   # the worker keeps the GIL from the fit's end into zero_grad
+m = cflux.loads("model = Chain(Input(4), Affine(8), tanh, Affine(3), softmax)\n", seed=1)
+x = np.random.default_rng(0).normal(size=(2000, 4)).astype(np.float32)
+y = np.random.default_rng(1).integers(0, 3, 2000)
+started, out = threading.Event(), []
+def first_epoch(s):
+    if s["epoch"] == 1:
+        started.set()
+        time.sleep(0.2)        # the main thread calls close(), which waits for the fit
+def worker():
+    m.fit(x, y, epochs=2, verbose=0, callbacks=first_epoch)
+    t0 = time.perf_counter()   # holding the GIL while close(), woken, takes the lock
+    while time.perf_counter() - t0 < 0.05:
+        pass
+    try:
+        m.zero_grad()          # waits for the lock that close() holds
+        out.append("ran first")
+    except ValueError as e:
+        out.append(str(e))
+t = threading.Thread(target=worker)
+t.start()
+started.wait()
+m.close()
+t.join()
+print(out[0])
+"""
+
+
+def test_close_while_another_thread_waits():
+    """A call waiting for the model while close() takes it raises 'the model is closed'
+    (or ran before the close); it never uses the freed model."""
+    said = []
+    for _ in range(2):
+        r = subprocess.run([sys.executable, "-c", CLOSE_RACE], capture_output=True, text=True, timeout=300)
+        assert r.returncode == 0, r.stderr
+        said.append(r.stdout.strip())
+    # close() is waiting when the fit ends, and takes the model first
+    assert said == ["the model is closed"] * 2, said

@@ -1,5 +1,5 @@
-"""A short run of fuzz_args.py in a child process: a crash of the interpreter, or an
-exception other than TypeError, ValueError, OverflowError and cflux.Error, fails."""
+"""Short runs of fuzz_args.py and fuzz_calls.py in child processes: a crash of the
+interpreter, or an exception other than those each allows, fails."""
 import os
 import subprocess
 import sys
@@ -11,4 +11,12 @@ def test_fuzz_arguments():
     r = subprocess.run([sys.executable, str(Path(__file__).with_name("fuzz_args.py")), seconds, "0"],
                        capture_output=True, text=True, timeout=float(seconds) + 120)
     assert r.returncode == 0, f"fuzz_args: exit {r.returncode}\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}"
+    assert "none crashed" in r.stdout
+
+
+def test_fuzz_calls():
+    seconds = os.environ.get("CFLUX_FUZZ_ARGS_SECONDS", "15")
+    r = subprocess.run([sys.executable, str(Path(__file__).with_name("fuzz_calls.py")), seconds, "0"],
+                       capture_output=True, text=True, timeout=float(seconds) + 120)
+    assert r.returncode == 0, f"fuzz_calls: exit {r.returncode}\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}"
     assert "none crashed" in r.stdout

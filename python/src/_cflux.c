@@ -1028,7 +1028,11 @@ static const char *fmt_num(double v, int text, char *buf)
 static int fit_on_epoch(const cf_epoch_stats *s, void *user)
 {
     fit_state *f = user;
-    if (!f->verbose && !f->save && !f->callbacks) return 0;   /* the GIL stays free */
+    if (f->save && cf_trainer_save(f->trainer, f->save)) {   /* without the GIL */
+        f->failed = 1;
+        return 1;
+    }
+    if (!f->verbose && !f->callbacks) return 0;   /* the GIL stays free */
     PyGILState_STATE g = PyGILState_Ensure();
     int stop = 0;
     if (f->verbose) {
@@ -1047,11 +1051,6 @@ static int fit_on_epoch(const cf_epoch_stats *s, void *user)
             Py_XDECREF(r);
             PyErr_Clear();
         }
-    }
-    if (f->save && cf_trainer_save(f->trainer, f->save)) {
-        f->failed = 1;
-        stop = 1;
-        goto done;
     }
     Py_ssize_t n = f->callbacks ? PyList_GET_SIZE(f->callbacks) : 0;
     for (Py_ssize_t i = 0; i < n && !stop; i++) {
@@ -1072,7 +1071,6 @@ static int fit_on_epoch(const cf_epoch_stats *s, void *user)
         }
         stop = t;
     }
-done:
     PyGILState_Release(g);
     return stop;
 }

@@ -79,7 +79,8 @@ test-python: build
 	@sh tools/bootstrap.sh python
 	@sh tools/pyenv.sh $(PYVENV) python
 	@$(PYVENV)/bin/pip install --quiet --disable-pip-version-check --no-deps --force-reinstall ./python
-	@$(PYVENV)/bin/python -c "import cflux; print('python: cflux', cflux.version(), 'from', cflux.__file__)"
+	@printf '%s\n' 'python: $(PYVENV)/bin/python -c "import cflux; print(cflux.version())"'
+	@$(PYVENV)/bin/python -c "import cflux; print(cflux.version())"
 	@CFLUX_TOOL=$(CURDIR)/build/cflux CFLUX_LIB=$(CURDIR)/build/libcflux.so \
 	  $(PYVENV)/bin/python -m pytest -q -p no:cacheprovider python/tests
 

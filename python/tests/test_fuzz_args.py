@@ -5,18 +5,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 
-def test_fuzz_arguments():
+
+@pytest.mark.parametrize("fuzzer", ["fuzz_args.py", "fuzz_calls.py"])
+def test_fuzz(fuzzer):
     seconds = os.environ.get("CFLUX_FUZZ_ARGS_SECONDS", "15")
-    r = subprocess.run([sys.executable, str(Path(__file__).with_name("fuzz_args.py")), seconds, "0"],
+    r = subprocess.run([sys.executable, str(Path(__file__).with_name(fuzzer)), seconds, "0"],
                        capture_output=True, text=True, timeout=float(seconds) + 120)
-    assert r.returncode == 0, f"fuzz_args: exit {r.returncode}\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}"
-    assert "none crashed" in r.stdout
-
-
-def test_fuzz_calls():
-    seconds = os.environ.get("CFLUX_FUZZ_ARGS_SECONDS", "15")
-    r = subprocess.run([sys.executable, str(Path(__file__).with_name("fuzz_calls.py")), seconds, "0"],
-                       capture_output=True, text=True, timeout=float(seconds) + 120)
-    assert r.returncode == 0, f"fuzz_calls: exit {r.returncode}\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}"
+    assert r.returncode == 0, f"{fuzzer}: exit {r.returncode}\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}"
     assert "none crashed" in r.stdout

@@ -692,8 +692,17 @@ TEST(builtins_are_held_to_their_rows)
         {"model = Chain(Input(4), x -> dropout(x, 0.5, p = 1))\n", "error: dropout has no argument named 'p'\n"},
         {"model = Chain(Input(1, 8, 8), x -> maxpool(x, 2, strid = 1))\n",
          "error: maxpool has no argument named 'strid' (did you mean 'stride'?)\n"},
+        {"model = Chain(Input(1, 8, 8), x -> conv2d(x, x, shift = 1))\n",
+         "error: conv2d has no argument named 'shift' (it takes stride, pad, dilation and groups)\n"},
+        /* another framework's name for a keyword, a layer, a function; case aside */
         {"model = Chain(Input(1, 8, 8), x -> conv2d(x, x, padding = 1))\n",
-         "error: conv2d has no argument named 'padding' (it takes stride, pad, dilation and groups)\n"},
+         "error: conv2d has no argument named 'padding' (did you mean 'pad'? PyTorch's and Keras's padding is pad in "
+         "cflux)\n"},
+        {"model = Chain(Input(4), Linear(4, 3), softmax)\n",
+         "error: unknown name 'Linear' (did you mean 'Affine'? PyTorch's Linear is Affine in cflux)\n"},
+        {"model = Chain(Input(4), Affine(3), Sigmoid)\n",
+         "error: unknown name 'Sigmoid' (did you mean 'sigmoid'? PyTorch's Sigmoid is sigmoid in cflux)\n"},
+        {"model = Chain(Input(4), Affine(3), SOFTMAX)\n", "error: unknown name 'SOFTMAX' (did you mean 'softmax'?)\n"},
         {"net N(in) {\n  s = state(in, start = zeros)\n  x -> x\n}\nmodel = Chain(Input(4), N(4))\n",
          "error: state has no argument named 'start' (it takes init)\n"},
         /* each kind of keyword */

@@ -475,6 +475,11 @@ static int unknown_keyword(cc *c, env *en, const ast *e, const struct builtin *b
     const char *best = NULL;
     int bestd = 99;
     for (int j = 0; j < nk; j++) cc_consider(k, b->kw[j].name, &best, &bestd);
+    const char *whose, *ours = cc_foreign(k, &whose);
+    for (int j = 0; ours && j < nk; j++)
+        if (!strcmp(b->kw[j].name, ours))
+            return ERR(c, en, e, "%s has no argument named '%s' (did you mean '%s'? %s %s is %s in cflux)", b->name, k,
+                       ours, whose, k, ours);
     if (bestd <= 2) return ERR(c, en, e, "%s has no argument named '%s' (did you mean '%s'?)", b->name, k, best);
     char list[128] = "";
     for (int j = 0; j < nk; j++) {

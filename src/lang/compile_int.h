@@ -213,6 +213,9 @@ int cc_enter(cc *c, const char *name, const char *file, int line, int col);
 void cc_leave(cc *c);
 int cc_distance(const char *a, const char *b);
 void cc_consider(const char *name, const char *cand, const char **best, int *bestd);
+/* What cflux calls another framework's name for a layer, a function or a keyword
+ * ("Dense", "Linear", "padding"), and whose name it is ("Keras's"); NULL if none. */
+const char *cc_foreign(const char *name, const char **whose);
 env *cc_env_new(cc *c, env *parent, const char *file);
 int cc_bind(cc *c, env *en, const char *name, value v, const ast *where);
 int cc_local_index(const env *en, const char *name);

@@ -3,6 +3,7 @@
  * one that means nothing. */
 #include <stdarg.h>
 #include <stdio.h>
+#include <ctype.h>
 #include <string.h>
 
 #include "lang/compile_int.h"
@@ -62,7 +63,8 @@ void cc_leave(cc *c)
     cf_scope_end(c->m);
 }
 
-/* The edit distance of two short strings (bytes), for "did you mean". */
+/* The edit distance of two short strings (bytes), for "did you mean", case aside:
+ * 'Relu' is 0 from 'relu'. */
 int cc_distance(const char *a, const char *b)
 {
     int la = (int)strlen(a), lb = (int)strlen(b);
@@ -72,7 +74,7 @@ int cc_distance(const char *a, const char *b)
     for (int j = 0; j <= lb; j++) d[0][j] = j;
     for (int i = 1; i <= la; i++)
         for (int j = 1; j <= lb; j++) {
-            int best = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
+            int best = d[i - 1][j - 1] + (tolower((unsigned char)a[i - 1]) != tolower((unsigned char)b[j - 1]));
             if (d[i - 1][j] + 1 < best) best = d[i - 1][j] + 1;
             if (d[i][j - 1] + 1 < best) best = d[i][j - 1] + 1;
             d[i][j] = best;
@@ -87,6 +89,39 @@ void cc_consider(const char *name, const char *cand, const char **best, int *bes
         *bestd = d;
         *best = cand;
     }
+}
+
+/* What PyTorch (nn.X, its keyword arguments) and Keras (layers.X) call what cflux
+ * calls otherwise. */
+static const struct {
+    const char *theirs, *ours, *whose;
+} foreign[] = {
+    {"Dense", "Affine", "Keras's"}, {"Linear", "Affine", "PyTorch's"},
+    {"Sequential", "Chain", "PyTorch's and Keras's"}, {"ReLU", "relu", "PyTorch's"},
+    {"Sigmoid", "sigmoid", "PyTorch's"}, {"Tanh", "tanh", "PyTorch's"}, {"Softmax", "softmax", "PyTorch's"},
+    {"GELU", "gelu", "PyTorch's"}, {"LeakyReLU", "leakyrelu", "PyTorch's and Keras's"},
+    {"Conv2d", "Conv2D", "PyTorch's"}, {"Flatten", "flatten", "PyTorch's and Keras's"},
+    {"BatchNorm1d", "BatchNorm", "PyTorch's"}, {"BatchNorm2d", "BatchNorm", "PyTorch's"},
+    {"BatchNormalization", "BatchNorm", "Keras's"}, {"MaxPool2d", "MaxPool", "PyTorch's"},
+    {"MaxPooling2D", "MaxPool", "Keras's"}, {"AvgPool2d", "AvgPool", "PyTorch's"},
+    {"AveragePooling2D", "AvgPool", "Keras's"}, {"AdaptiveAvgPool2d", "GlobalAvgPool", "PyTorch's"},
+    {"GlobalAveragePooling2D", "GlobalAvgPool", "Keras's"}, {"LayerNormalization", "LayerNorm", "Keras's"},
+    {"RNN", "Recurrent", "PyTorch's"}, {"SimpleRNN", "Recurrent", "Keras's"},
+    /* keyword arguments */
+    {"padding", "pad", "PyTorch's and Keras's"}, {"kernel_size", "k", "PyTorch's"}, {"strides", "stride", "Keras's"},
+    {"in_channels", "in", "PyTorch's"}, {"out_channels", "out", "PyTorch's"}, {"in_features", "in", "PyTorch's"},
+    {"out_features", "out", "PyTorch's"}, {"units", "out", "Keras's"}, {"filters", "out", "Keras's"},
+    {"rate", "p", "Keras's"}, {"num_embeddings", "vocab", "PyTorch's"}, {"embedding_dim", "dim", "PyTorch's"},
+};
+
+const char *cc_foreign(const char *name, const char **whose)
+{
+    for (size_t i = 0; i < sizeof foreign / sizeof *foreign; i++)
+        if (!strcmp(foreign[i].theirs, name)) {
+            if (whose) *whose = foreign[i].whose;
+            return foreign[i].ours;
+        }
+    return NULL;
 }
 
 static const char *suggest(const env *en, const char *name)
@@ -195,6 +230,10 @@ int cc_eval_name(cc *c, env *en, const ast *e, value *out)
         *out = num_value(e->name[0] == 't');
         return 0;
     }
+    const char *whose, *ours = cc_foreign(e->name, &whose);
+    if (ours && cc_name_known(en, ours))
+        return ERR(c, en, e, "unknown name '%s' (did you mean '%s'? %s %s is %s in cflux)", e->name, ours, whose,
+                   e->name, ours);
     const char *s = suggest(en, e->name);
     if (s) return ERR(c, en, e, "unknown name '%s' (did you mean '%s'?)", e->name, s);
     return ERR(c, en, e, "unknown name '%s'", e->name);

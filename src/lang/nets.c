@@ -207,6 +207,11 @@ int cc_instantiate(cc *c, const value *tmpl, value *args, int nargs, const char 
             const char *best = NULL;
             int bestd = 99;
             for (int p = 0; p < np; p++) cc_consider(kwn[k], net->items[p]->name, &best, &bestd);
+            const char *whose, *ours = cc_foreign(kwn[k], &whose);
+            for (int p = 0; ours && p < np; p++)
+                if (!strcmp(net->items[p]->name, ours))
+                    return cc_err(c, file, line, col, "%s has no parameter '%s' (did you mean '%s'? %s %s is %s in "
+                                  "cflux)", net->name, kwn[k], ours, whose, kwn[k], ours);
             if (best && bestd <= 2)
                 return cc_err(c, file, line, col, "%s has no parameter '%s' (did you mean '%s'?)", net->name, kwn[k],
                               best);
@@ -230,12 +235,19 @@ int cc_instantiate(cc *c, const value *tmpl, value *args, int nargs, const char 
                 return cc_err(c, file, line, col,
                               "%s is missing the argument '%s' (leaving out 'in' works only inside a Chain, which "
                               "knows the input size)", net->name, par->name);
-            if (short_one && in_chain && !cc_first_is_in(net) && sizes)
+            if (short_one && in_chain && !cc_first_is_in(net) && sizes && nargs > 0)
                 return cc_err(c, file, line, col,
                               "%s is missing the argument '%s' (a Chain fills in the input size only for a net whose "
                               "first parameter is named 'in'; %s's first parameter is '%s')",
                               net->name, par->name, net->name, net->items[0]->name);
-            return cc_err(c, file, line, col, "%s is missing the argument '%s'", net->name, par->name);
+            char sig[256] = "";   /* the net's parameters, as its definition lists them */
+            for (int q = 0; q < np; q++) {
+                size_t len = strlen(sig);
+                snprintf(sig + len, sizeof sig - len, "%s%s%s", q ? ", " : "", net->items[q]->name,
+                         net->items[q]->kind == AST_KWARG ? " = ..." : "");
+            }
+            return cc_err(c, file, line, col, "%s is missing the argument '%s': %s(%s)", net->name, par->name,
+                          net->name, sig);
         }
     }
     if (cc_enter(c, net->name, file, line, col)) return -1;

@@ -14,9 +14,15 @@ static int matmul_infer(cf_node *n)
     if (a.rank < 2 || b.rank < 2)
         return cf_seterr("error: matrix product needs two dimensions on each side: %s * %s",
                          cf_shape_str(a, sa, sizeof sa), cf_shape_str(b, sb, sizeof sb));
-    if (a.d[a.rank - 1] != b.d[b.rank - 2] || a.d[a.rank - 1] == CF_BATCH)
+    if (a.d[a.rank - 1] != b.d[b.rank - 2] || a.d[a.rank - 1] == CF_BATCH) {
+        /* an image (B, C, H, W) meeting an Affine's weights: the newcomer's slip */
+        if (a.rank >= 4 && n->in[0]->batched && b.rank == 2 && n->frame && !strcmp(n->frame->name, "Affine"))
+            return cf_seterr("error: an image %s reaches Affine: flatten first? (Chain(..., flatten, Affine(out)); "
+                             "matrix product shapes do not match: %s * %s)", cf_shape_str(a, sa, sizeof sa), sa,
+                             cf_shape_str(b, sb, sizeof sb));
         return cf_seterr("error: matrix product shapes do not match: %s * %s",
                          cf_shape_str(a, sa, sizeof sa), cf_shape_str(b, sb, sizeof sb));
+    }
     int m = b.d[b.rank - 1];
     if (b.rank == 2) {
         n->shape = a;

@@ -1,0 +1,1 @@
+model = Chain(Input(4), Dropout(), Affine(3), softmax)

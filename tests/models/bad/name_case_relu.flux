@@ -1,0 +1,1 @@
+model = Chain(Input(4), Affine(3), Relu, softmax)

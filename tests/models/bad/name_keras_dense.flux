@@ -1,0 +1,1 @@
+model = Chain(Input(4), Dense(3), softmax)

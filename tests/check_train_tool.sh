@@ -207,6 +207,20 @@ lrfind --json --optim sgd --start 1e-3 --end 100 --steps 50 |
   && ok || bad "lr-find --json: $(lrfind --json --optim sgd --start 1e-3 --end 100 --steps 50 2>&1)"
 lrfind --start 1 --end 0.1 > /dev/null 2> "$t/err"; rc=$?
 [ $rc -eq 2 ] && grep -q 'the rates must rise' "$t/err" && ok || bad "lr-find --start above --end: exit $rc: $(cat "$t/err")"
+# its train-with line repeats every option that chose the data, the loss and the
+# optimizer (the label last here: pasted without --label-col it would train on column
+# 0), takes what train takes (--normalize, --wd), and runs as it is, pasted
+awk -F, 'BEGIN { OFS = "," } { print $2, $3, $4, $5, $1 }' "$t/train.csv" > "$t/last csv"
+"$tool" lr-find "$t/m.flux" --data "csv:$t/last csv" --label-col label --features a,b,c,d --loss xent --normalize \
+  --optim momentum --momentum 0.8 --wd 0.001 --seed 4 --steps 20 > "$t/lrl" 2> "$t/err"
+line=$(sed -n 's/^train with: cflux train //p' "$t/lrl")
+case "$line" in
+  *"--data 'csv:$t/last csv' --label-col label --features a,b,c,d --loss xent --normalize --optim momentum --momentum 0.8 --wd 0.001 --seed 4 --lr "*)
+    ok ;;
+  *) bad "lr-find: the train-with line: $(cat "$t/lrl" "$t/err")" ;;
+esac
+eval "\"\$tool\" train $line --epochs 1 --quiet" > "$t/out" 2> "$t/err" &&
+  grep -q '^train accuracy 0\.' "$t/out" && ok || bad "lr-find: its train-with line pasted: $(cat "$t/out" "$t/err")"
 
 # class names, early stopping and the best epoch, the report page (its code under the
 # sanitizers here; tests/check_report.sh opens a Fashion-MNIST one in Chromium)

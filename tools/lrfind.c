@@ -145,6 +145,21 @@ static void print_table(const cf_lrfind_result *r, int text)
     }
 }
 
+/* " NAME VALUE" (VALUE alone when NAME is NULL), VALUE quoted for a shell when it needs
+ * to be; nothing when VALUE is NULL. */
+static void print_arg(const char *name, const char *value)
+{
+    if (!value) return;
+    if (name) printf(" %s", name);
+    if (!*value || strpbrk(value, " \t'\"\\$`*?[]{}()<>|&;~#!")) {
+        printf(" '");
+        for (const char *p = value; *p; p++) printf(*p == '\'' ? "'\\''" : "%c", *p);
+        printf("'");
+    } else {
+        printf(" %s", value);
+    }
+}
+
 static void print_summary(const args *a, const cf_lrfind_result *r, int steps, const char *optim)
 {
     if (r->diverged)
@@ -161,10 +176,22 @@ static void print_summary(const args *a, const cf_lrfind_result *r, int steps, c
     printf("lowest smoothed loss %.4f at lr %.3g; a tenth of that, the classic rule: %.3g\n", r->smooth[r->min_at],
            r->min_loss_lr, r->min_loss_lr / 10);
     printf("suggested learning rate: %.3g (where the smoothed loss falls fastest)\n", r->suggested);
-    printf("train with: cflux train %s", a->pos[0]);
-    if (a->data) printf(" --data %s", a->data);
-    if (a->optim) printf(" --optim %s", optim);
+    /* every option that chose the data, the loss and the optimizer, as train takes it */
+    printf("train with: cflux train");
+    print_arg(NULL, a->pos[0]);
+    print_arg("--data", a->data);
+    print_arg("--label-col", a->label_col);
+    print_arg("--features", a->features);
+    if (a->skip_bad) printf(" --skip-bad");
+    if (a->exact_size) printf(" --exact-size");
+    print_arg("--loss", a->loss);
+    if (a->normalize) printf(" --normalize");
+    print_arg("--optim", a->optim ? optim : NULL);
+    if (!isnan(a->momentum)) printf(" --momentum %g", a->momentum);
+    if (!isnan(a->wd)) printf(" --wd %g", a->wd);
+    if (!isnan(a->clip)) printf(" --clip %g", a->clip);
     if (!isnan(a->batch)) printf(" --batch %d", (int)a->batch);
+    if (a->has_seed) printf(" --seed %llu", (unsigned long long)a->seed);
     printf(" --lr %.3g\n", r->suggested);
 }
 
@@ -180,6 +207,9 @@ int cmd_lrfind(const args *a)
     if (!isnan(a->lr_end)) o.end = a->lr_end;
     if (!isnan(a->steps)) o.steps = (int)a->steps;
     if (!isnan(a->batch)) o.batch = (int)a->batch;
+    if (!isnan(a->wd)) o.optim.weight_decay = (float)a->wd;
+    if (!isnan(a->momentum)) o.optim.momentum = (float)a->momentum;
+    if (!isnan(a->clip)) o.optim.clip_norm = (float)a->clip;
     if (!(o.start < o.end)) {
         fprintf(stderr, "cflux lr-find: the rates must rise: --start %g is not below --end %g\n", o.start, o.end);
         return 2;

@@ -49,6 +49,7 @@ printf '\000\000\010\003\000\000\000\002\000\000\000\003\000\000\000\003\001\002
 printf '\000\000\010\001\000\000\000\002\000\001' > lab2.idx
 awk 'BEGIN { print "label,a,b,c,d"; for (i = 0; i < 200000; i++) printf "%d,0.1,0.2,0.3,0.4\n", i % 3 }' > many.csv
 awk 'BEGIN { for (i = 0; i < 5; i++) { s = i % 3; for (j = 0; j < 784; j++) s = s ",0.5"; print s } }' > wide.csv
+printf 'PK\003\004\024\000\000\000\010\000' > w.pt   # a zip's first bytes, as torch.save writes
 # an image folder: pics/cat and pics/dog, three 2x2 grey PNGs each; px.flux reads them
 echo 'model = Chain(Input(1, 2, 2), flatten, Affine(2), softmax)' > px.flux
 echo 'model = Chain(Input(1, 3, 3), flatten, Affine(2), softmax)' > px3.flux

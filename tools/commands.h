@@ -54,6 +54,9 @@ int only_classes(cf_model *m, const args *a, cf_dataset **train, cf_dataset **te
 int freeze_params(cf_model *m, const args *a);
 int load_init(cf_model *m, const args *a);
 
+/* Is path a safetensors file (a checkpoint, a parameter file) rather than a model? */
+int is_weights_file(const char *path);
+
 /* The datasets of --data (default fashion-mnist) for model m, read as the options
  * say (--label-col, --features, image folders' --skip-bad and --exact-size; text in
  * sequences of the model's input length). 0, or -1 with the error. */

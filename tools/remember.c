@@ -131,8 +131,7 @@ int remembered_columns(const cf_model *m)
     return c ? atoi(c) : 0;
 }
 
-/* Is path a safetensors file (a checkpoint, a parameter file) rather than a model? */
-static int is_weights_file(const char *path)
+int is_weights_file(const char *path)
 {
     FILE *f = fopen(path, "rb");
     unsigned char b[9];

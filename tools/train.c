@@ -424,6 +424,12 @@ static int train_run(const args *a, int ranks)
     catch_signals();
 
     cf_dataset *train = NULL, *test = NULL;
+    if (is_weights_file(a->pos[0])) {   /* its model and weights, but which run? */
+        fprintf(stderr, "error: %s is a checkpoint (or parameter file), not a model: give the model's file with "
+                        "--resume %s (its run goes on) or --init %s (a new run from its weights)\n", a->pos[0],
+                a->pos[0], a->pos[0]);
+        return 1;
+    }
     cf_model *m = cf_model_load(a->pos[0]);
     int rc = 1;
     if (!m) return fail();

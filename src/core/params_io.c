@@ -411,6 +411,10 @@ int cf_model_params_from(cf_model *m, const cf_st_file *f, const char *path, uns
         if (mt.nunexpected) cf_adderr(" not in the model (%d): %s", mt.nunexpected, mt.unexpected);
         rc = -1;
     }
+    /* a file of another model: say which, when it says and it is not this one's */
+    const char *theirs = cf_st_meta(f, CF_MODEL_FILE_META);
+    if (rc && theirs && *theirs && (!m->source_name || strcmp(theirs, m->source_name)))
+        cf_adderr("; the file holds the weights of %s", theirs);
     if (rc || (flags & CF_LOAD_CHECK)) {
         free(skip);
         return rc;

@@ -591,6 +591,13 @@ static cf_st_file *parse(const unsigned char *b, size_t len, uint64_t total, con
         return NULL;
     }
     hlen = ld64(b);
+    /* what a PyTorch user hands over in its place: torch.save's zip, or its older pickle */
+    if (hlen > CF_ST_MAX_HEADER && (!memcmp(b, "PK\x03\x04", 4) || (b[0] == 0x80 && b[1] >= 2 && b[1] <= 5))) {
+        cf_seterr("error: %s: %s, as torch.save writes, not a safetensors file: save the weights with "
+                  "safetensors.torch.save_file(model.state_dict(), \"weights.safetensors\")", what,
+                  b[0] == 'P' ? "a zip archive" : "a Python pickle");
+        return NULL;
+    }
     if (hlen > CF_ST_MAX_HEADER) {
         cf_seterr("error: %s: the header length is %llu bytes, over the limit of %llu (not a "
                   "safetensors file?)", what, (unsigned long long)hlen, CF_ST_MAX_HEADER);

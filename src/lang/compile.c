@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/safetensors.h"
 #include "lang/compile_int.h"
 
 /* ---- files ---- */
@@ -230,6 +231,20 @@ cf_model *cf_model_load_steps(const char *path, int steps)
     size_t n;
     char *text = cf_lang_read_file(path, &n);
     if (!text) return NULL;
+    /* a checkpoint or parameter file where the model's source goes: say so, and whose */
+    const unsigned char *u = (const unsigned char *)text;
+    uint64_t hlen = 0;
+    for (int i = 7; n > 8 && i >= 0; i--) hlen = hlen << 8 | u[i];
+    if (n > 8 && u[8] == '{' && hlen >= 2 && hlen <= n - 8) {
+        free(text);
+        cf_st_file *f = cf_st_read_want(path, CF_ST_HEADER_ONLY, NULL, NULL);
+        const char *file = f ? cf_st_meta(f, CF_MODEL_FILE_META) : NULL;
+        cf_seterr("error: %s: a checkpoint or parameter file (safetensors), not a model's source%s%s%s", path,
+                  file && *file ? "; it holds the weights of " : "", file && *file ? file : "",
+                  f && cf_st_meta(f, CF_MODEL_SOURCE_META) ? " and its source: load it as a trained model" : "");
+        cf_st_free(f);
+        return NULL;
+    }
     cf_model *m = compile(text, n, path, 0, NULL, steps);
     free(text);
     return m;

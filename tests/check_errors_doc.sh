@@ -22,6 +22,7 @@ echo 'model = Chain(Input(4), Affine(3), relu)' > nosoft.flux
 echo 'model = Chain(Input(4), Affine(3), softmax)' > small.flux
 echo 'model = Chain(Input(3), Affine(3), softmax)' > small3.flux
 echo 'model = Chain(Input(2), Affine(8), relu, Affine(1))' > house.flux
+echo 'model = Chain(Input(4), x -> exp(x * 1000), Affine(3), softmax)' > ovf.flux
 echo 'model = Chain(Input(784), Affine(3000000), softmax)' > big.flux
 echo 'model = Chain(Input(8), x -> reshape(x, 8, 1), Affine(30), softmax)' > char.flux
 echo 'model = Chain(Input(8), x -> reshape(x, 8, 1), Affine(20), softmax)' > char20.flux

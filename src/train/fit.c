@@ -17,8 +17,10 @@
  *
  * Training stops with an error, before the update that would spoil the parameters,
  * when the loss is not finite or grows past CF_DIVERGED times the run's first loss
- * (the largest of its first CF_FIRST_STEPS, and at least 1): such a run is diverging,
- * and every later step would be wasted. */
+ * (the largest of its first CF_FIRST_STEPS that stay within CF_FIRST_SPREAD times the
+ * very first, and at least 1): such a run is diverging, and every later step would be
+ * wasted. (A reference that followed every rise of the first steps would follow a run
+ * that diverges from its first step: a tiny data set's rate of 1 reached 1e19.) */
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -37,6 +39,7 @@
 
 #define CF_DIVERGED 1e4
 #define CF_FIRST_STEPS 16
+#define CF_FIRST_SPREAD 100
 /* A run whose loss after CF_STALL_STEPS steps is within CF_STALL_SHARE of where it
  * began, on regression targets of RMS CF_STALL_RMS or more, is told why (stalled). */
 #define CF_STALL_STEPS 50
@@ -291,7 +294,7 @@ cf_trainer *cf_trainer_new(cf_model *m, const cf_dataset *train, const cf_fit_op
     t->ntrain = cf_dataset_count(train);
     const unsigned char *vocab = cf_dataset_vocab(train, &t->nvocab);
     if (t->nvocab) memcpy(t->vocab, vocab, (size_t)t->nvocab);
-    t->initial_loss = NAN;
+    t->initial_loss = t->first_loss = NAN;
     atomic_init(&t->stop, 0);
     t->aug = aug;
     if (cf_augment_any(&aug) && !(t->aug_scratch = malloc(t->xcount * sizeof *t->aug_scratch))) {
@@ -569,19 +572,25 @@ static void order(cf_trainer *t, const cf_dataset *d, size_t n, int epoch, int s
 }
 
 /* A loss that says the run diverged: 0, or -1 with the message. The reference is the
- * largest loss of the run's first CF_FIRST_STEPS steps (one batch alone may be easy). */
+ * largest loss of the run's first CF_FIRST_STEPS steps (one batch alone may be easy)
+ * within CF_FIRST_SPREAD times the first step's (a rise past that is the run going
+ * wrong, not noise). */
 static int check_loss(cf_trainer *t, double loss, int epoch, long step, float lr)
 {
+    if (isnan(t->first_loss)) t->first_loss = isnan(t->initial_loss) ? loss : t->initial_loss;
     double first = isnan(t->initial_loss) ? loss : t->initial_loss;
     double limit = CF_DIVERGED * (first > 1 ? first : 1);
     if (!isfinite(loss))
-        return cf_seterr("error: epoch %d, step %ld: the loss is %g: training diverged; try a smaller learning rate "
-                         "(it is %g) or clipping the gradients", epoch, step, loss, (double)lr);
+        return cf_seterr("error: epoch %d, step %ld: the loss is %g: training diverged, or an op overflowed; try a "
+                         "smaller learning rate (it is %g) or clipping the gradients, and CFLUX_NANTRAP=1 names the op "
+                         "and the line that made the first NaN or infinity", epoch, step, loss, (double)lr);
     if (loss > limit)
         return cf_seterr("error: epoch %d, step %ld: the loss grew to %g, over %g times the first (%g): training "
                          "diverged; try a smaller learning rate (it is %g) or clipping the gradients",
                          epoch, step, loss, CF_DIVERGED, first, (double)lr);
-    if (cf_optim_get_steps(t->opt) < CF_FIRST_STEPS && !(loss <= t->initial_loss)) t->initial_loss = loss;
+    if (cf_optim_get_steps(t->opt) < CF_FIRST_STEPS && !(loss <= t->initial_loss) &&
+        loss <= CF_FIRST_SPREAD * (t->first_loss > 1 ? t->first_loss : 1))
+        t->initial_loss = loss;
     return 0;
 }
 
@@ -668,8 +677,9 @@ static int train_epoch(cf_trainer *t, const cf_dataset *train, size_t n, int seq
             if (check_loss(t, step_loss, epoch, s + 1, lr)) return -1;
         }
         if (cf_optim_step(t->opt, lr))
-            return cf_seterr("error: epoch %d, step %ld: a gradient is not finite (the loss was %g); "
-                             "try a smaller learning rate or clipping the gradients", epoch, s + 1, step_loss);
+            return cf_seterr("error: epoch %d, step %ld: a gradient is not finite (the loss was %g); try a smaller "
+                             "learning rate or clipping the gradients, and CFLUX_NANTRAP=1 names the op and the line "
+                             "that made the first NaN or infinity", epoch, s + 1, step_loss);
         stalled(t, e, step_loss);
         loss += step_loss * (double)b;
         hits += (size_t)step_hits;

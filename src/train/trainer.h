@@ -30,6 +30,8 @@ struct cf_trainer {
     double target_rms;           /* regression without target standardisation: the targets' RMS; else 0 */
     double initial_loss;         /* the largest loss of the run's first steps, what divergence is measured
                                     against; NAN before the first */
+    double first_loss;           /* the loss of this process's first step (of a resumed run: the reference it
+                                    resumed with), which bounds how far the reference may rise; NAN before */
     atomic_int stop;             /* cf_trainer_stop was called */
     cf_epoch_stats *hist;        /* every epoch done, from checkpoints too */
     int nhist, cap_hist;

@@ -33,10 +33,13 @@ typedef struct run {
  * then stdout's one line). */
 static FILE *say;
 
+/* A figure with four decimals, or four digits in %g's way when that would hide it
+ * (33710207303.6800 is 3.371e+10, 0.00001234 is 1.234e-05); "-" for none. */
 static const char *fmt_num(double v, char *buf)
 {
     if (isnan(v)) return "-";
-    snprintf(buf, 32, "%.4f", v);
+    double a = fabs(v);
+    snprintf(buf, 32, a >= 1e5 || (a > 0 && a < 1e-3) ? "%.4g" : "%.4f", v);
     return buf;
 }
 
@@ -44,7 +47,8 @@ static const char *fmt_num(double v, char *buf)
 static const char *fmt_loss(double v, int text, char *buf)
 {
     if (isnan(v)) return "-";
-    snprintf(buf, 32, text ? "%.4f nats/char" : "%.4f", v);
+    fmt_num(v, buf);
+    if (text) strcat(buf, " nats/char");
     return buf;
 }
 
@@ -178,12 +182,16 @@ static int on_epoch(const cf_epoch_stats *s, void *user)
     run *r = user;
     char a[32], b[32], c[32], d[32], e[32], f[32];
     end_progress(r);
-    if (!r->a->quiet)
-        fprintf(say, "epoch %2d/%d  train loss %s acc %s | val loss %s acc %s | test loss %s acc %s | %.1f s, %.0f %s/s\n",
-               s->epoch, s->epochs, fmt_loss(s->train_loss, r->text, a), fmt_num(s->train_accuracy, b),
-               fmt_loss(s->val_loss, r->text, c), fmt_num(s->val_accuracy, d), fmt_loss(s->test_loss, r->text, e),
-               fmt_num(s->test_accuracy, f), s->seconds, r->text ? s->samples_per_sec * r->text : s->samples_per_sec,
-               r->text ? "chars" : "samples");
+    if (!r->a->quiet) {   /* what was measured: a split without data, a regression's accuracy, left out */
+        fprintf(say, "epoch %2d/%d  train loss %s", s->epoch, s->epochs, fmt_loss(s->train_loss, r->text, a));
+        if (!isnan(s->train_accuracy)) fprintf(say, " acc %s", fmt_num(s->train_accuracy, b));
+        if (!isnan(s->val_loss)) fprintf(say, " | val loss %s", fmt_loss(s->val_loss, r->text, c));
+        if (!isnan(s->val_accuracy)) fprintf(say, " acc %s", fmt_num(s->val_accuracy, d));
+        if (!isnan(s->test_loss)) fprintf(say, " | test loss %s", fmt_loss(s->test_loss, r->text, e));
+        if (!isnan(s->test_accuracy)) fprintf(say, " acc %s", fmt_num(s->test_accuracy, f));
+        fprintf(say, " | %.1f s, %.0f %s/s\n", s->seconds, r->text ? s->samples_per_sec * r->text : s->samples_per_sec,
+                r->text ? "chars" : "samples");
+    }
     fflush(say);
     const cf_epoch_stats *h;
     int n = cf_trainer_history(r->trainer, &h);
@@ -379,9 +387,10 @@ static void result_line(const cf_epoch_stats *e, int text, int standardised)
     double loss = !isnan(e->test_loss) ? e->test_loss : !isnan(e->val_loss) ? e->val_loss : e->train_loss;
     double acc = !isnan(e->test_loss) ? e->test_accuracy : !isnan(e->val_loss) ? e->val_accuracy : e->train_accuracy;
     if (isnan(loss)) return;
-    if (text) fprintf(say, "%s loss %.4f nats/char, accuracy %.4f\n", what, loss, acc);
+    char b[32];
+    if (text) fprintf(say, "%s loss %s nats/char, accuracy %.4f\n", what, fmt_num(loss, b), acc);
     else if (!isnan(acc)) fprintf(say, "%s accuracy %.4f\n", what, acc);
-    else fprintf(say, "%s loss %.4f (mean squared error%s)\n", what, loss, standardised ? ", on standardised targets" : "");
+    else fprintf(say, "%s loss %s (mean squared error%s)\n", what, fmt_num(loss, b), standardised ? ", on standardised targets" : "");
 }
 
 static int train_run(const args *a, int ranks)

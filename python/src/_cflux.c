@@ -1016,10 +1016,12 @@ static PyObject *stats_dict(const cf_epoch_stats *s)
                          "seconds", s->seconds, "samples_per_sec", s->samples_per_sec);
 }
 
+/* As cflux train prints a figure: four decimals, or four digits in %g's way when that
+ * would hide it; for text data a loss's unit. */
 static const char *fmt_num(double v, int text, char *buf)
 {
-    if (isnan(v)) return "-";
-    snprintf(buf, 32, text ? "%.4f nats/char" : "%.4f", v);
+    double a = fabs(v);
+    snprintf(buf, 32, a >= 1e5 || (a > 0 && a < 1e-3) ? "%.4g%s" : "%.4f%s", v, text ? " nats/char" : "");
     return buf;
 }
 
@@ -1036,13 +1038,18 @@ static int fit_on_epoch(const cf_epoch_stats *s, void *user)
     PyGILState_STATE g = PyGILState_Ensure();
     int stop = 0;
     if (f->verbose) {
-        char a[32], b[32], c[32], d[32], e[32], k[32], line[512];
-        snprintf(line, sizeof line,
-                 "epoch %2d/%d  train loss %s acc %s | val loss %s acc %s | test loss %s acc %s | %.1f s, %.0f %s/s\n",
-                 s->epoch, s->epochs, fmt_num(s->train_loss, f->text, a), fmt_num(s->train_accuracy, 0, b),
-                 fmt_num(s->val_loss, f->text, c), fmt_num(s->val_accuracy, 0, d), fmt_num(s->test_loss, f->text, e),
-                 fmt_num(s->test_accuracy, 0, k), s->seconds,
-                 f->text ? s->samples_per_sec * f->text : s->samples_per_sec, f->text ? "chars" : "samples");
+        char b[32], line[512];   /* the tool's line: what was not measured left out */
+        size_t n = (size_t)snprintf(line, sizeof line, "epoch %2d/%d  train loss %s", s->epoch, s->epochs,
+                                    fmt_num(s->train_loss, f->text, b));
+        const struct { const char *label; double v; int text; } part[] = {
+            {" acc ", s->train_accuracy, 0}, {" | val loss ", s->val_loss, f->text}, {" acc ", s->val_accuracy, 0},
+            {" | test loss ", s->test_loss, f->text}, {" acc ", s->test_accuracy, 0}};
+        for (size_t i = 0; i < sizeof part / sizeof *part && n < sizeof line; i++)
+            if (!isnan(part[i].v))
+                n += (size_t)snprintf(line + n, sizeof line - n, "%s%s", part[i].label, fmt_num(part[i].v, part[i].text, b));
+        if (n < sizeof line)
+            snprintf(line + n, sizeof line - n, " | %.1f s, %.0f %s/s\n", s->seconds,
+                     f->text ? s->samples_per_sec * f->text : s->samples_per_sec, f->text ? "chars" : "samples");
         PyObject *out = PySys_GetObject("stdout");   /* borrowed; Jupyter's too */
         if (out && out != Py_None) {
             PyObject *r = PyObject_CallMethod(out, "write", "s", line);

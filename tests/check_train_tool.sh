@@ -192,7 +192,7 @@ printf '# train: --epochs lots\nmodel = Chain(Input(4), Affine(3), softmax)\n' >
 # label smoothing from the model's own line, said in the header
 printf '# train: --epochs 1 --batch 8 --label-smoothing 0.1\nmodel = Chain(Input(4), Affine(3), softmax)\n' > "$t/smooth.flux"
 "$tool" train "$t/smooth.flux" --data "csv:$t/train.csv" > "$t/out" 2>&1
-grep -q '^training .*smooth.flux .* lr 0.001, label smoothing 0.1, batch 8' "$t/out" && grep -q '^epoch  1/1 ' "$t/out" \
+grep -q '^training .*smooth.flux .* lr 0.001, schedule cosine, label smoothing 0.1, batch 8' "$t/out" && grep -q '^epoch  1/1 ' "$t/out" \
   && ok || bad "label smoothing from the model's settings: $(cat "$t/out")"
 
 # an epoch line leaves out what was not measured (no validation split, a regression's
@@ -204,6 +204,20 @@ echo 'model = Chain(Input(2), Affine(8), relu, Affine(1))' > "$t/house.flux"
 grep -qE '^epoch  1/1  train loss [0-9]\.[0-9]+e\+[0-9]+ \| test loss [0-9]\.[0-9]+e\+[0-9]+ \| [0-9.]+ s, [0-9]+ samples/s$' \
   "$t/out" && grep -qE '^test loss [0-9]\.[0-9]+e\+[0-9]+ \(mean squared error\)$' "$t/out" && ok ||
   bad "epoch line of a regression: $(cat "$t/out" "$t/err")"
+
+# the header gives the split's counts, the schedule, the weight decay and the
+# standardisation; a warm-up longer than the run is noted; --stop-after ends with the
+# line to go on (without its --stop-after), and the resumed run's header says so
+train --epochs 2 --val 0.2 --wd 0.01 --normalize --schedule cosine+warmup:100 --save "$t/p.ckpt" --stop-after 1 \
+  > "$t/out" 2> "$t/err"
+grep -q '^training .*: 240 train, 60 validation, 100 test samples, 131 weights, adam lr 0.001 wd 0.01, schedule cosine+warmup:100, inputs standardised, batch 32, ' "$t/out" &&
+  grep -q '^note: the warm-up of 100 steps is longer than the whole run (16 steps, 8 an epoch)' "$t/err" &&
+  grep -q "^resume with: cflux train .* --save $t/p.ckpt --resume $t/p.ckpt\$" "$t/err" && ! grep -q 'resume with: .*--stop-after' "$t/err" \
+  && ok || bad "header, warm-up, --stop-after: $(cat "$t/out" "$t/err")"
+train --epochs 2 --val 0.2 --wd 0.01 --normalize --schedule cosine+warmup:100 --save "$t/p.ckpt" --resume "$t/p.ckpt" \
+  > "$t/out" 2> "$t/err"
+grep -q "^resuming $t/p.ckpt after epoch 1 of 2\$" "$t/out" && grep -q '^epoch  2/2 ' "$t/out" && ! grep -q '^epoch  1/2 ' "$t/out" \
+  && ok || bad "resumed header: $(cat "$t/out" "$t/err")"
 
 # lr-find: the table and the suggestion, the same for the same seed; JSON; the plot; bad usage
 lrfind() { "$tool" lr-find "$t/m.flux" --data "csv:$t/train.csv" --batch 32 --seed 3 "$@"; }

@@ -123,7 +123,7 @@ differs --seed --seed 4
 train --epochs 3 --schedule step:1:0.5 --lr 0.008 --log "$t/step.csv" --quiet > /dev/null
 [ "$(cut -d, -f8 "$t/step.csv" | tail -n 3 | tr '\n' ' ')" = "0.008 0.004 0.002 " ] && ok || bad "step schedule: $(cat "$t/step.csv")"
 train --epochs 2 --val 0.2 --log "$t/val.csv" > "$t/out"
-grep -q "less a validation split" "$t/out" && [ -n "$(sed -n 2p "$t/val.csv" | cut -d, -f4)" ] && ok || bad "--val: $(cat "$t/val.csv")"
+grep -q ": 240 train, 60 validation, 100 test samples" "$t/out" && [ -n "$(sed -n 2p "$t/val.csv" | cut -d, -f4)" ] && ok || bad "--val: $(cat "$t/val.csv")"
 train --epochs 1 --threads 1 | grep -q ', 1 thread$' && ok || bad "--threads 1"
 # --label-col: the label last, named so, gives the same run as the label first
 awk -F, 'BEGIN { OFS = "," } { print $2, $3, $4, $5, $1 }' "$t/train.csv" > "$t/train_last.csv"

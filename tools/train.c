@@ -289,17 +289,18 @@ static int check_outputs(const args *a)
     return 0;
 }
 
-/* How to go on from a checkpoint: this command line with --resume PATH. */
-static void print_resume(const args *a, const char *path)
+/* How to go on from a checkpoint: this command line with --resume PATH (without its
+ * --stop-after when that is where the run paused). */
+static void print_resume(const args *a, const char *path, int paused)
 {
     fprintf(stderr, "resume with: cflux train");
     for (int i = 0; i < a->argc; i++) {
         const char *s = a->argv[i];
-        if (!strcmp(s, "--resume")) {
+        if (!strcmp(s, "--resume") || (paused && !strcmp(s, "--stop-after"))) {
             i++;
             continue;
         }
-        if (!strncmp(s, "--resume=", 9)) continue;
+        if (!strncmp(s, "--resume=", 9) || (paused && !strncmp(s, "--stop-after=", 13))) continue;
         fprintf(stderr, " %s", s);
     }
     fprintf(stderr, " --resume %s\n", path);
@@ -391,6 +392,22 @@ static void result_line(const cf_epoch_stats *e, int text, int standardised)
     if (text) fprintf(say, "%s loss %s nats/char, accuracy %.4f\n", what, fmt_num(loss, b), acc);
     else if (!isnan(acc)) fprintf(say, "%s accuracy %.4f\n", what, acc);
     else fprintf(say, "%s loss %s (mean squared error%s)\n", what, fmt_num(loss, b), standardised ? ", on standardised targets" : "");
+}
+
+/* A warm-up longer than the whole run never reaches the base rate: say so. */
+static void warmup_note(const char *schedule, const cf_dataset *train, const cf_fit_opts *o)
+{
+    const char *w = strstr(schedule, "warmup:");
+    if (!w) return;
+    long warm = atol(w + 7);
+    size_t n = cf_dataset_count(train), B = (size_t)o->batch;
+    n -= o->val_fraction > 0 ? (size_t)llround(o->val_fraction * (double)n) : 0;
+    long per = (long)(cf_dataset_sequential(train) ? n / B : (n + B - 1) / B);
+    if (o->limit_batches > 0 && per > o->limit_batches) per = o->limit_batches;
+    long total = per * o->epochs;
+    if (warm > total)
+        fprintf(stderr, "note: the warm-up of %ld steps is longer than the whole run (%ld steps, %ld an epoch): the "
+                        "learning rate never reaches its base %g\n", warm, total, per, (double)o->optim.lr);
 }
 
 static int train_run(const args *a, int ranks)
@@ -504,13 +521,19 @@ static int train_run(const args *a, int ranks)
             snprintf(limit, sizeof limit, ", limited to %ld batch%s per epoch and per evaluation", fo.limit_batches,
                      fo.limit_batches == 1 ? "" : "es");
         int aug = a->augment && strcmp(a->augment, "none") != 0;
-        char smooth[48] = "";
+        char smooth[48] = "", wd[32] = "", val[48] = "";
         if (fo.label_smoothing > 0) snprintf(smooth, sizeof smooth, ", label smoothing %g", fo.label_smoothing);
-        fprintf(say, "training %s on %s: %zu train%s%zu test %s, %zu weights, %s lr %g%s, batch %d%s%s%s, %d thread%s\n",
-               a->pos[0], a->data ? a->data : "fashion-mnist", cf_dataset_count(train),
-               fo.val_fraction > 0 ? " (less a validation split), " : ", ", test ? cf_dataset_count(test) : 0, what,
-               cf_model_weight_count(m), oo.name, (double)oo.lr, smooth, r.batch, limit, aug ? ", augment " : "",
-               aug ? a->augment : "", nt, nt == 1 ? "" : "s");
+        if (oo.weight_decay > 0) snprintf(wd, sizeof wd, " wd %g", (double)oo.weight_decay);
+        /* the split as cf_dataset_split makes it */
+        size_t nall = cf_dataset_count(train), nval = fo.val_fraction > 0 ? (size_t)llround(fo.val_fraction * (double)nall) : 0;
+        if (fo.val_fraction > 0) snprintf(val, sizeof val, "%zu validation, ", nval);
+        int xent = cf_trainer_loss(r.trainer) == CF_LOSS_XENT;
+        fprintf(say, "training %s on %s: %zu train, %s%zu test %s, %zu weights, %s lr %g%s, schedule %s%s%s, batch %d%s%s%s, "
+                     "%d thread%s\n",
+               a->pos[0], a->data ? a->data : "fashion-mnist", nall - nval, val, test ? cf_dataset_count(test) : 0, what,
+               cf_model_weight_count(m), oo.name, (double)oo.lr, wd, schedule, smooth,
+               !fo.normalize ? "" : xent ? ", inputs standardised" : ", inputs and targets standardised", r.batch, limit,
+               aug ? ", augment " : "", aug ? a->augment : "", nt, nt == 1 ? "" : "s");
         if (ranks > 1)
             fprintf(say, "data-parallel over %d ranks: each takes its share of every batch of %d (%d to %d rows)\n", ranks,
                    r.batch, r.batch / ranks, (r.batch + ranks - 1) / ranks);
@@ -522,7 +545,10 @@ static int train_run(const args *a, int ranks)
         if (cf_model_summary(m, 0, 0, say)) goto out;
         if (a->init) fprintf(say, "starting from the weights in %s\n", a->init);
         if (cf_trainer_epoch_samples(r.trainer))
-            fprintf(say, "resuming in epoch %d after %zu samples\n", first + 1, cf_trainer_epoch_samples(r.trainer));
+            fprintf(say, "resuming %s in epoch %d after %zu samples\n", a->resume, first + 1,
+                    cf_trainer_epoch_samples(r.trainer));
+        else if (a->resume)
+            fprintf(say, "resuming %s after epoch %d of %d\n", a->resume, first, r.epochs);
         fflush(say);
     }
     report rep = {0};
@@ -589,6 +615,7 @@ static int train_run(const args *a, int ranks)
         rep.val = fo.val_fraction > 0;
         r.rep = &rep;
     }
+    warmup_note(schedule, train, &fo);
     double start = now();
     stop_target = r.trainer;
     if (stop_signal) cf_trainer_stop_with(r.trainer, stop_signal);   /* a signal while the data loaded */
@@ -616,7 +643,7 @@ static int train_run(const args *a, int ranks)
                 fail();
             } else {
                 fprintf(stderr, "saved %s\n", a->save);
-                print_resume(a, a->save);
+                print_resume(a, a->save, 0);
             }
         } else if (cf_dist_rank() == 0) {   /* the other ranks never save */
             fprintf(stderr, "nothing saved (no --save)\n");
@@ -641,6 +668,12 @@ static int train_run(const args *a, int ranks)
         fprintf(say, "best epoch %d: validation loss %.4f%s%s\n", best, h[best - 1].val_loss, a->keep_best ? ", kept in " : "",
                a->keep_best ? a->keep_best : "");
     if (r.saved_epoch >= 0 && !a->quiet) fprintf(say, "saved %s (epoch %d)\n", a->save, r.saved_epoch);
+    if (!isnan(a->stop_after) && cf_trainer_epoch(r.trainer) < r.epochs && cf_trainer_epoch(r.trainer) >= (int)a->stop_after) {
+        /* paused as asked: how to go on, as after Ctrl-C */
+        if (a->save) print_resume(a, a->save, 1);
+        else fprintf(stderr, "note: stopped after epoch %d of %d (--stop-after) with nothing saved (no --save) to resume "
+                             "from\n", cf_trainer_epoch(r.trainer), r.epochs);
+    }
     double waited = cf_trainer_wait_seconds(r.trainer);
     if (ranks > 1 && !a->quiet)
         fprintf(say, "%.0f samples/s over %d ranks; waiting on the other ranks %.2f s of %.2f s (%.1f%%)\n", sps, ranks,

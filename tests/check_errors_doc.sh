@@ -69,6 +69,7 @@ weights() {  # weights FILE HEX: a safetensors file, every float the 4 bytes HEX
 }
 weights nan.st '\000\000\300\177' '\000\000\000\077'
 weights huge.st '' '\346\261\141\177'
+weights ok.st '' '\000\000\000\077'   # every weight 0.5
 # m.ckpt quantized (q.st), and q.st with the first scale of 1.W made 0 (zero.st)
 "$tool" quantize m.flux --params m.ckpt --data csv:train.csv --save q.st > /dev/null || exit 1
 n=$(od -An -tu4 -N4 q.st | tr -d ' ')

@@ -123,9 +123,14 @@ static int check_input(const cf_model *m, const cf_dataset *d)
     cf_shape xs = cf_dataset_sample_shape(d);
     if (cf_shape_count(xs) == cf_shape_count(m->inputs[0]->shape)) return 0;
     char s1[96], s2[96];
-    return cf_seterr("error: %s: the samples are %s (%zu numbers) but the model's input '%s' takes %s",
-                     cf_dataset_name(d), cf_shape_format(xs, s1, sizeof s1), cf_shape_count(xs), m->inputs[0]->name,
-                     cf_shape_format(m->inputs[0]->shape, s2, sizeof s2));
+    cf_seterr("error: %s: the samples are %s (%zu numbers) but the model's input '%s' takes %s", cf_dataset_name(d),
+              cf_shape_format(xs, s1, sizeof s1), cf_shape_count(xs), m->inputs[0]->name,
+              cf_shape_format(m->inputs[0]->shape, s2, sizeof s2));
+    /* a file of inputs alone, one column wider than the model takes: the label left in */
+    if (cf_dataset_column_count(d) > 0 && cf_dataset_label_column(d) < 0 &&
+        cf_shape_count(xs) == cf_shape_count(m->inputs[0]->shape) + 1)
+        cf_adderr("; one column too many: drop the label column?");
+    return -1;
 }
 
 /* Where a dataset's labels come from, for messages that suspect the wrong column:

@@ -1,7 +1,7 @@
 # The two commands of the README, and a few more.
 #
-#   make demo      build, then train models/mlp.flux on Fashion-MNIST and print its
-#                  test accuracy (the main job)
+#   make demo      build the tool, then train models/mlp.flux on Fashion-MNIST and
+#                  print its test accuracy (the main job)
 #   make test      build and run every test: a release build (OpenBLAS, and Open MPI
 #                  for the data-parallel tests), then a build with
 #                  AddressSanitizer and UndefinedBehaviorSanitizer that uses the
@@ -51,12 +51,20 @@ all: build
 deps:
 	@sh tools/bootstrap.sh build
 
+# quiet when there is nothing to do: no "Built target" or make directory lines
 build: deps
-	@$(CMAKE) -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
-	@$(CMAKE) --build build -j $(JOBS)
+	@$(CMAKE) -S . -B build -DCMAKE_BUILD_TYPE=Release -DCMAKE_TARGET_MESSAGES=OFF >/dev/null
+	@$(CMAKE) --build build -j $(JOBS) -- --no-print-directory
 
-demo: build
+# the demo builds the tool alone, quietly (the compiler's lines go to build/demo-build.log,
+# shown if the build fails): not the tests, benchmarks and examples that make build adds
+demo: deps
 	@sh tools/bootstrap.sh demo
+	@echo "demo: building build/cflux (the compiler's output: build/demo-build.log)"
+	@mkdir -p build
+	@{ $(CMAKE) -S . -B build -DCMAKE_BUILD_TYPE=Release && \
+	  $(CMAKE) --build build -j $(JOBS) --target cflux; } > build/demo-build.log 2>&1 || \
+	  { cat build/demo-build.log; echo "demo: the build failed (above)"; exit 1; }
 	@./build/cflux train models/mlp.flux
 
 test: test-deps interop-deps test-release test-python test-asan test-tsan test-fuzz

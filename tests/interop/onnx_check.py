@@ -24,7 +24,14 @@ import subprocess
 import sys
 import tempfile
 
-import numpy as np
+try:
+    import numpy as np
+    import onnx  # noqa: F401 (imported again where used)
+    import onnxruntime  # noqa: F401
+except ModuleNotFoundError as e:   # the system Python has none of these
+    sys.exit(f"{os.path.basename(sys.argv[0])}: the Python module '{e.name}' is missing: run this with "
+             "build-venv-interop/bin/python (make interop-deps makes that environment: PyTorch, onnx, "
+             "onnxruntime, safetensors)")
 
 
 class CheckFailed(Exception):

@@ -13,11 +13,17 @@ classes must be those of `cflux predict --json` (PREDICTIONS.json) for at least
 import argparse
 import gzip
 import json
+import os
 import sys
 
-import numpy as np
-import onnx
-import onnxruntime as ort
+try:
+    import numpy as np
+    import onnx
+    import onnxruntime as ort
+except ModuleNotFoundError as e:   # the system Python has none of these
+    sys.exit(f"{os.path.basename(sys.argv[0])}: the Python module '{e.name}' is missing: run this with "
+             "build-venv-interop/bin/python (make interop-deps makes that environment: PyTorch, onnx, "
+             "onnxruntime, safetensors)")
 
 
 def main():

@@ -19,10 +19,15 @@ import os
 import subprocess
 import sys
 
-import numpy as np
-import torch
-from safetensors.numpy import load_file as load_np, save_file as save_np
-from safetensors.torch import load_file, save_file
+try:
+    import numpy as np
+    import torch
+    from safetensors.numpy import load_file as load_np, save_file as save_np
+    from safetensors.torch import load_file, save_file
+except ModuleNotFoundError as e:   # the system Python has none of these
+    sys.exit(f"{os.path.basename(sys.argv[0])}: the Python module '{e.name}' is missing: run this with "
+             "build-venv-interop/bin/python (make interop-deps makes that environment: PyTorch, onnx, "
+             "onnxruntime, safetensors)")
 
 here = os.path.dirname(os.path.abspath(__file__))
 TOL = 1e-5

@@ -260,6 +260,10 @@ last=$(sed -n 's/^stopped early after epoch \([0-9]*\): the validation loss has 
 "$tool" eval "$t/m.flux" --params "$t/best.ckpt" --data "csv:$t/train.csv,$t/test.csv" --top 2 > "$t/ev" 2>&1 &&
   grep -q 'top-2 accuracy 0\.[0-9]*$' "$t/ev" && grep -q '^  2 c wins ' "$t/ev" && grep -q 'macro average' "$t/ev" \
   && ok || bad "eval --top: $(cat "$t/ev")"
+# its per-class table in columns: each row's precision ends where the header's does
+awk '/ precision / { end = index($0, "precision") + 8; next }
+  end && match($0, /[0-9]\.[0-9][0-9][0-9][0-9]/) { rows++; if (RSTART + RLENGTH - 1 != end) off++ }
+  END { exit !(end && rows >= 4 && !off) }' "$t/ev" && ok || bad "eval: the table's columns: $(cat "$t/ev")"
 cut -d, -f2- "$t/test.csv" | head -n 4 > "$t/in.csv"
 "$tool" predict "$t/m.flux" --params "$t/best.ckpt" "$t/in.csv" --top 2 > "$t/pr" 2>&1 &&
   grep -q '^0: class [0-2] [abc] wins (p = 0\.[0-9]*), class [0-2] [abc] wins (p = ' "$t/pr" && ok || bad "predict --top 2: $(cat "$t/pr")"

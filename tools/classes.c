@@ -134,12 +134,14 @@ void metrics_print(const cf_model *m, const cf_metrics *r, FILE *f)
         for (int p = 0; p < k; p++) fprintf(f, " %5ld", r->confusion[(size_t)t * k + p]);
         fprintf(f, "\n");
     }
-    fprintf(f, "%*s  precision  recall      F1  support\n", w, "");
+    /* the figures' columns, wide enough for the classes and for "macro average" */
+    int wf = w > 17 ? w : 17;
+    fprintf(f, "%*s %9s %7s %7s %8s\n", wf, "", "precision", "recall", "F1", "support");
     for (int c = 0; c < k; c++)
-        fprintf(f, "%3d %-*.*s %9.4f %7.4f %7.4f %8ld\n", c, w - 4, w - 4, class_name(m, c, buf, sizeof buf),
+        fprintf(f, "%3d %-*.*s %9.4f %7.4f %7.4f %8ld\n", c, wf - 4, w - 4, class_name(m, c, buf, sizeof buf),
                 r->precision[c], r->recall[c], r->f1[c], r->support[c]);
-    fprintf(f, "    %-*s %9.4f %7.4f %7.4f %8zu\n", w - 4, "macro average", r->macro_precision, r->macro_recall,
-            r->macro_f1, r->count);
+    fprintf(f, "%-*s %9.4f %7.4f %7.4f %8zu\n", wf, "macro average", r->macro_precision, r->macro_recall, r->macro_f1,
+            r->count);
 }
 
 void metrics_json(const cf_model *m, const cf_metrics *r, FILE *f)

@@ -26,6 +26,10 @@ expect 2 'cflux check: needs MODEL' check
 expect 2 "cflux check: takes MODEL; 'b' is one argument too many" check a b
 expect 0 '(7, 784) \* (784, 128) -> (7, 128)' shapes "$src/models/mlp.flux" --batch 7
 expect 1 'shapes stop fitting here' shapes "$tmp/bad.flux"
+# its shapes in one column: the input's, every op's (places of any length) and the output's
+if "$tool" shapes "$src/models/tlp.flux" --batch 5 | awk '!/called at/ && /\(5, / { p = index($0, "(5, ");
+    if (!first) first = p; else if (p != first) off++; rows++ } END { exit !(rows >= 6 && !off) }'; then pass=$((pass + 1))
+else fail=$((fail + 1)); echo "cflux shapes: the shapes are not in one column: $("$tool" shapes "$src/models/tlp.flux" --batch 5)"; fi
 expect 2 'cflux shapes: --batch needs a whole number from 1 to 1048576' shapes "$src/models/mlp.flux" --batch 0
 expect 2 "unknown option '--frob'" shapes "$src/models/mlp.flux" --frob
 expect 0 'digraph model' graph "$src/models/tlp.flux"

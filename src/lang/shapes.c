@@ -83,7 +83,17 @@ int cf_model_print_shapes(const char *path, int batch, FILE *out)
     snprintf(err, sizeof err, "%s", failed ? cf_last_error() : "");
     const cf_frame *prev[MAXF];
     int nprev = 0;
-    char line[256], s1[96], s2[96], s3[96];
+    char line[256], s1[96], s2[96], s3[96], place[512];
+    /* one column for the shapes: past the widest place (indented as its rows are) */
+    int wplace = 0;
+    for (int i = 0; i < m->nnodes; i++) {
+        const cf_node *n = m->nodes[i];
+        if (n->op == CF_OP_PARAM || n->op == CF_OP_STATE || n->op == CF_OP_CONST || n->op == CF_OP_INPUT) continue;
+        const cf_frame *ch[MAXF];
+        int w = 2 * chain_of(n, ch, MAXF) + snprintf(place, sizeof place, "%s:%d:%d", n->loc.file, n->loc.line, n->loc.col);
+        if (w > wplace) wplace = w;
+    }
+    int wshape = wplace + 2 + 10 + 1;   /* place, two spaces, the op's name in 10, a space */
     for (int i = 0; i < m->nnodes; i++) {
         const cf_node *n = m->nodes[i];
         if (n->op == CF_OP_PARAM || n->op == CF_OP_STATE || n->op == CF_OP_CONST) continue;
@@ -101,7 +111,9 @@ int cf_model_print_shapes(const char *path, int batch, FILE *out)
         nprev = nc;
         int last_failed = failed && i == m->nnodes - 1;
         if (n->op == CF_OP_INPUT) {
-            fprintf(out, "%*sinput %s%*s%s\n", 2 * nc, "", n->name, 30, "", shape_b(n->shape, batch, s1, sizeof s1));
+            int w = 2 * nc + 6 + (int)strlen(n->name);
+            fprintf(out, "%*sinput %s%*s%s\n", 2 * nc, "", n->name, w < wshape ? wshape - w : 1, "",
+                    shape_b(n->shape, batch, s1, sizeof s1));
             continue;
         }
         char ins[256] = "";
@@ -114,8 +126,9 @@ int cf_model_print_shapes(const char *path, int batch, FILE *out)
             size_t l = strlen(ins);
             snprintf(ins + l, sizeof ins - l, " -> %s", shape_b(n->shape, batch, s3, sizeof s3));
         }
-        fprintf(out, "%*s%s:%d:%d  %-10s %-40s | %s\n", 2 * nc, "", n->loc.file, n->loc.line, n->loc.col,
-                cf_ops[n->op]->name, ins, source_line(text_of(n->loc.file, path, text), n->loc.line, line, sizeof line));
+        snprintf(place, sizeof place, "%s:%d:%d", n->loc.file, n->loc.line, n->loc.col);
+        fprintf(out, "%*s%-*s  %-10s %-40s | %s\n", 2 * nc, "", wplace - 2 * nc, place, cf_ops[n->op]->name, ins,
+                source_line(text_of(n->loc.file, path, text), n->loc.line, line, sizeof line));
         if (last_failed) {
             const char *msg = strncmp(err, "error: ", 7) == 0 ? err + 7 : err;
             int w = (int)strcspn(msg, "\n");
@@ -125,7 +138,7 @@ int cf_model_print_shapes(const char *path, int batch, FILE *out)
     if (!failed) {
         char s[96];
         for (int o = 0; o < m->noutputs; o++)
-            fprintf(out, "output %d%*s%s\n", o, 30, "", shape_b(m->outputs[o]->shape, batch, s, sizeof s));
+            fprintf(out, "output %-*d%s\n", wshape - 7, o, shape_b(m->outputs[o]->shape, batch, s, sizeof s));
     }
     cf_model_free(m);
     free(text);

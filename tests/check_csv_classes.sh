@@ -35,7 +35,7 @@ cols="--label-col species --features sepal_length,sepal_width,petal_length,petal
 "$tool" train m.flux --data csv:iris.csv,test.csv $cols --epochs 40 --lr 0.05 --seed 1 --save m.ckpt --report r.html > out 2> err
 rc=$?
 [ $rc -eq 0 ] && ok || bad "train exit $rc: $(cat err)"
-grep -q "^task: classification into 3 classes (cross-entropy); labels: column 6 'species' of 6, features: 4 chosen (--features), 1 column ignored; the classes: setosa, versicolor, virginica$" out \
+grep -q "^task: classification into 3 classes (cross-entropy); labels: column 5 'species' of 6, features: 4 chosen (--features), 1 column ignored; the classes: setosa, versicolor, virginica$" out \
   && ok || bad "task line: $(grep '^task' out)"
 # the report's per-class table (of the test set, read with the training file's classes)
 sed -n '/<h2>Per class<\/h2>/,/<\/table>/p' r.html | grep -o '<td class="l">[^<]*' | sed 's/.*>//' > rep
@@ -118,7 +118,7 @@ sed '5s/,[a-z]*$/,rose/' test.csv > rose.csv
 # shellcheck disable=SC2086
 one_line "error: rose.csv:5: the label 'rose' is not one of the 3 classes of m.ckpt (setosa, versicolor, virginica)" \
   "$tool" eval m.flux --params m.ckpt --data csv:rose.csv $cols
-one_line "error: iris.csv:2: 's000' is not a number (column 1 'id'); features are numbers" \
+one_line "error: iris.csv:2: 's000' is not a number (column 0 'id'); features are numbers" \
   "$tool" train m.flux --data csv:iris.csv --label-col species --epochs 1
 
 echo "csv classes: $pass passed, $fail failed"

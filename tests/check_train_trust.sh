@@ -68,7 +68,7 @@ awk 'BEGIN { srand(3); print "rooms,area,price";
     printf "%d,%.1f,%d\n", r, a, 50000 + 20000 * r + 1500 * a } }' > "$t/house.csv"
 echo 'model = Chain(Input(2), Affine(8), relu, Affine(1))' > "$t/house.flux"
 "$tool" train "$t/house.flux" --data "csv:$t/house.csv" --label-col -1 --normalize --epochs 2 > "$t/out" 2> "$t/err"; rc=$?
-[ $rc -eq 0 ] && grep -q "^task: regression (mean squared error); targets: column 3 'price' of 3, features: the other 2$" "$t/out" &&
+[ $rc -eq 0 ] && grep -q "^task: regression (mean squared error); targets: column 2 'price' of 3, features: the other 2$" "$t/out" &&
   ok || bad "regression: exit $rc: $(cat "$t/out" "$t/err")"
 "$tool" train "$t/house.flux" --data "csv:$t/house.csv" --label-col -1 --loss xent > /dev/null 2> "$t/err"; rc=$?
 [ $rc -eq 1 ] && grep -q "classifier models must end with softmax, but this one ends with Affine at .*house.flux:1:42" "$t/err" &&
@@ -78,7 +78,7 @@ echo 'model = Chain(Input(2), Affine(8), relu, Affine(1))' > "$t/house.flux"
 awk 'BEGIN { srand(5); print "p0,p1,p2,label"; for (i = 0; i < 100; i++) printf "0,%.3f,%.3f,%d\n", rand(), rand(), i % 3 }' > "$t/last.csv"
 echo 'model = Chain(Input(3), Affine(3), softmax)' > "$t/last.flux"
 "$tool" train "$t/last.flux" --data "csv:$t/last.csv" > /dev/null 2> "$t/err"; rc=$?
-[ $rc -eq 1 ] && grep -q "every label is 0: there is nothing to learn (the labels are column 1 'p0' of the file; --label-col chooses another, -1 the last)" "$t/err" &&
+[ $rc -eq 1 ] && grep -q "every label is 0: there is nothing to learn (the labels are column 0 'p0' of the file; --label-col chooses another, -1 the last)" "$t/err" &&
   ok || bad "label column: exit $rc: $(cat "$t/err")"
 "$tool" train "$t/last.flux" --data "csv:$t/last.csv" --label-col -1 --epochs 1 --quiet > /dev/null 2> "$t/err" && ok ||
   bad "--label-col -1: $(cat "$t/err")"
@@ -133,7 +133,7 @@ awk -F, 'BEGIN { OFS = "," } { print $2, $3, $4, $5, $1 }' "$t/test.csv" > "$t/t
 # the same tensors (the metadata differs: each remembers its own files and label column)
 tensors() { h=$(od -An -t u8 -N 8 "$1" | tr -d ' '); tail -c +$((h + 9)) "$1"; }
 tensors "$t/base.ckpt" > "$t/base.bin"; tensors "$t/last.ckpt" > "$t/last.bin"
-[ -s "$t/base.bin" ] && cmp -s "$t/base.bin" "$t/last.bin" && ok || bad "--label-col 4 differs from the label in column 0"
+[ -s "$t/base.bin" ] && cmp -s "$t/base.bin" "$t/last.bin" && ok || bad "--label-col 4 differs from the label in column -1"
 
 # ---- eval and predict agree with what training measured ----
 train --epochs 5 --json --quiet --save "$t/e.ckpt" > "$t/train.json"

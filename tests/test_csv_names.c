@@ -103,7 +103,7 @@ TEST(header_rule)
     /* a missing value in row 1 does not make it a header: it is data, and refused */
     d = read_csv("h.csv", "NA,1\n2,0\n", (cf_csv_opts){.label_col = -1, .header = -1});
     CHECK(d == NULL);
-    CHECK_HAS(cf_last_error(), "h.csv:1: a missing value ('NA') in column 1");
+    CHECK_HAS(cf_last_error(), "h.csv:1: a missing value ('NA') in column 0");
     /* a header of numbers over word labels cannot be told from data: "label" is taken
        for a class (documented; header 1 says otherwise) */
     d = read_csv("h.csv", "0,1,label\n5,6,cat\n7,8,dog\n", (cf_csv_opts){.label_col = -1, .header = -1});
@@ -146,7 +146,7 @@ TEST(columns_chosen)
     cf_dataset_free(d);
     /* the id column, ignored, may hold anything */
     CHECK(read_csv("c.csv", text, (cf_csv_opts){.label = "label", .header = -1}) == NULL);
-    CHECK_HAS(cf_last_error(), "c.csv:2: 'x17' is not a number (column 1 'id'); features are numbers, and a column of "
+    CHECK_HAS(cf_last_error(), "c.csv:2: 'x17' is not a number (column 0 'id'); features are numbers, and a column of "
                                "words is not encoded");
     /* a name not in the header: the nearest, and the list */
     CHECK(read_csv("c.csv", text, (cf_csv_opts){.label = "lable", .header = -1}) == NULL);
@@ -159,9 +159,9 @@ TEST(columns_chosen)
     CHECK(strstr(cf_last_error(), "did you mean") == NULL);
     /* repeated, the label among the features, out of range, empty */
     CHECK(read_csv("c.csv", text, (cf_csv_opts){.label = "label", .features = "a,b,1", .header = -1}) == NULL);
-    CHECK_HAS(cf_last_error(), "c.csv: column 2 'a' is among the features twice (features 1 and 3)");
+    CHECK_HAS(cf_last_error(), "c.csv: column 1 'a' is among the features twice (the 1st and the 3rd of --features)");
     CHECK(read_csv("c.csv", text, (cf_csv_opts){.label = "label", .features = "a,label", .header = -1}) == NULL);
-    CHECK_HAS(cf_last_error(), "c.csv: column 5 'label' is the label, so it cannot be a feature too");
+    CHECK_HAS(cf_last_error(), "c.csv: column 4 'label' is the label, so it cannot be a feature too");
     CHECK(read_csv("c.csv", text, (cf_csv_opts){.label = "label", .features = "a,5", .header = -1}) == NULL);
     CHECK_HAS(cf_last_error(), "c.csv: the feature column is 5, but the rows have 5 columns (0 to 4, or -5 to -1");
     CHECK(read_csv("c.csv", text, (cf_csv_opts){.label = "-6", .header = -1}) == NULL);
@@ -182,26 +182,26 @@ TEST(columns_chosen)
 TEST(bad_values)
 {
     CHECK(read_csv("v.csv", "a,b,y\n1,red,0\n", (cf_csv_opts){.label_col = -1, .header = -1}) == NULL);
-    CHECK_HAS(cf_last_error(), "v.csv:2: 'red' is not a number (column 2 'b'); features are numbers");
+    CHECK_HAS(cf_last_error(), "v.csv:2: 'red' is not a number (column 1 'b'); features are numbers");
     const char *spell[] = {"", " ", "?", "NA", "na", "N/A", "NaN", "nan", "NULL", "null"};
     for (size_t i = 0; i < sizeof spell / sizeof *spell; i++) {
         char text[64], want[64];
         snprintf(text, sizeof text, "a,b,y\n1,2,0\n3,%s,1\n", spell[i]);
         CHECK(read_csv("v.csv", text, (cf_csv_opts){.label_col = -1, .header = -1}) == NULL);
         CHECK_HAS(cf_last_error(), "v.csv:3: a missing value (");
-        CHECK_HAS(cf_last_error(), ") in column 2 'b'; cflux does not fill in missing values");
+        CHECK_HAS(cf_last_error(), ") in column 1 'b'; cflux does not fill in missing values");
         if (*spell[i] != ' ' && *spell[i]) {
             snprintf(want, sizeof want, "('%s')", spell[i]);
             CHECK_HAS(cf_last_error(), want);
         }
     }
     CHECK(read_csv("v.csv", "a,b,y\n1,2,cat\n3,4,NA\n", (cf_csv_opts){.label_col = -1, .header = -1}) == NULL);
-    CHECK_HAS(cf_last_error(), "v.csv:3: a missing value ('NA') in the label, column 3 'y'");
+    CHECK_HAS(cf_last_error(), "v.csv:3: a missing value ('NA') in the label, column 2 'y'");
     CHECK(read_csv("v.csv", "a,b,y\n1,2,cat\n3,4,7\n", (cf_csv_opts){.label_col = -1, .header = -1}) == NULL);
-    CHECK_HAS(cf_last_error(), "v.csv:3: the label column (column 3 'y') holds the number '7' here but words before "
+    CHECK_HAS(cf_last_error(), "v.csv:3: the label column (column 2 'y') holds the number '7' here but words before "
                                "(line 2: 'cat'); a label column is all numbers (class indices or targets) or all words");
     CHECK(read_csv("v.csv", "a,b,y\n1,2,3\n3,4,cat\n", (cf_csv_opts){.label_col = -1, .header = -1}) == NULL);
-    CHECK_HAS(cf_last_error(), "v.csv:3: the label column (column 3 'y') holds the word 'cat' here but numbers before "
+    CHECK_HAS(cf_last_error(), "v.csv:3: the label column (column 2 'y') holds the word 'cat' here but numbers before "
                                "(line 2: '3')");
     char longw[160] = "a,y\n1,";
     memset(longw + 6, 'w', 101);
@@ -209,7 +209,7 @@ TEST(bad_values)
     CHECK(read_csv("v.csv", longw, (cf_csv_opts){.label_col = -1, .header = -1}) == NULL);
     CHECK_HAS(cf_last_error(), "v.csv:2: the label 'wwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwww...' is longer than 100 bytes");
     CHECK(read_csv("v.csv", "a,y\n1,c\001t\n", (cf_csv_opts){.label_col = -1, .header = -1}) == NULL);
-    CHECK_HAS(cf_last_error(), "v.csv:2: the label 'c\001t' holds a control character (column 2 'y')");
+    CHECK_HAS(cf_last_error(), "v.csv:2: the label 'c\001t' holds a control character (column 1 'y')");
     CHECK(cf_memory_in_use() == 0);
 }
 

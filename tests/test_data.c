@@ -275,7 +275,7 @@ TEST(csv_header_or_not)
     /* header: 0 on a named first row: a bad number on line 1 */
     d = csv("named.csv", "a,b,label\n1,2,0\n", -1, 0);
     CHECK(d == NULL);
-    CHECK_HAS(cf_last_error(), "named.csv:1: 'a' is not a number (column 1)");
+    CHECK_HAS(cf_last_error(), "named.csv:1: 'a' is not a number (column 0)");
     CHECK(csv("named.csv", "1,2\n", -1, 2) == NULL);
     CHECK_HAS(cf_last_error(), "header is 2");
 }
@@ -311,22 +311,22 @@ TEST(csv_bad_number)
 {
     CHECK(csv("bad.csv", "1,2,3\n4,5,6\nabc,1,2\n", -1, -1) == NULL);
     CHECK_HAS(cf_last_error(), "error: ");
-    CHECK_HAS(cf_last_error(), "bad.csv:3: 'abc' is not a number (column 1)");
+    CHECK_HAS(cf_last_error(), "bad.csv:3: 'abc' is not a number (column 0)");
     CHECK(csv("bad.csv", "1,2,3\n4,5x,6\n", -1, 0) == NULL);
-    CHECK_HAS(cf_last_error(), "bad.csv:2: '5x' is not a number (column 2)");
+    CHECK_HAS(cf_last_error(), "bad.csv:2: '5x' is not a number (column 1)");
     CHECK(csv("bad.csv", "1,2,3\n4,,6\n", -1, 0) == NULL);
-    CHECK_HAS(cf_last_error(), "bad.csv:2: a missing value (an empty field) in column 2; ");
+    CHECK_HAS(cf_last_error(), "bad.csv:2: a missing value (an empty field) in column 1; ");
     CHECK(csv("bad.csv", "1,2,3\n4,nan,6\n", -1, 0) == NULL);
-    CHECK_HAS(cf_last_error(), "bad.csv:2: a missing value ('nan') in column 2; ");
+    CHECK_HAS(cf_last_error(), "bad.csv:2: a missing value ('nan') in column 1; ");
     CHECK(csv("bad.csv", "1,2,3\n4,-inf,6\n", -1, 0) == NULL);
-    CHECK_HAS(cf_last_error(), "bad.csv:2: '-inf' is not a finite number (column 2)");
+    CHECK_HAS(cf_last_error(), "bad.csv:2: '-inf' is not a finite number (column 1)");
     CHECK(csv("bad.csv", "1,2,3\n4,5,1e99\n", -1, 0) == NULL);
-    CHECK_HAS(cf_last_error(), "'1e99' is not a finite number (column 3)");
+    CHECK_HAS(cf_last_error(), "'1e99' is not a finite number (column 2)");
     CHECK(csv("bad.csv", "1,2,3\n4,6 7,5\n", -1, 0) == NULL);
     CHECK_HAS(cf_last_error(), "'6 7' is not a number");
     /* a long field is cut short in the message, which stays one line */
     CHECK(csv("bad.csv", "1,2,3\n4,5,xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\n", 0, 0) == NULL);
-    CHECK_HAS(cf_last_error(), "...' is not a number (column 3)");
+    CHECK_HAS(cf_last_error(), "...' is not a number (column 2)");
     CHECK(strchr(cf_last_error(), '\n') == NULL);
     /* a NUL byte inside a field */
     write_file("nul.csv", "1,2,3\n4,5\0,6\n", 13, 0);
@@ -373,7 +373,7 @@ TEST(csv_layout)
     cf_dataset_free(d);
     /* line numbers count the blank lines */
     CHECK(csv("crlf.csv", "1,2\r\n\r\n\r\n3,q\r\n", 0, 0) == NULL);
-    CHECK_HAS(cf_last_error(), "crlf.csv:4: 'q' is not a number (column 2)");
+    CHECK_HAS(cf_last_error(), "crlf.csv:4: 'q' is not a number (column 1)");
     /* gzip'd CSV reads the same */
     const char *text = "1,2,0\n3,4,1\n";
     write_file("z.csv.gz", text, strlen(text), 1);
@@ -463,7 +463,7 @@ TEST(csv_chunks)
     for (size_t chunk = 1; chunk <= 5; chunk++) {
         cf_csv_opts o = {.has_label = 1, .label_col = 0, .header = 0, .chunk = chunk};
         CHECK(csv_chunked("chunks.csv", &o) == NULL);
-        CHECK_HAS(cf_last_error(), "chunks.csv:4: 'q' is not a number (column 2)");
+        CHECK_HAS(cf_last_error(), "chunks.csv:4: 'q' is not a number (column 1)");
     }
     CHECK(cf_memory_in_use() == 0);
 }

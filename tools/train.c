@@ -259,8 +259,8 @@ static void describe_task(const cf_dataset *d, cf_trainer *t, const cf_model *m,
     if (col >= 0) {
         const char *name = cf_dataset_column_name(d, col);
         int nf = cf_dataset_sample_shape(d).d[0];
-        fprintf(say, "; %s: column %d%s%s%s of %d", xent ? "labels" : "targets", col + 1, name ? " '" : "",
-                name ? name : "", name ? "'" : "", ncols);
+        fprintf(say, "; %s: column %d%s%s%s of %d", xent ? "labels" : "targets", col,
+                name ? " '" : "", name ? name : "", name ? "'" : "", ncols);
         if (nf == ncols - 1) fprintf(say, ", features: the other %d", nf);
         else fprintf(say, ", features: %d chosen (--features), %d column%s ignored", nf, ncols - 1 - nf,
                      ncols - 1 - nf == 1 ? "" : "s");

@@ -222,12 +222,20 @@ static const char *col_name(const csv_state *c, size_t col)
     return c->names + off;
 }
 
-/* "column 3 'b'", or "column 3" when the file has no header. */
+/* "st", "nd", "rd" or "th": 1st, 2nd, 3rd, 4th, 11th, 21st. */
+static const char *ordinal_suffix(size_t n)
+{
+    if (n % 100 >= 11 && n % 100 <= 13) return "th";
+    return n % 10 == 1 ? "st" : n % 10 == 2 ? "nd" : n % 10 == 3 ? "rd" : "th";
+}
+
+/* "column 2 'b'", or "column 2" when the file has no header: counted from 0, as
+ * --label-col and --features (cf_data_opts) take them. */
 static const char *col_desc(const csv_state *c, size_t col, char *buf, size_t size)
 {
     const char *name = col_name(c, col);
-    if (name) snprintf(buf, size, "column %zu '%s'", col + 1, name);
-    else snprintf(buf, size, "column %zu", col + 1);
+    if (name) snprintf(buf, size, "column %zu '%s'", col, name);
+    else snprintf(buf, size, "column %zu", col);
     return buf;
 }
 
@@ -631,8 +639,9 @@ static int resolve(csv_state *c)
             return cf_seterr("error: %s: %s is the label, so it cannot be a feature too", c->path,
                              col_desc(c, (size_t)col, d, sizeof d));
         if (c->slot[col] >= 0)
-            return cf_seterr("error: %s: %s is among the features twice (features %d and %zu)", c->path,
-                             col_desc(c, (size_t)col, d2, sizeof d2), c->slot[col] + 1, c->nf + 1);
+            return cf_seterr("error: %s: %s is among the features twice (the %d%s and the %zu%s of --features)",
+                             c->path, col_desc(c, (size_t)col, d2, sizeof d2), c->slot[col] + 1,
+                             ordinal_suffix((size_t)c->slot[col] + 1), c->nf + 1, ordinal_suffix(c->nf + 1));
         c->slot[col] = (int)c->nf++;
         if (!*e) break;
         s = e + 1;

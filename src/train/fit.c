@@ -134,7 +134,7 @@ static int check_input(const cf_model *m, const cf_dataset *d)
 }
 
 /* Where a dataset's labels come from, for messages that suspect the wrong column:
- * " (the labels are column 1 'price' of the file; --label-col chooses another, -1 the
+ * " (the labels are column 0 'price' of the file; --label-col chooses another, -1 the
  * last)", or "" when they do not come from a column. */
 static const char *label_source(const cf_dataset *d, char *buf, size_t size)
 {
@@ -142,7 +142,7 @@ static const char *label_source(const cf_dataset *d, char *buf, size_t size)
     if (col < 0) return "";
     const char *name = cf_dataset_column_name(d, col);
     snprintf(buf, size, " (the labels are column %d%s%s%s of the file; --label-col chooses another, -1 the last)",
-             col + 1, name ? " '" : "", name ? name : "", name ? "'" : "");
+             col, name ? " '" : "", name ? name : "", name ? "'" : "");
     return buf;
 }
 

@@ -394,14 +394,19 @@ static void result_line(const cf_epoch_stats *e, int text, int standardised)
     else fprintf(say, "%s loss %s (mean squared error%s)\n", what, fmt_num(loss, b), standardised ? ", on standardised targets" : "");
 }
 
+/* The samples the validation split takes from train, as cf_dataset_split takes them. */
+static size_t val_count(const cf_dataset *train, double fraction)
+{
+    return fraction > 0 ? (size_t)llround(fraction * (double)cf_dataset_count(train)) : 0;
+}
+
 /* A warm-up longer than the whole run never reaches the base rate: say so. */
 static void warmup_note(const char *schedule, const cf_dataset *train, const cf_fit_opts *o)
 {
     const char *w = strstr(schedule, "warmup:");
     if (!w) return;
     long warm = atol(w + 7);
-    size_t n = cf_dataset_count(train), B = (size_t)o->batch;
-    n -= o->val_fraction > 0 ? (size_t)llround(o->val_fraction * (double)n) : 0;
+    size_t n = cf_dataset_count(train) - val_count(train, o->val_fraction), B = (size_t)o->batch;
     long per = (long)(cf_dataset_sequential(train) ? n / B : (n + B - 1) / B);
     if (o->limit_batches > 0 && per > o->limit_batches) per = o->limit_batches;
     long total = per * o->epochs;
@@ -525,7 +530,7 @@ static int train_run(const args *a, int ranks)
         if (fo.label_smoothing > 0) snprintf(smooth, sizeof smooth, ", label smoothing %g", fo.label_smoothing);
         if (oo.weight_decay > 0) snprintf(wd, sizeof wd, " wd %g", (double)oo.weight_decay);
         /* the split as cf_dataset_split makes it */
-        size_t nall = cf_dataset_count(train), nval = fo.val_fraction > 0 ? (size_t)llround(fo.val_fraction * (double)nall) : 0;
+        size_t nall = cf_dataset_count(train), nval = val_count(train, fo.val_fraction);
         if (fo.val_fraction > 0) snprintf(val, sizeof val, "%zu validation, ", nval);
         int xent = cf_trainer_loss(r.trainer) == CF_LOSS_XENT;
         fprintf(say, "training %s on %s: %zu train, %s%zu test %s, %zu weights, %s lr %g%s, schedule %s%s%s, batch %d%s%s%s, "
@@ -596,7 +601,7 @@ static int train_run(const args *a, int ranks)
         }
         /* the schedule, by step, at most 400 points */
         size_t ntrain = cf_dataset_count(train);
-        ntrain -= (size_t)(fo.val_fraction * (double)ntrain);
+        ntrain -= val_count(train, fo.val_fraction);
         long spe = (long)((ntrain + (size_t)r.batch - 1) / (size_t)r.batch), total = spe * r.epochs;
         rep.lr_x = malloc(400 * sizeof *rep.lr_x);
         rep.lr_y = malloc(400 * sizeof *rep.lr_y);

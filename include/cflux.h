@@ -1002,6 +1002,11 @@ typedef struct cf_epoch_stats {
     double test_loss, test_accuracy;      /* on the test set */
     double lr;                            /* at the epoch's last step */
     double seconds, samples_per_sec;      /* of training (evaluation excluded) */
+    /* Regression (NaN for a classifier): the mean absolute error and R² over every
+     * target number of the validation split and of the test set, as cf_metrics has
+     * them, in the targets' own units (a standardisation of the targets undone) */
+    double val_mae, val_r2;
+    double test_mae, test_r2;
 } cf_epoch_stats;
 
 typedef struct cf_fit_opts {

@@ -6,8 +6,9 @@
 
 #include "cflux.h"
 
-/* Write the curves of n epochs to path (crash-safe; the title is escaped); 0, or -1
- * with the message printed. */
+/* Write the curves of n epochs to path (crash-safe; the title is escaped): the losses
+ * and a classifier's accuracies, or a regression's R² (plot.c says how the axes are
+ * chosen); 0, or -1 with the message printed. */
 int plot_write_svg(const char *path, const cf_epoch_stats *e, int n, const char *title);
 
 /* The same curves as an <svg> element written to f (for a page). 0, or -1 when out of

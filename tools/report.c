@@ -95,17 +95,32 @@ static void settings_table(FILE *f, const report *r)
     fprintf(f, "</table>\n");
 }
 
-static void history_table(FILE *f, const cf_epoch_stats *h, int n, int best)
+/* A figure of the history: four decimals, or four digits in %g's way when that would
+ * hide it (a regression's loss of 2.3e10), as `cflux train` prints it; "-" for NaN. */
+static void put_cell(FILE *f, double v)
 {
-    fprintf(f, "<table><tr><th>epoch</th><th>train loss</th><th>train acc</th><th>val loss</th><th>val acc</th>"
-               "<th>test loss</th><th>test acc</th><th>learning rate</th><th>seconds</th></tr>\n");
+    double a = fabs(v);
+    if (!isfinite(v)) fprintf(f, "<td>-</td>");
+    else fprintf(f, a >= 1e5 || (a > 0 && a < 1e-3) ? "<td>%.4g</td>" : "<td>%.4f</td>", v);
+}
+
+/* Each epoch's figures: a classifier's loss and accuracy, a regression's loss, MAE and
+ * R² (it has no accuracy; it scores no MAE or R² in training). */
+static void history_table(FILE *f, const cf_epoch_stats *h, int n, int best, int regression)
+{
+    if (regression)
+        fprintf(f, "<table><tr><th>epoch</th><th>train loss</th><th>val loss</th><th>val MAE</th><th>val R²</th>"
+                   "<th>test loss</th><th>test MAE</th><th>test R²</th><th>learning rate</th><th>seconds</th></tr>\n");
+    else
+        fprintf(f, "<table><tr><th>epoch</th><th>train loss</th><th>train acc</th><th>val loss</th><th>val acc</th>"
+                   "<th>test loss</th><th>test acc</th><th>learning rate</th><th>seconds</th></tr>\n");
     for (int i = 0; i < n; i++) {
-        const double v[6] = {h[i].train_loss, h[i].train_accuracy, h[i].val_loss, h[i].val_accuracy,
+        const double c[6] = {h[i].train_loss, h[i].train_accuracy, h[i].val_loss, h[i].val_accuracy,
                              h[i].test_loss, h[i].test_accuracy};
+        const double r[7] = {h[i].train_loss, h[i].val_loss, h[i].val_mae, h[i].val_r2,
+                             h[i].test_loss, h[i].test_mae, h[i].test_r2};
         fprintf(f, "<tr%s><td>%d</td>", h[i].epoch == best ? " style=\"font-weight:bold\"" : "", h[i].epoch);
-        for (int k = 0; k < 6; k++)
-            if (isfinite(v[k])) fprintf(f, "<td>%.4f</td>", v[k]);
-            else fprintf(f, "<td>-</td>");
+        for (int k = 0; k < (regression ? 7 : 6); k++) put_cell(f, regression ? r[k] : c[k]);
         fprintf(f, "<td>%.3g</td><td>%.1f</td></tr>\n", h[i].lr, h[i].seconds);
     }
     fprintf(f, "</table>\n");
@@ -208,9 +223,11 @@ static void page(FILE *f, const report *r, const char *status, int final, const 
         esc(f, r->summary);
         fprintf(f, "</pre>\n");
     }
-    fprintf(f, "<h2>Loss and accuracy</h2>\n");
+    int regression = cf_trainer_loss(r->t) != CF_LOSS_XENT, scored = 0;   /* R² on validation or test data */
+    for (int i = 0; i < n; i++) scored |= isfinite(h[i].val_r2) || isfinite(h[i].test_r2);
+    fprintf(f, "<h2>%s</h2>\n", !regression ? "Loss and accuracy" : scored ? "Loss and R²" : "Loss");
     plot_svg(f, h, n, r->model);
-    history_table(f, h, n, best);
+    history_table(f, h, n, best, regression);
     if (r->nlr) {
         fprintf(f, "<h2>Learning rate</h2>\n");
         plot_xy_svg(f, r->lr_x, r->lr_y, r->nlr, "epoch", "learning rate");

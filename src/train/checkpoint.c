@@ -39,7 +39,9 @@
 #define MAX_BATCH (1 << 20)
 
 /* The history: one JSON array per epoch of the numbers of cf_epoch_stats in order,
- * NaN as null, less the timings (so that the same run writes the same bytes). */
+ * NaN as null, less the timings (so that the same run writes the same bytes) and the
+ * regression's MAE and R² (which came later: the epochs a checkpoint resumes have them
+ * NaN, and checkpoints stay readable by the builds before). */
 #define HIST_FIELDS 9
 
 static void stats_fields(const cf_epoch_stats *e, double *v)
@@ -90,7 +92,8 @@ static int parse_history(const char *text, const char *path, int epoch, cf_epoch
         }
         /* epochs run 1, 2, ... up to the checkpoint's */
         if (j != HIST_FIELDS || v[0] != (double)(i + 1) || v[0] > epoch || !(v[1] >= v[0] && v[1] <= MAX_EPOCHS)) break;
-        out[i] = (cf_epoch_stats){(int)v[0], (int)v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], NAN, NAN};
+        out[i] = (cf_epoch_stats){(int)v[0], (int)v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], NAN, NAN,
+                                  NAN, NAN, NAN, NAN};   /* MAE and R² are not kept */
     }
     cJSON_Delete(root);
     if (count < 0 || (count > 0 && (!out || i != count))) {

@@ -490,12 +490,16 @@ static int plan_spread(const cf_dataset *d, size_t lo, size_t hi, size_t m, size
 /* Mean loss and accuracy over d, in its order; sequential data, for a model that
  * carries state from batch to batch, as streams in batches of o.batch (of n, when it
  * has fewer samples), the samples past the last whole batch left out. A model that
- * carries none reads every sequence, in order. */
-static int evaluate(cf_trainer *t, const cf_dataset *d, double *loss, double *acc)
+ * carries none reads every sequence, in order. For regression, with mae and r2 not
+ * NULL, also cf_metrics's MAE and R² of the samples scored, in the targets' own units:
+ * the outputs' standardisation undone, against the data's targets, and R²'s sum of
+ * squares about the mean of those targets (a first pass over them). */
+static int evaluate(cf_trainer *t, const cf_dataset *d, double *loss, double *acc, double *mae, double *r2)
 {
-    size_t n = cf_dataset_count(d), B = (size_t)t->o.batch;
-    int seq = cf_dataset_sequential(d) && t->m->ncarries > 0;
+    size_t n = cf_dataset_count(d), B = (size_t)t->o.batch, yc = t->ycount;
+    int seq = cf_dataset_sequential(d) && t->m->ncarries > 0, reg = !t->classes && mae && r2 && !seq;
     *loss = *acc = NAN;
+    if (reg) *mae = *r2 = NAN;
     if (n == 0) return 0;
     if (seq) {
         if (n < B) B = n;
@@ -510,30 +514,59 @@ static int evaluate(cf_trainer *t, const cf_dataset *d, double *loss, double *ac
     if (bind_for(t->m, &t->eval, (int)B, hi - lo, CF_LOSS)) return -1;   /* d checked by the caller */
     if (!seq && plan_spread(d, lo, hi, m, B)) return -1;   /* a streamed dataset reads ahead */
     size_t *idx = malloc(B * sizeof *idx);
-    if (!idx) return cf_oom(B * sizeof *idx);
+    double *mean = reg ? calloc(yc, sizeof *mean) : NULL;   /* regression: each target's, over the n scored */
+    float *own = reg ? malloc(B * yc * sizeof *own) : NULL;  /* a batch's outputs in the targets' units */
+    if (!idx || (reg && (!mean || !own))) {
+        free(idx);
+        free(mean);
+        free(own);
+        return cf_oom(B * (sizeof *idx + yc * sizeof *own));
+    }
+    const float *dy = cf_dataset_y(d);
+    for (size_t p = 0; reg && p < n; p++)   /* every rank's rows: the same mean on each */
+        for (size_t j = 0; j < yc; j++) mean[j] += dy[cf_spread_row(p, m, all) * yc + j] / (double)n;
     if (seq) cf_exec_reset_state(t->eval.full);   /* the streams start from their beginning */
-    double total = 0;
+    double total = 0, ae = 0, se = 0, tot = 0;
     size_t hits = 0;
+    int rc = 0;
     for (size_t at = lo; at < hi; at += B) {
         size_t b = hi - at < B ? hi - at : B;
         cf_exec *e = b == B ? t->eval.full : t->eval.tail;
         for (size_t i = 0; i < b; i++) idx[i] = seq ? stream_sample(at + i, B, K) : cf_spread_row(at + i, m, all);
         if (cf_trainer_load_batch(t, e, d, idx, b) || cf_forward(e, 0)) {
-            free(idx);
-            return -1;
+            rc = -1;
+            break;
         }
         total += (double)cf_exec_loss(e) * (double)b;
         if (t->classes) hits += correct(t, e);
+        if (!reg) continue;
+        memcpy(own, cf_exec_output(e, 0, NULL), b * yc * sizeof *own);
+        cf_norm_undo_targets(t->m, own, b);
+        for (size_t i = 0; i < b; i++)
+            for (size_t j = 0; j < yc; j++) {
+                double y = dy[idx[i] * yc + j], err = own[i * yc + j] - y;
+                ae += fabs(err);
+                se += err * err;
+                tot += (y - mean[j]) * (y - mean[j]);
+            }
     }
     free(idx);
+    free(mean);
+    free(own);
+    if (rc) return -1;
     if (t->dist && !seq) {
-        double v[2] = {total, (double)hits};
-        if (cf_dist_sum(t->dist, v, 2)) return -1;
+        double v[5] = {total, (double)hits, ae, se, tot};
+        if (cf_dist_sum(t->dist, v, 5)) return -1;
         total = v[0];
         hits = (size_t)v[1];
+        ae = v[2], se = v[3], tot = v[4];
     }
     *loss = total / (double)n;
     if (t->classes) *acc = (double)hits / (double)(n * t->ycount);
+    if (reg) {
+        *mae = ae / (double)(n * yc);
+        *r2 = tot > 0 ? 1 - se / tot : NAN;
+    }
     return 0;
 }
 
@@ -780,7 +813,7 @@ int cf_fit(cf_trainer *t, const cf_dataset *train_all, const cf_dataset *test)
          * its place, when the batch size changed) */
         size_t start = t->epoch_samples / B * B;
         if (start >= ne) start = (ne - 1) / B * B;
-        cf_epoch_stats st = {epoch, t->o.epochs, NAN, NAN, NAN, NAN, NAN, NAN, 0, 0, 0};
+        cf_epoch_stats st = {epoch, t->o.epochs, NAN, NAN, NAN, NAN, NAN, NAN, 0, 0, 0, NAN, NAN, NAN, NAN};
         int stopped = 0;
         if (train_epoch(t, train, ne, seq, epoch, start, &st, &stopped)) {
             rc = -1;
@@ -794,8 +827,8 @@ int cf_fit(cf_trainer *t, const cf_dataset *train_all, const cf_dataset *test)
             rc = -1;
             break;
         }
-        if ((val && evaluate(t, val, &st.val_loss, &st.val_accuracy)) ||
-            (test && evaluate(t, test, &st.test_loss, &st.test_accuracy))) {
+        if ((val && evaluate(t, val, &st.val_loss, &st.val_accuracy, &st.val_mae, &st.val_r2)) ||
+            (test && evaluate(t, test, &st.test_loss, &st.test_accuracy, &st.test_mae, &st.test_r2))) {
             rc = -1;
             break;
         }
@@ -866,7 +899,7 @@ int cf_evaluate_ex(cf_model *m, const cf_dataset *d, int batch, long limit_batch
     cf_trainer *t = cf_trainer_new(m, d, &o);
     if (!t) return -1;
     double l, a;
-    int rc = check_data(t, d, CHECK_VALUES) || evaluate(t, d, &l, &a) ? -1 : 0;
+    int rc = check_data(t, d, CHECK_VALUES) || evaluate(t, d, &l, &a, NULL, NULL) ? -1 : 0;
     cf_dataset_plan(d, NULL, 0, 0);
     cf_trainer_free(t);
     if (rc) return -1;

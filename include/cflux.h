@@ -346,6 +346,13 @@ CF_API cf_model *cf_model_load(const char *path);                        /* a fi
  * model as written loads into it: steps 1 with batch 1 gives a one-step model that
  * generates a sequence one element at a time, carrying its state between calls. */
 CF_API cf_model *cf_model_load_steps(const char *path, int steps);
+/* What the compiler noted about a model that compiled but may not do what was meant,
+ * one line each ending in a newline, for a tool to print: "note: GRU at m.flux:1:26
+ * keeps a state but runs outside unroll: ..." (a recurrent net read outside unroll
+ * starts from its state's start at every forward). "" when none, and for a model built
+ * in C. Not kept with the weights (those notes are cf_model_info's). A model that does
+ * not compile has the notes made before its error after it, in cf_last_error(). */
+CF_API const char *cf_model_compile_notes(const cf_model *m);
 
 /* A model that reads a window of T positions through causal attention (a GPT:
  * softmax(q * transpose(k, 2, 3), causal = true) * v in its blocks, positions(P, x) for

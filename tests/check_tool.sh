@@ -72,6 +72,18 @@ printf 'model = Chain(Input(4), Affine(5), relu, Affine(2), softmax)\n' > "$tmp/
 printf 'model = Chain(Input(4), Affine(3), relu, Affine(2), relu, Affine(2), softmax)\n' > "$tmp/deep.flux"
 awk 'BEGIN { for (i = 0; i < 40; i++) printf "%d,%d,%d,%d,%d\n", i % 2, i % 5, i % 3, i % 7, i % 2 * 3 }' > "$tmp/two.csv"
 expect 0 'epoch' train "$tmp/small.flux" --data "csv:$tmp/two.csv" --epochs 1 --save "$tmp/small.ckpt"
+# a recurrent net outside unroll: check, summary and train say so, naming it and its
+# place; inside unroll, or in a model of no state, nothing is noted
+printf 'model = Chain(Input(4), GRU(8), Affine(2), softmax)\n' > "$tmp/gru.flux"
+printf 'model = unroll(Chain(Input(4), GRU(8), Affine(2), softmax), 3)\n' > "$tmp/unrolled.flux"
+note="^note: GRU at $tmp/gru.flux:1:25 keeps a state but runs outside unroll: .*write model = unroll(Chain(Input(4), GRU(8), Affine(2), softmax), n), whose Input is one step's$"
+expect 0 "$note" check "$tmp/gru.flux"
+expect 0 "$note" summary "$tmp/gru.flux"
+expect 0 "$note" train "$tmp/gru.flux" --data "csv:$tmp/two.csv" --epochs 1 --quiet
+for f in unrolled small; do
+  if "$tool" check "$tmp/$f.flux" 2>&1 | grep -q 'note'; then fail=$((fail + 1)); echo "cflux check $f.flux: a note: $("$tool" check "$tmp/$f.flux" 2>&1)"
+  else pass=$((pass + 1)); fi
+done
 expect 0 'torch.safetensors: PyTorch state_dict' export "$tmp/small.flux" --params "$tmp/small.ckpt" --to-torch "$tmp/torch.safetensors"
 expect 0 'small.onnx: ONNX, opset 17' export "$tmp/small.flux" --params "$tmp/small.ckpt" --onnx "$tmp/small.onnx"
 expect 0 'back.params: 23 weights in 4 parameters from' import "$tmp/small.flux" --from-torch "$tmp/torch.safetensors" --save "$tmp/back.params"

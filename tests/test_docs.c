@@ -1,6 +1,8 @@
 /* test_docs.c - the examples of docs/notation.md run: every ```flux block compiles
- * and binds; every ```flux-error block fails with the lines of the ```text block that
- * follows it ({file} stands for the name the example is compiled under). */
+ * and binds with no note from the compiler; every ```flux-note block compiles and binds
+ * with the notes, and every ```flux-error block fails with the error, of the lines of
+ * the ```text block that follows it ({file} stands for the name the example is
+ * compiled under). */
 #include <stdlib.h>
 
 #include "cflux.h"
@@ -38,6 +40,22 @@ static int next_block(const char **p, char **info, char **body)
     return 1;
 }
 
+/* Each line of the ```text block that follows *p is in got. */
+static void has_lines(const char **p, const char *got)
+{
+    char *info, *expect;
+    CHECK(next_block(p, &info, &expect) && !strcmp(info, "text"));
+    for (char *line = strtok(expect, "\n"); line; line = strtok(NULL, "\n")) {
+        char want[512];
+        char *at = strstr(line, "{file}");
+        if (at) snprintf(want, sizeof want, "%.*sdoc.flux%s", (int)(at - line), line, at + 6);
+        else snprintf(want, sizeof want, "%s", line);
+        CHECK_HAS(got, want);
+    }
+    free(info);
+    free(expect);
+}
+
 TEST(examples_run)
 {
     char *doc = slurp(DOC);
@@ -45,39 +63,39 @@ TEST(examples_run)
     if (!doc) return;
     const char *p = doc;
     char *info, *body;
-    int good = 0, bad = 0;
+    int good = 0, bad = 0, noted = 0;
     while (next_block(&p, &info, &body)) {
-        if (!strcmp(info, "flux")) {
+        int note = !strcmp(info, "flux-note");
+        if (note || !strcmp(info, "flux")) {
             cf_model *m = cf_model_parse(body, "doc.flux");
             cf_exec *e = m ? cf_bind(m, 2, CF_TRAIN) : NULL;
             CHECK(e != NULL);
             if (!e) fprintf(stderr, "this example fails:\n%s\n%s\n", body, cf_last_error());
+            const char *notes = cf_model_compile_notes(m);
+            if (note) {
+                has_lines(&p, notes);
+            } else if (*notes) {
+                CHECK(!*notes);
+                fprintf(stderr, "this example has a note:\n%s\n%s", body, notes);
+            }
             cf_exec_free(e);
             cf_model_free(m);
             good++;
+            noted += note;
         } else if (!strcmp(info, "flux-error")) {
             cf_model *m = cf_model_parse(body, "doc.flux");
             CHECK(m == NULL);
             cf_model_free(m);
-            char err[4096], *i2, *expect;
+            char err[4096];
             snprintf(err, sizeof err, "%s", cf_last_error());
-            CHECK(next_block(&p, &i2, &expect) && !strcmp(i2, "text"));
-            for (char *line = strtok(expect, "\n"); line; line = strtok(NULL, "\n")) {
-                char want[512];
-                char *at = strstr(line, "{file}");
-                if (at) snprintf(want, sizeof want, "%.*sdoc.flux%s", (int)(at - line), line, at + 6);
-                else snprintf(want, sizeof want, "%s", line);
-                CHECK_HAS(err, want);
-            }
-            free(i2);
-            free(expect);
+            has_lines(&p, err);
             bad++;
         }
         free(info);
         free(body);
     }
-    printf("docs: %d examples compiled, %d errors as documented\n", good, bad);
-    CHECK(good >= 5 && bad >= 3);
+    printf("docs: %d examples compiled (%d with notes), %d errors as documented\n", good, noted, bad);
+    CHECK(good >= 5 && bad >= 3 && noted >= 1);
     free(doc);
 }
 

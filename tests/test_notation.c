@@ -743,6 +743,84 @@ TEST(builtins_are_held_to_their_rows)
     }
 }
 
+/* How many "note:" lines notes holds. */
+static int count_notes(const char *notes)
+{
+    int n = 0;
+    for (const char *p = notes; (p = strstr(p, "note: ")); p++) n++;
+    return n;
+}
+
+/* A net with state outside unroll compiles, with a note that names the net, where it
+ * was written and the model rewritten; inside unroll, or with no state, none. */
+TEST(state_outside_unroll_is_noted)
+{
+    cf_model *m = cf_model_parse("model = Chain(Input(65), GRU(128), Affine(65), softmax)\n", "m.flux");
+    CHECK(m != NULL);
+    const char *notes = cf_model_compile_notes(m);
+    CHECK_HAS(notes, "note: GRU at m.flux:1:26 keeps a state but runs outside unroll: each batch is one step from "
+                     "the state's start, so h{-1} is always zeros");
+    CHECK_HAS(notes, "write model = unroll(Chain(Input(65), GRU(128), Affine(65), softmax), n), whose Input is "
+                     "one step's\n");
+    CHECK(count_notes(notes) == 1);
+    cf_model_free(m);
+
+    /* a state of one's own inside a net of one's own, and an LSTM (two states, one
+       note); the model over lines, with a comment, rewritten on one */
+    m = cf_model_parse("net Acc(in) {\n"
+                       "  s = state(in)\n"
+                       "  x -> { s = s{-1} + x }\n"
+                       "}\n"
+                       "net Wrap(in) {\n"
+                       "  a = Acc(in)\n"
+                       "  x -> a(x)\n"
+                       "}\n"
+                       "model = Chain(\n"
+                       "  Input(3),   # three\n"
+                       "  Wrap(), LSTM(4))\n", "m.flux");
+    CHECK(m != NULL);
+    notes = cf_model_compile_notes(m);
+    CHECK_HAS(notes, "note: Acc at m.flux:6:7 keeps a state but runs outside unroll");
+    CHECK_HAS(notes, "so s{-1} is always zeros");
+    CHECK_HAS(notes, "note: LSTM at m.flux:11:11 keeps a state");
+    CHECK_HAS(notes, "write model = unroll(Chain(Input(3), Wrap(), LSTM(4)), n), whose Input is one step's\n");
+    CHECK(count_notes(notes) == 2);
+    cf_model_free(m);
+
+    /* a model that does not compile has the note after its error: here a GRU given a
+       whole sequence at once, as if unrolled */
+    m = cf_model_parse("model = Chain(Input(50), Embedding(76, 64), GRU(128), Affine(76), softmax)\n", "m.flux");
+    CHECK(m == NULL);
+    CHECK_HAS(cf_last_error(), "error: addition shapes do not broadcast: (B, 50, 128) and (B, 128)\n");
+    CHECK_HAS(cf_last_error(), "  in model at m.flux:1:9\nnote: GRU at m.flux:1:45 keeps a state but runs outside "
+                               "unroll: ");
+    cf_model_free(m);
+
+    /* none: inside unroll, stateful or not; a model of no state; a model built in C */
+    const char *quiet[] = {
+        "model = unroll(Chain(Input(65), GRU(128), Affine(65), softmax), 50)\n",
+        "model = unroll(Chain(Input(3), Recurrent(4)), 5, stateful = false)\n",
+        "model = Chain(Input(3), x -> unroll(Chain(Input(3), LSTM(4)), 1)(reshape(x, 1, 3)))\n",
+        "model = Chain(Input(4), Affine(8), relu, Affine(3), softmax)\n",
+    };
+    for (size_t i = 0; i < sizeof quiet / sizeof *quiet; i++) {
+        m = cf_model_parse(quiet[i], "m.flux");
+        CHECK(m != NULL);
+        if (m && *cf_model_compile_notes(m)) {
+            CHECK(!*cf_model_compile_notes(m));
+            fprintf(stderr, "%s: %s", quiet[i], cf_model_compile_notes(m));
+        }
+        cf_model_free(m);
+    }
+    /* as cflux sample loads a recurrent model: one step, still inside unroll */
+    m = cf_model_load_steps("models/char-gru.flux", 1);
+    CHECK(m != NULL && !*cf_model_compile_notes(m));
+    cf_model_free(m);
+    m = cf_model_new();
+    CHECK(!strcmp(cf_model_compile_notes(m), "") && !strcmp(cf_model_compile_notes(NULL), ""));
+    cf_model_free(m);
+}
+
 int main(void)
 {
     RUN(tlp_trace_points_into_the_source);
@@ -762,5 +840,6 @@ int main(void)
     RUN(positions_are_the_tables_first_rows);
     RUN(huge_counts_and_sizes_are_refused_quickly);
     RUN(builtins_are_held_to_their_rows);
+    RUN(state_outside_unroll_is_noted);
     return test_summary("notation");
 }

@@ -118,6 +118,8 @@ int cmd_check(const args *a)
     }
     for (int i = 0; i < cf_model_output_count(m); i++)
         printf("  output %d: %s\n", i, cf_shape_format(cf_model_output_shape(m, i), buf, sizeof buf));
+    fflush(stdout);   /* the notes after what they are about, in one stream too */
+    fputs(cf_model_compile_notes(m), stderr);
     cf_model_free(m);
     return 0;
 }

@@ -18,6 +18,8 @@ int cmd_summary(const args *a)
     }
     int depth = isnan(a->depth) ? 1 : (int)a->depth;
     int rc = cf_model_summary_ex(m, isnan(a->batch) ? 0 : (int)a->batch, a->json, depth, stdout);
+    fflush(stdout);
+    fputs(cf_model_compile_notes(m), stderr);
     cf_model_free(m);
     return rc ? fail() : 0;
 }

@@ -464,6 +464,7 @@ static int train_run(const args *a, int ranks)
     cf_model *m = cf_model_load(a->pos[0]);
     int rc = 1;
     if (!m) return fail();
+    if (cf_dist_rank() == 0) fputs(cf_model_compile_notes(m), stderr);   /* before the data, which may fail */
     cf_model_set_seed(m, a->seed);
     if (a->augment && cf_augment_check(a->augment, cf_model_input_shape(m, 0))) {   /* before the data is read */
         fprintf(stderr, "cflux train: %s\n", cf_last_error() + (strncmp(cf_last_error(), "error: ", 7) ? 0 : 7));

@@ -215,6 +215,7 @@ struct cf_model {
 
     char *builderr;          /* the first error while building, kept for cf_bind */
     char *source, *source_name;   /* the notation text it was compiled from, if any */
+    const char *compile_notes;   /* the compiler's "note: " lines (cf_model_compile_notes), in the arena */
     int shaped;              /* shapes inferred and checked */
     int sealed;              /* no more nodes; parameters allocated */
     uint64_t seed;

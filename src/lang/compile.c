@@ -17,6 +17,7 @@
  *
  * This file reads the files and builds the model from `model`; compile_int.h lists
  * the other files of the compiler, by concern, and what they share. */
+#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -80,8 +81,50 @@ static int add_outputs(cc *c, const value *v, const char *file, const ast *where
     return cf_output(c->m, v->node) < 0 ? -1 : 0;
 }
 
-/* Build the graph: call model's forward function on fresh inputs. */
-static int build_model(cc *c, env *top, const char *file)
+/* The expression that starts at line:col of src (columns in characters), on one line:
+ * to the end of its statement, each run of blanks, newlines and comments one space (none
+ * inside parentheses' edges). One too long for a message, or a block, is "Name(...)"
+ * or "...". For notes that show the model rewritten. */
+static void expr_text(const char *src, int line, int col, char *out, size_t size)
+{
+    const char *p = src;
+    for (int l = 1; l < line && *p; p++) l += *p == '\n';
+    for (int k = 1; k < col && *p && *p != '\n'; k++)
+        for (p++; (*p & 0xC0) == 0x80; p++) {}
+    const char *start = p;
+    size_t n = 0;
+    int depth = 0, blank = 0, fits = 1;
+    for (; *p; p++) {
+        char ch = *p;
+        if (ch == '#') {
+            while (p[1] && p[1] != '\n') p++;
+            continue;
+        }
+        if (depth == 0 && (ch == '\n' || ch == ';')) break;
+        if (ch == ' ' || ch == '\t' || ch == '\r' || ch == '\n') {
+            blank = 1;
+            continue;
+        }
+        if (ch == '{' || n + 3 > size || n >= 100) {
+            fits = 0;
+            break;
+        }
+        depth += ch == '(' || ch == '[';
+        depth -= depth > 0 && (ch == ')' || ch == ']');
+        if (blank && n && out[n - 1] != '(' && ch != ')') out[n++] = ' ';
+        out[n++] = ch;
+        blank = 0;
+    }
+    out[n] = 0;
+    if (fits) return;
+    for (n = 0, p = start; n + 6 < size && (isalnum((unsigned char)*p) || *p == '_' || (*p & 0x80)); p++)
+        out[n++] = *p;
+    if (n && *p == '(') snprintf(out + n, size - n, "(...)");
+    else snprintf(out, size, "...");
+}
+
+/* Build the graph: call model's forward function on fresh inputs (src: the file's text). */
+static int build_model(cc *c, env *top, const char *file, const char *src)
 {
     int j = cc_local_index(top, "model");
     if (j < 0) {
@@ -97,6 +140,7 @@ static int build_model(cc *c, env *top, const char *file)
     }
     value root = top->vals[j];
     const ast *where = top->where[j]->a;   /* the model's expression */
+    expr_text(src, where->line, where->col, c->model_text, sizeof c->model_text);
     c->frames[c->nframes++] = (frame){"model", NULL, 0, 0};
     cf_scope_begin_at(c->m, "model", NULL, NULL, 0, 0);
     if (root.kind == V_TEMPLATE) {
@@ -165,7 +209,7 @@ static cf_model *compile(const char *text, size_t len, const char *file, int kee
     if (rc == 0 && !top) rc = -1;
     if (rc == 0) rc = hoist_nets(&c, top, cf_ast_root(user));
     if (rc == 0) rc = eval_top(&c, top, cf_ast_root(user));
-    if (rc == 0) rc = build_model(&c, top, file);
+    if (rc == 0) rc = build_model(&c, top, file, cf_ast_text(user));
     if (rc == 0) rc = cf_model_infer_shapes(m);
     for (int i = 0; i < MAXLIBS; i++) cf_ast_free(libs[i]);
     cf_ast_free(user);
@@ -182,8 +226,12 @@ static cf_model *compile(const char *text, size_t len, const char *file, int kee
     }
     if (failed) *failed = rc != 0;
     if (rc && !(keep && c.shape_failed && !m->builderr)) {
+        /* after the error, the notes made before it: a state read outside unroll, say,
+           tells why a recurrent net's shapes did not fit sequences */
         char msg[CF_ERRMAX];
-        snprintf(msg, sizeof msg, "%s", cf_last_error());
+        const char *notes = cf_model_compile_notes(m);
+        snprintf(msg, sizeof msg, "%s%s%.*s", cf_last_error(), *notes ? "\n" : "", (int)strlen(notes) - (*notes != 0),
+                 notes);
         cf_model_free(m);
         cf_seterr("%s", msg);
         return NULL;
@@ -194,6 +242,11 @@ static cf_model *compile(const char *text, size_t len, const char *file, int kee
 cf_model *cf_lang_compile(const char *text, size_t len, const char *file, int keep, int *failed)
 {
     return compile(text, len, file, keep, failed, 0);
+}
+
+const char *cf_model_compile_notes(const cf_model *m)
+{
+    return m && m->compile_notes ? m->compile_notes : "";
 }
 
 cf_model *cf_model_parse(const char *src, const char *filename)

@@ -93,6 +93,7 @@ struct inst {
     rstate *seq_s[2];
     int seq_each;             /* I_NET: sequence(each): it treats every step alike */
     int layer;                /* added to the model's layers */
+    int noted;                /* I_NET: a note says it reads a state outside unroll */
 };
 
 /* One parameter of a net as PyTorch keeps it (cf_tmap before names are known). */
@@ -160,6 +161,8 @@ typedef struct cc {
     rstate *states;          /* every recurrent state made, newest first */
     int steps;               /* > 0: every unroll runs this many steps instead */
     int models;              /* made so far (MAX_MODELS) */
+    int unrolling;           /* inside unroll(...): states are carried from step to step */
+    char model_text[128];    /* the model's expression as written, on one line, for notes */
 } cc;
 
 /* ---- built-ins ---- */

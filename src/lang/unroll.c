@@ -1,6 +1,7 @@
 /* unroll.c - recurrence: states (y = state(n), read as y{-1}) and unroll(m, n),
  * which runs a model over n steps carrying its states; a Chain around a standard-
- * library LSTM is built layer by layer, the LSTM as one fused node. */
+ * library LSTM is built layer by layer, the LSTM as one fused node. A state read
+ * outside unroll gets a note (cf_model_compile_notes). */
 #include <stdio.h>
 #include <string.h>
 
@@ -15,6 +16,31 @@ static int state_start(cc *c, rstate *st, env *en, const ast *e)
         return -1;
     st->start = cf_carry_at(c->m, name, st->shape, st->init, st->file, st->line, st->col);
     return cc_made(c, en, e, st->start);
+}
+
+/* A state read outside unroll is its start at every forward (nothing carries it on),
+ * so the net never sees an earlier step: a model that meant to run over sequences but
+ * left out unroll(...) compiles all the same. Say so once a net, as a note on the
+ * model (cf_model_compile_notes). 0 or -1. */
+static int note_outside_unroll(cc *c, const rstate *st, const char *name)
+{
+    inst *net = st->owner;
+    if (c->unrolling || net->noted) return 0;
+    net->noted = 1;
+    const char *old = c->m->compile_notes ? c->m->compile_notes : "";
+    const char *start = st->init.kind == CF_INIT_ONES ? "ones" : "zeros";
+    char line[1024];
+    int n = snprintf(line, sizeof line,
+                     "note: %s at %s:%d:%d keeps a state but runs outside unroll: each batch is one step from "
+                     "the state's start, so %s{-1} is always %s and the net never sees an earlier step; to run it "
+                     "over sequences of n steps, write model = unroll(%s, n), whose Input is one step's\n",
+                     net->tname, net->file, net->line, net->col, name, start, c->model_text);
+    size_t size = strlen(old) + (size_t)n + 1;
+    char *notes = cf_arena_alloc(&c->m->arena, size);
+    if (!notes) return cf_oom(size);
+    snprintf(notes, size, "%s%s", old, line);
+    c->m->compile_notes = notes;
+    return 0;
 }
 
 /* y{-1}: a state's value at the previous step, or its start (a carried leaf). */
@@ -32,6 +58,7 @@ int cc_state_prev(cc *c, env *en, const ast *e, value *out)
     if (!c->in_forward) return ERR(c, en, e, "%s{-1} is read inside a forward function", e->name);
     rstate *st = v->state;
     st->touched = 1;
+    if (note_outside_unroll(c, st, e->name)) return -1;
     if (st->prev) {
         *out = tensor_value(st->prev);
         return 0;
@@ -277,6 +304,7 @@ int cc_call_unroll(cc *c, inst *u, value *args, int nargs, const char *file, int
     for (rstate *st = c->states; st; st = st->next) st->prev = st->cur = NULL, st->touched = 0;
     cf_node **ys = NULL;
     int nout = 0, rc = -1;
+    c->unrolling++;
     if (unroll_by_layers(m)) {
         if (unroll_layers(c, m, x, u->n, file, out)) goto done;
         goto carry;
@@ -338,6 +366,7 @@ carry:
             if (st->start && st->prev && cf_carry_set_next(c->m, st->start, st->prev)) goto done;
     rc = 0;
 done:
+    c->unrolling--;
     for (rstate *st = c->states; st; st = st->next) st->prev = st->cur = NULL;
     return rc;
 }

@@ -1200,7 +1200,10 @@ CF_API const char *cf_model_info_key(const cf_model *m, int i);          /* in k
  * (the spec), "label" (the label column's header name, else its number from 0; none
  * for data without columns), "columns" (a CSV file's columns; none for other data),
  * "features" and "only_classes" (as given, the tool's --features and --only-classes;
- * NULL: none). 0 or -1. */
+ * NULL: none), and "input_range", "MIN MAX": the least and greatest of its inputs' values
+ * (an image folder's, not decoded for it, [0, 1] as its pixels are scaled; none for
+ * text or an embedding's indices), that predict and eval compare new inputs with.
+ * 0 or -1. */
 CF_API int         cf_model_note_data(cf_model *m, const char *spec, const cf_dataset *train, const char *features,
                                       const char *only_classes);
 

@@ -71,6 +71,23 @@ TEST(notes_and_target_norm_round_trip_through_files)
     cf_model_free(m);
 }
 
+/* cf_model_note_data keeps the training inputs' least and greatest values (the tool's
+ * predict compares new inputs with them); none for indices, whose scale is no question */
+TEST(note_data_keeps_the_inputs_range)
+{
+    float x[6] = {0.25f, -1.5f, 3, NAN, 0.125f, 2.75f}, y[3] = {1, 2, 3};
+    cf_dataset *d = cf_dataset_from_arrays(x, CF_SHAPE(2), y, 1, 3);
+    cf_model *m = cf_model_parse(regressor, "r.flux");
+    CHECK(cf_model_note_data(m, "csv:x.csv", d, NULL, NULL) == 0);
+    CHECK(cf_model_info(m, "input_range") && strcmp(cf_model_info(m, "input_range"), "-1.5 3") == 0);
+    cf_model_free(m);
+    m = cf_model_parse("model = Chain(Input(2), Embedding(4, 3), flatten, Affine(1))\n", "e.flux");
+    CHECK(cf_model_set_info(m, "input_range", "0 9") == 0);   /* a file's note, dropped */
+    CHECK(cf_model_note_data(m, "csv:x.csv", d, NULL, NULL) == 0 && cf_model_info(m, "input_range") == NULL);
+    cf_model_free(m);
+    cf_dataset_free(d);
+}
+
 TEST(target_norm_refused_where_it_does_not_fit)
 {
     cf_model *m = cf_model_parse("model = Chain(Input(2), Affine(3), softmax)\n", "c.flux");
@@ -170,6 +187,7 @@ int main(void)
     if (tmpdir_make("remember")) return 1;
     RUN(notes_set_get_remove_in_key_order);
     RUN(notes_and_target_norm_round_trip_through_files);
+    RUN(note_data_keeps_the_inputs_range);
     RUN(target_norm_refused_where_it_does_not_fit);
     RUN(a_file_without_source_cannot_stand_alone);
     RUN(normalize_fits_targets_and_predict_undoes_it);

@@ -38,6 +38,7 @@ set(CFLUX_PYTHON "${PROJECT_SOURCE_DIR}/build-venv/bin/python3" CACHE FILEPATH "
 set_tests_properties(test_checkpoint_py PROPERTIES ENVIRONMENT "CFLUX_PYTHON=${CFLUX_PYTHON}")
 add_test(NAME train_trust COMMAND sh ${PROJECT_SOURCE_DIR}/tests/check_train_trust.sh $<TARGET_FILE:cflux>)
 add_test(NAME remember COMMAND sh ${PROJECT_SOURCE_DIR}/tests/check_remember.sh $<TARGET_FILE:cflux>)
+add_test(NAME input_range COMMAND sh ${PROJECT_SOURCE_DIR}/tests/check_input_range.sh $<TARGET_FILE:cflux>)
 add_test(NAME augment_tool COMMAND sh ${PROJECT_SOURCE_DIR}/tests/check_augment.sh $<TARGET_FILE:cflux> ${CFLUX_PYTHON})
 add_test(NAME compat COMMAND sh ${PROJECT_SOURCE_DIR}/tests/check_compat.sh $<TARGET_FILE:cflux> ${PROJECT_SOURCE_DIR})
 add_test(NAME corpus_split COMMAND sh ${PROJECT_SOURCE_DIR}/tests/check_corpus_split.sh $<TARGET_FILE:cflux>

@@ -71,6 +71,9 @@ int data_remember(cf_model *m, const args *a, const cf_dataset *train);
 void data_recall(const cf_model *m, const args *a, args *out, FILE *said);
 int data_contradicts(const cf_model *m, const args *a, const cf_dataset *d, const char *ckpt);
 int remembered_columns(const cf_model *m);
+/* A note on stderr ("note: FILE: the inputs range over ...") when d's inputs lie far
+ * outside the range of m's training inputs (remember.c); ckpt names the checkpoint. */
+void range_note(const cf_model *m, const cf_dataset *d, const char *ckpt);
 /* Options for one kind of data given with another (--label-col or --features without
  * CSV data, --skip-bad or --exact-size without an image folder): 2 with the message,
  * else 0. data NULL is fashion-mnist. */

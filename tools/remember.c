@@ -1,9 +1,11 @@
 /* remember.c - a checkpoint remembers how its data was read: the data spec, the label
  * column, the features, the classes kept (--only-classes) (the model's notes,
  * cf_model_set_info), beside what the library keeps itself (standardisation, class names, a text's vocabulary). eval and predict
- * read new data the same way unless told otherwise, and an option that contradicts
+ * read new data the same way unless told otherwise, and say when it lies far outside
+ * the range of the training inputs (the note the library keeps); an option that contradicts
  * what the checkpoint says is an error naming both; and MODEL may be the checkpoint
  * itself, which holds the model's source. */
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +18,7 @@
 #define NOTE_FEATURES "features"
 #define NOTE_COLUMNS "columns"
 #define NOTE_CLASSES "only_classes"
+#define NOTE_RANGE "input_range"
 
 /* The label column of d as given back to --label-col: its header name (a file to
  * evaluate may have its columns in another order), else its number (0-based); "" for
@@ -123,6 +126,47 @@ int data_contradicts(const cf_model *m, const args *a, const cf_dataset *d, cons
         return 1;
     }
     return 0;
+}
+
+/* A note on stderr when d's inputs lie far outside the range of the training inputs
+ * that m's checkpoint keeps (the note "input_range"): a model fed inputs of another
+ * scale (raw 0..255 pixels for one trained on [0, 1], as cflux reads images) gives
+ * confident nonsense and no error. "Far": some input more than one training span
+ * (MAX - MIN) below the training MIN or above its MAX; a little outside is
+ * extrapolation, not another scale. (Inputs within that reach span at most 3 training
+ * spans, so a span 10 times the training's is always far.) Raw pixels, whose fix is to divide
+ * by 255: training inputs within [0, 1] reaching past 0.5, inputs whole numbers within
+ * [0, 255] reaching past 127. Compared as read, before the model's standardisation.
+ * Nothing for a checkpoint without the note (an earlier cflux's), a training range of
+ * one value, or inputs not in memory (an image folder's, [0, 1] by construction). */
+void range_note(const cf_model *m, const cf_dataset *d, const char *ckpt)
+{
+    const char *note = cf_model_info(m, NOTE_RANGE);
+    const float *x = cf_dataset_x(d);
+    double a, b;
+    if (!note || !x || sscanf(note, "%lf %lf", &a, &b) != 2 || !(b > a)) return;
+    size_t n = cf_dataset_count(d) * cf_shape_count(cf_dataset_sample_shape(d));
+    double lo = 0, hi = 0;
+    int any = 0, whole = 1;
+    for (size_t i = 0; i < n; i++) {
+        if (!isfinite(x[i])) continue;
+        if (!any) lo = hi = x[i];
+        if (x[i] < lo) lo = x[i];
+        if (x[i] > hi) hi = x[i];
+        whole &= x[i] == floorf(x[i]);
+        any = 1;
+    }
+    double span = b - a;
+    if (!any || (lo >= a - span && hi <= b + span)) return;
+    const char *name = cf_dataset_name(d);
+    if (a >= 0 && b <= 1 && b > 0.5 && whole && lo >= 0 && hi <= 255 && hi > 127)
+        fprintf(stderr, "note: %s: the inputs range over [%g, %g], but %s was trained on [%g, %g]: divide them by "
+                        "255, as cflux scales image pixels, or the model's outputs mean little\n", name, lo, hi, ckpt,
+                a, b);
+    else
+        fprintf(stderr, "note: %s: the inputs range over [%g, %g], far outside [%g, %g], which %s was trained on: "
+                        "scale them as its training data was, or the model's outputs mean little\n", name, lo, hi, a,
+                b, ckpt);
 }
 
 int remembered_columns(const cf_model *m)

@@ -771,6 +771,7 @@ int cmd_eval(const args *a)
     if (vocab < 0) goto out;
     if (vocab > 0) goto done;
     const cf_dataset *d = test ? test : train;
+    range_note(m, d, params);
     int text = text_seq_len(d);
     if (loss && cf_model_add_loss(m, loss)) goto out;
     double l, acc;
@@ -970,6 +971,7 @@ int cmd_predict(const args *a)
     if (top > 16) top = 16;
     float **outs = calloc(no > 0 ? (size_t)no : 1, sizeof *outs);
     if (!d) goto out;
+    range_note(m, d, params);   /* the inputs as read: cf_predict_outputs standardises its copies */
     size_t n = cf_dataset_count(d);
     if (!outs) {
         fprintf(stderr, "error: out of memory\n");

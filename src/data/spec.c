@@ -3,6 +3,7 @@
  * and folders separated by commas), opened into a training set and perhaps a test set; and inputs
  * for prediction, IDX or CSV told apart by their first bytes. */
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -235,6 +236,32 @@ int cf_data_open_opts(const char *spec, const cf_data_opts *o, cf_dataset **trai
     return rc;
 }
 
+/* The note "input_range": the least and the greatest of d's inputs, every element of
+ * every sample, as "MIN MAX" (%.9g, which reads back as the same float), so that
+ * predict and eval can tell inputs of another scale (raw 0..255 pixels fed to a model
+ * trained on [0, 1]). One pass over the inputs in memory. An image folder (streamed)
+ * is not decoded for it: its readers scale every pixel to [0, 1] (pixels.c), and that
+ * is the range noted. No note for indices (text, an embedding's input), whose scale is
+ * no question, nor for data without a finite value. 0 or -1. */
+static int note_input_range(cf_model *m, const cf_dataset *d)
+{
+    if (cf_dataset_sequential(d) || cf_model_input_classes(m, 0)) return cf_model_set_info(m, "input_range", NULL);
+    double lo = 0, hi = 1;
+    int any = cf_dataset_streamed(d);
+    const float *x = cf_dataset_x(d);
+    size_t n = x ? cf_dataset_count(d) * cf_shape_count(cf_dataset_sample_shape(d)) : 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!isfinite(x[i])) continue;
+        if (!any) lo = hi = x[i];
+        if (x[i] < lo) lo = x[i];
+        if (x[i] > hi) hi = x[i];
+        any = 1;
+    }
+    char range[64];
+    snprintf(range, sizeof range, "%.9g %.9g", lo, hi);
+    return cf_model_set_info(m, "input_range", any ? range : NULL);
+}
+
 int cf_model_note_data(cf_model *m, const char *spec, const cf_dataset *d, const char *features,
                        const char *only_classes)
 {
@@ -247,7 +274,8 @@ int cf_model_note_data(cf_model *m, const char *spec, const cf_dataset *d, const
     snprintf(cols, sizeof cols, "%d", cf_dataset_column_count(d));
     if (cf_model_set_info(m, "data", spec) || cf_model_set_info(m, "label", *label ? label : NULL) ||
         cf_model_set_info(m, "columns", cf_dataset_column_count(d) ? cols : NULL) ||
-        cf_model_set_info(m, "features", features) || cf_model_set_info(m, "only_classes", only_classes))
+        cf_model_set_info(m, "features", features) || cf_model_set_info(m, "only_classes", only_classes) ||
+        note_input_range(m, d))
         return -1;
     return 0;
 }

@@ -1206,6 +1206,8 @@ CF_API const char *cf_model_info_key(const cf_model *m, int i);          /* in k
  * 0 or -1. */
 CF_API int         cf_model_note_data(cf_model *m, const char *spec, const cf_dataset *train, const char *features,
                                       const char *only_classes);
+/* The note "input_range" alone, of data without a spec (arrays, say). 0 or -1. */
+CF_API int         cf_model_note_input_range(cf_model *m, const cf_dataset *train);
 
 /* The names of the classes of output 0 (as many as its last dimension), part of the
  * model like its input standardisation: parameter files and checkpoints keep them

@@ -1294,6 +1294,10 @@ static PyObject *model_fit(Model *self, PyObject *args, PyObject *kw)
         goto out;
     }
     if (!spec && !(train = arrays_dataset(m, x, y, loss, "x", "y", &keep))) goto out;
+    if (!spec && cf_model_note_input_range(m, train)) {   /* for predict's note, as cflux train keeps it */
+        raise_cf(DataError);
+        goto out;
+    }
     if (test != Py_None) {
         if (!PyTuple_Check(test) || PyTuple_GET_SIZE(test) != 2) {
             PyErr_Format(PyExc_TypeError, "fit: test is a tuple (x, y) of held-out data, not %s", Py_TYPE(test)->tp_name);

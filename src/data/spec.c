@@ -243,8 +243,9 @@ int cf_data_open_opts(const char *spec, const cf_data_opts *o, cf_dataset **trai
  * is not decoded for it: its readers scale every pixel to [0, 1] (pixels.c), and that
  * is the range noted. No note for indices (text, an embedding's input), whose scale is
  * no question, nor for data without a finite value. 0 or -1. */
-static int note_input_range(cf_model *m, const cf_dataset *d)
+int cf_model_note_input_range(cf_model *m, const cf_dataset *d)
 {
+    if (!m || !d) return cf_seterr("error: cf_model_note_input_range: no model or data");
     if (cf_dataset_sequential(d) || cf_model_input_classes(m, 0)) return cf_model_set_info(m, "input_range", NULL);
     double lo = 0, hi = 1;
     int any = cf_dataset_streamed(d);
@@ -275,7 +276,7 @@ int cf_model_note_data(cf_model *m, const char *spec, const cf_dataset *d, const
     if (cf_model_set_info(m, "data", spec) || cf_model_set_info(m, "label", *label ? label : NULL) ||
         cf_model_set_info(m, "columns", cf_dataset_column_count(d) ? cols : NULL) ||
         cf_model_set_info(m, "features", features) || cf_model_set_info(m, "only_classes", only_classes) ||
-        note_input_range(m, d))
+        cf_model_note_input_range(m, d))
         return -1;
     return 0;
 }

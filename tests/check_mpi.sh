@@ -38,6 +38,9 @@ run 2 --epochs 2 --save "$t/two.ckpt" > "$t/out" 2>&1 || bad "2 ranks did not tr
 grep -q '^data-parallel over 2 ranks: each takes its share of every batch of 64 (32 to 32 rows)' "$t/out" && ok ||
   bad "the run does not say it is data-parallel: $(head -n 3 "$t/out")"
 [ "$(grep -c '^epoch ' "$t/out")" -eq 2 ] && ok || bad "rank 0 alone should print the epochs: $(cat "$t/out")"
+[ "$(grep -c '^test accuracy\|^train accuracy' "$t/out")" -eq 1 ] && ok || bad "rank 0 alone should print the result line: $(cat "$t/out")"
+run 2 --epochs 2 --stop-after 1 > "$t/out" 2>&1 || bad "2 ranks did not stop after 1 epoch: $(tail -n 5 "$t/out")"
+[ "$(grep -c '^note: stopped after epoch 1' "$t/out")" -eq 1 ] && ok || bad "rank 0 alone should note the stop: $(cat "$t/out")"
 same "$t/one.ckpt" "$t/two.ckpt" && ok || bad "2 ranks x 32 and 1 x 64 end with other parameters"
 
 # shares that differ: batches of 71 are 35 and 36 rows, the last (640 = 9 * 71 + 1)

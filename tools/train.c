@@ -664,7 +664,8 @@ static int train_run(const args *a, int ranks)
     for (int i = 0; i < nh; i++)
         if (h[i].epoch > first) samples += h[i].samples_per_sec * h[i].seconds;
     double sps = secs > 0 ? samples / secs : 0;   /* evaluation included: what a user waits for */
-    if (last) result_line(last, r.text, cf_model_target_norm(m, NULL, NULL) > 0);   /* --quiet too: what the run came to */
+    if (last && cf_dist_rank() == 0)   /* --quiet too: what the run came to; once, not from every rank */
+        result_line(last, r.text, cf_model_target_norm(m, NULL, NULL) > 0);
     int best = 0, early = fo.patience && nh && cf_early_stop(&h[0].val_loss, sizeof *h, nh, fo.patience, &best);
     if (fo.patience || fo.keep_best) cf_early_stop(&h[0].val_loss, sizeof *h, nh, 0, &best);
     if (!a->quiet && early && cf_trainer_epoch(r.trainer) < r.epochs)
@@ -674,7 +675,8 @@ static int train_run(const args *a, int ranks)
         fprintf(say, "best epoch %d: validation loss %.4f%s%s\n", best, h[best - 1].val_loss, a->keep_best ? ", kept in " : "",
                a->keep_best ? a->keep_best : "");
     if (r.saved_epoch >= 0 && !a->quiet) fprintf(say, "saved %s (epoch %d)\n", a->save, r.saved_epoch);
-    if (!isnan(a->stop_after) && cf_trainer_epoch(r.trainer) < r.epochs && cf_trainer_epoch(r.trainer) >= (int)a->stop_after) {
+    if (cf_dist_rank() == 0 && !isnan(a->stop_after) && cf_trainer_epoch(r.trainer) < r.epochs &&
+        cf_trainer_epoch(r.trainer) >= (int)a->stop_after) {
         /* paused as asked: how to go on, as after Ctrl-C */
         if (a->save) print_resume(a, a->save, 1);
         else fprintf(stderr, "note: stopped after epoch %d of %d (--stop-after) with nothing saved (no --save) to resume "

@@ -21,6 +21,9 @@
 #                  module builds its own copy of the library, about a minute), print
 #                  its version, then its tests with pytest against the release
 #                  build's tool and library (part of make test).
+#   make test-docs  every command README.md and docs/ show, run and its output compared
+#                  with the page's; long runs stopped after 8 s (part of make test).
+#   make docs-check the same with the long runs whole (about 1.5 hours on 2 cores).
 #   make fuzz FUZZ_SECONDS=600   a longer fuzzing run (each fuzzer that long)
 #   make bench     build, then cflux side by side with PyTorch 2 and MXNet 1.9.1 on the
 #                  MLP of models/mlp.flux (training and inference samples/s, batch-1
@@ -43,7 +46,7 @@ BENCH_SECONDS ?= 3
 FUZZERS = fuzz_model fuzz_parser fuzz_safetensors fuzz_params fuzz_torch fuzz_args fuzz_idx fuzz_csv fuzz_text \
   fuzz_png fuzz_jpeg
 
-.PHONY: all build deps test-deps interop-deps demo test test-release test-python test-asan test-tsan test-fuzz fuzz bench \
+.PHONY: all build deps test-deps interop-deps demo test test-release test-python test-docs docs-check test-asan test-tsan test-fuzz fuzz bench \
   install clean
 
 all: build
@@ -67,7 +70,7 @@ demo: deps
 	  { cat build/demo-build.log; echo "demo: the build failed (above)"; exit 1; }
 	@./build/cflux train models/mlp.flux
 
-test: test-deps interop-deps test-release test-python test-asan test-tsan test-fuzz
+test: test-deps interop-deps test-release test-python test-docs test-asan test-tsan test-fuzz
 
 # everything the tests use: the data set, clang's libFuzzer, Python with safetensors
 test-deps:
@@ -91,6 +94,18 @@ test-python: build
 	@$(PYVENV)/bin/python -c "import cflux; print(cflux.version())"
 	@CFLUX_TOOL=$(CURDIR)/build/cflux CFLUX_LIB=$(CURDIR)/build/libcflux.so \
 	  $(PYVENV)/bin/python -m pytest -q -p no:cacheprovider python/tests
+
+# every command that README.md and docs/*.md show, run in build/docs-check/PAGE and its
+# output compared with the page's (tests/check_docs.py; docs/errors.md has its own
+# checker among the release tests). The long runs (a ResNet, the character GPT, make
+# bench, the fine-tuning example: minutes to half an hour each) run 8 s here, what they
+# printed by then compared; make docs-check runs them whole (about 1.5 hours on 2 cores).
+DOCS = README.md $(filter-out docs/errors.md,$(sort $(wildcard docs/*.md)))
+test-docs: build interop-deps
+	@python3 tests/check_docs.py build --cap 8 $(DOCS)
+
+docs-check: build interop-deps
+	@python3 tests/check_docs.py build --long $(DOCS)
 
 test-asan: test-deps
 	@$(CMAKE) -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DCFLUX_SANITIZE=ON -DCFLUX_BLAS=OFF -DCFLUX_MPI=OFF \

@@ -59,6 +59,8 @@ endif()
 add_test(NAME layers COMMAND sh ${PROJECT_SOURCE_DIR}/tests/check_layers.sh ${PROJECT_SOURCE_DIR} ${CMAKE_NM}
          $<TARGET_OBJECTS:cflux_obj> COMMAND_EXPAND_LISTS)
 add_test(NAME errors_doc COMMAND sh ${PROJECT_SOURCE_DIR}/tests/check_errors_doc.sh $<TARGET_FILE:cflux> ${PROJECT_SOURCE_DIR}/docs/errors.md)
+# the checker of README.md's and docs/'s commands (make test-docs runs it on them): it can fail
+add_test(NAME docs_checker COMMAND sh ${PROJECT_SOURCE_DIR}/tests/check_docs_selftest.sh $<TARGET_FILE_DIR:cflux>)
 set_tests_properties(test_oom PROPERTIES TIMEOUT 120)   # a lost out-of-memory path may loop
 
 # The interoperability tests (tests/interop/check.sh): PyTorch and ONNX files made by

@@ -8,7 +8,8 @@
 set -eu
 dir=${1:-build-venv}
 if [ "${2:-}" = interop ]; then
-  packages="torch onnx onnxruntime safetensors numpy"
+  # pinned: docs/interop.md shows what this PyTorch prints, and make test compares
+  packages="torch==2.15.0 onnx==1.23.2 onnxruntime==1.32.0 safetensors==0.8.0 numpy==2.4.6"
   modules="torch, onnx, onnxruntime, safetensors, numpy"
 elif [ "${2:-}" = python ]; then   # the Python module's tests (make test-python installs the module)
   packages="numpy pytest"

@@ -1009,11 +1009,13 @@ typedef struct {
 
 static PyObject *stats_dict(const cf_epoch_stats *s)
 {
-    return Py_BuildValue("{sisisNsNsNsNsNsNsdsdsd}", "epoch", s->epoch, "epochs", s->epochs, "train_loss",
+    return Py_BuildValue("{sisisNsNsNsNsNsNsdsdsdsNsNsNsN}", "epoch", s->epoch, "epochs", s->epochs, "train_loss",
                          num_or_none(s->train_loss), "train_accuracy", num_or_none(s->train_accuracy), "val_loss",
                          num_or_none(s->val_loss), "val_accuracy", num_or_none(s->val_accuracy), "test_loss",
                          num_or_none(s->test_loss), "test_accuracy", num_or_none(s->test_accuracy), "lr", s->lr,
-                         "seconds", s->seconds, "samples_per_sec", s->samples_per_sec);
+                         "seconds", s->seconds, "samples_per_sec", s->samples_per_sec, "val_mae",
+                         num_or_none(s->val_mae), "val_r2", num_or_none(s->val_r2), "test_mae", num_or_none(s->test_mae),
+                         "test_r2", num_or_none(s->test_r2));
 }
 
 /* As cflux train prints a figure: four decimals, or four digits in %g's way when that

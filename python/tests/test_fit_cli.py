@@ -113,6 +113,23 @@ def test_predict_equals_predict(data, tool):
     np.testing.assert_array_equal(again, ours)
 
 
+def test_regression_history_has_mae_and_r2(data):
+    """A regression's epochs carry the test set's MAE and R², in the targets' units: what
+    evaluate gives for the same weights; a classifier's carry None."""
+    d, x, y, xt, yt = data
+    w = np.array([1.0, -2.0, 0.5, 3.0], np.float32)
+    reg, regt = (x @ w + 10).astype(np.float32), (xt @ w + 10).astype(np.float32)
+    m = cflux.loads("model = Chain(Input(4), Affine(8), tanh, Affine(1))\n")
+    h = m.fit(x, reg, epochs=3, normalize=True, test=(xt, regt), verbose=0)
+    r = m.evaluate(xt, regt)
+    assert h[-1]["test_mae"] == pytest.approx(r["mae"], rel=1e-5)
+    assert h[-1]["test_r2"] == pytest.approx(r["r2"], rel=1e-5, abs=1e-6)
+    assert h[-1]["val_mae"] is None and h[-1]["val_r2"] is None
+    c = cflux.load(d / "m.flux")
+    hc = c.fit(x, y, epochs=1, test=(xt, yt), verbose=0)
+    assert hc[-1]["test_mae"] is None and hc[-1]["test_r2"] is None
+
+
 def test_predict_batches(data):
     """Any batch size, a short last batch: the same outputs (to rounding: the matrix
     product's kernels differ by its sizes); a non-contiguous input: the same bits."""

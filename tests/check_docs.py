@@ -233,7 +233,6 @@ class Checker:
         self.failed = self.ran = self.compared = self.capped = 0
         self.skipped = []
         self.prelude = ""
-        self.last = None   # the last command's (page line, command, output lines)
 
     def scratch(self, page):
         d = os.path.join(self.build, "docs-check", os.path.splitext(os.path.basename(page))[0])
@@ -313,7 +312,7 @@ class Checker:
         if how == "long" and not self.long and shown is None:
             self.skipped.append(f"{b.page}:{b.line}: {cmd.splitlines()[0]}: a long run that shows no output (--long)")
             return
-        limit = self.cap if how == "long" and not self.long else 3 * 3600
+        limit = (3 * 3600 if self.long else self.cap) if how == "long" else 600   # a quick one that hangs fails
         t = time.time()
         status, got, stopped = self.run(d, cmd, limit)
         self.ran += 1
@@ -324,8 +323,7 @@ class Checker:
             self.fail(b, cmd, f"still running after {limit} s")
             return
         self.capped += stopped
-        self.last = (b, cmd, got, stopped)
-        self.outputs.append(self.last)
+        self.outputs.append((cmd, got, stopped))
         self.stopped_long |= stopped
         if shown is None:
             if status != 0 and not stopped:
@@ -345,7 +343,7 @@ class Checker:
 
     def page(self, path):
         d = self.scratch(path)
-        self.last, self.stopped_long, self.outputs = None, False, []
+        self.stopped_long, self.outputs = False, []   # the commands run so far: (command, lines, stopped)
         blocks = read_page(path)
         for b in blocks:
             kinds = {k for k, _ in b.directives}
@@ -363,11 +361,11 @@ class Checker:
                 continue
             if "output" in kinds:
                 sub = next(a for k, a in b.directives if k == "output")
-                ran = [o for o in self.outputs if sub in o[1]]
+                ran = [o for o in self.outputs if sub in o[0]]
                 if not ran:
                     self.fail(b, "(output)", f"no command{' holding ' + sub if sub else ''} ran before this output block")
                     continue
-                lb, cmd, got, stopped = ran[-1]
+                cmd, got, stopped = ran[-1]
                 self.check_output(b, cmd, got, b.body, 0, stopped)
                 continue
             if b.info == "sh":

@@ -49,6 +49,7 @@ expect 1 'cannot open' bench "$tmp/missing.flux"
 expect 2 'cflux bench: --seconds needs a number from 0.1 to 3600' bench "$src/models/mlp.flux" --seconds 0
 expect 2 "cflux bench: --loss is xent or mse, not 'l1'" bench "$src/models/mlp.flux" --loss l1
 expect 0 'latency .* us .*batch 1, median of 10000 calls' bench "$src/models/tlp.flux" --seconds 0.1 --threads 1
+expect 0 'latency .* us .*batch 1, median of 10000 calls' bench "$src/models/cnn.flux" --seconds 0.1 --threads 1
 # an input of embedding indices: check says so, bench fills it with whole numbers below
 # the vocabulary (random floats would fail the forward)
 expect 0 'input x: (B, 50), indices in 0\.\.75' check "$src/tests/models/good/embedding_sequence.flux"

@@ -188,6 +188,11 @@ TEST(what_cannot_be_cached)
     CHECK(cf_model_load_cached(write_model("mlp.flux", "model = Chain(Input(8), Embedding(5, 4), Affine(5), softmax)\n"))
           == NULL);
     CHECK_HAS(cf_last_error(), "mlp.flux: no causal attention to cache");
+    /* an image model: no attention, and an input that is no sequence; the first is said
+       (cflux bench asks every model, and takes that answer as "nothing to time") */
+    CHECK(cf_model_load_cached(write_model("cnn.flux", "model = Chain(Input(1, 8, 8), Conv2D(1, 2, 3), flatten, "
+                                                      "Affine(5), softmax)\n")) == NULL);
+    CHECK_HAS(cf_last_error(), "cnn.flux: no causal attention to cache");
     /* a recurrent net unrolled */
     CHECK(cf_model_load_cached(write_model("rnn.flux", "model = unroll(Chain(Input(), Embedding(5, 4), GRU(8), "
                                                       "Affine(5), softmax), 6)\n")) == NULL);

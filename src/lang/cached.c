@@ -102,16 +102,6 @@ static int renumber(cf_model *m, int first)
 
 static int make_cached(cf_model *m, const char *path, int n)
 {
-    if (m->ninputs != 1 || m->inputs[0]->shape.rank != 2 || !m->inputs[0]->batched)
-        return cf_seterr("error: %s: a cached model reads one sequence of T positions, (B, T)", path);
-    if (n < 1 || n > m->inputs[0]->shape.d[1])
-        return cf_seterr("error: %s: a cached model reads from 1 to T = %d positions a forward, not %d", path,
-                         m->inputs[0]->shape.d[1], n);
-    if (m->nregions)
-        return cf_seterr("error: %s: a cached model runs attention one position at a time; this one unrolls a "
-                         "recurrent net (run it a step at a time with cf_model_load_steps)", path);
-    cf_node *x = m->inputs[0];
-    int T = x->shape.d[1], first = m->nnodes;
     int *uses = reader_counts(m);
     if (!uses) return -1;
     found *att = malloc((size_t)m->nnodes * sizeof *att);
@@ -124,11 +114,29 @@ static int make_cached(cf_model *m, const char *path, int n)
         if (attention_at(m->nodes[i], uses, &att[natt])) natt++;
     free(uses);
     int rc = -1;
+    /* what a model lacks most first: without causal attention (a CNN, say) there is
+       nothing to cache, whatever its input (cflux bench asks every model) */
     if (natt == 0) {
         cf_seterr("error: %s: no causal attention to cache (softmax(q * transpose(k, 2, 3), causal = true) * v)",
                   path);
         goto out;
     }
+    if (m->ninputs != 1 || m->inputs[0]->shape.rank != 2 || !m->inputs[0]->batched) {
+        cf_seterr("error: %s: a cached model reads one sequence of T positions, (B, T)", path);
+        goto out;
+    }
+    if (n < 1 || n > m->inputs[0]->shape.d[1]) {
+        cf_seterr("error: %s: a cached model reads from 1 to T = %d positions a forward, not %d", path,
+                  m->inputs[0]->shape.d[1], n);
+        goto out;
+    }
+    if (m->nregions) {
+        cf_seterr("error: %s: a cached model runs attention one position at a time; this one unrolls a recurrent "
+                  "net (run it a step at a time with cf_model_load_steps)", path);
+        goto out;
+    }
+    cf_node *x = m->inputs[0];
+    int T = x->shape.d[1], first = m->nnodes;
     cf_node *pos = cf_carry_at(m, "cache.position", CF_SHAPE(1), CF_ZEROS, path, 0, 0);
     cf_node *next = pos ? cf_add(m, pos, cf_scalar(m, (float)n)) : NULL;
     if (!next || cf_carry_set_next(m, pos, next)) goto out;

@@ -23,14 +23,15 @@
 #                  build's tool and library (part of make test).
 #   make test-docs  every command README.md and docs/ show, run and its output compared
 #                  with the page's; long runs stopped after 8 s (part of make test).
-#   make docs-check the same with the long runs whole (about 1.5 hours on 2 cores).
+#   make docs-check the same with the long runs whole (about 2.5 hours on 2 cores).
 #   make fuzz FUZZ_SECONDS=600   a longer fuzzing run (each fuzzer that long)
 #   make bench     build, then cflux side by side with PyTorch 2 and MXNet 1.9.1 on the
-#                  MLP of models/mlp.flux (training and inference samples/s, batch-1
+#                  models of bench/run.sh (the MLP, CNN, ResNet and character GPT of
+#                  models/, and the MLP in int8: training and inference samples/s, batch-1
 #                  latency, peak memory) in interleaved rounds at every thread count
-#                  (bench/run.sh; BENCH_ROUNDS=5 BENCH_SECONDS=3). It makes the peers'
-#                  Python environment first, once (a few GB, in ~/.cache/cflux). Never
-#                  part of make test.
+#                  (BENCH_ROUNDS=5 BENCH_SECONDS=3: about 40 minutes on 2 cores). It
+#                  makes the peers' Python environment first, once (a few GB, in
+#                  ~/.cache/cflux). Never part of make test.
 #   make install PREFIX=/usr/local
 #
 # Missing Debian packages are installed first when run as root (tools/bootstrap.sh).
@@ -99,7 +100,7 @@ test-python: build
 # output compared with the page's (tests/check_docs.py; docs/errors.md has its own
 # checker among the release tests). The long runs (a ResNet, the character GPT, make
 # bench, the fine-tuning example: minutes to half an hour each) run 8 s here, what they
-# printed by then compared; make docs-check runs them whole (about 1.5 hours on 2 cores).
+# printed by then compared; make docs-check runs them whole (about 2.5 hours on 2 cores).
 DOCS = README.md $(filter-out docs/errors.md,$(sort $(wildcard docs/*.md)))
 test-docs: build interop-deps
 	@python3 tests/check_docs.py build --cap 8 $(DOCS)

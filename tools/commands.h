@@ -92,4 +92,8 @@ void metrics_json(const cf_model *m, const cf_metrics *r, FILE *f);
 /* Settings every command takes: --threads and --max-memory. 0, or 1 with the error. */
 int apply_common(const args *a);
 
+/* A figure as the epoch lines print it: four decimals, or four digits in %g's way when
+ * that would hide it; "-" for NaN. buf holds 32 bytes. (train.c) */
+const char *fmt_num(double v, char *buf);
+
 #endif

@@ -99,9 +99,8 @@ static void settings_table(FILE *f, const report *r)
  * hide it (a regression's loss of 2.3e10), as `cflux train` prints it; "-" for NaN. */
 static void put_cell(FILE *f, double v)
 {
-    double a = fabs(v);
-    if (!isfinite(v)) fprintf(f, "<td>-</td>");
-    else fprintf(f, a >= 1e5 || (a > 0 && a < 1e-3) ? "<td>%.4g</td>" : "<td>%.4f</td>", v);
+    char buf[32];
+    fprintf(f, "<td>%s</td>", isfinite(v) ? fmt_num(v, buf) : "-");
 }
 
 /* Each epoch's figures: a classifier's loss and accuracy, a regression's loss, MAE and

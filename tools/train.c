@@ -35,7 +35,7 @@ static FILE *say;
 
 /* A figure with four decimals, or four digits in %g's way when that would hide it
  * (33710207303.6800 is 3.371e+10, 0.00001234 is 1.234e-05); "-" for none. */
-static const char *fmt_num(double v, char *buf)
+const char *fmt_num(double v, char *buf)
 {
     if (isnan(v)) return "-";
     double a = fabs(v);
